@@ -1,0 +1,204 @@
+"""Researchers configure studies, import files and watch progress here. No logic."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from . import selectors, services
+from .errors import ImportRejected
+from .models import Annotation, Annotator, Assignment, Criterion, Item, Study, System
+
+
+class CriterionInline(admin.TabularInline):
+    model = Criterion
+    extra = 0
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="JSONL or CSV bundle, or a Judge-Bench JSON file.")
+    name = forms.CharField(required=False, help_text="Overrides the name in the file.")
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "progress", "config_version", "is_active", "created_at"]
+    list_filter = ["kind", "is_active"]
+    search_fields = ["name"]
+    inlines = [CriterionInline]
+    filter_horizontal = ["researchers"]
+    readonly_fields = ["public_id", "config_version", "worker_link", "progress_table", "source"]
+    fieldsets = [
+        (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
+        (
+            "What workers see",
+            {
+                "fields": [
+                    "question",
+                    "instructions",
+                    "allow_tie",
+                    "allow_both_good",
+                    "allow_both_bad",
+                    "render_markdown",
+                    "show_reference",
+                    "worker_link",
+                ]
+            },
+        ),
+        (
+            "Collection",
+            {
+                "fields": [
+                    "redundancy",
+                    "items_per_worker",
+                    "lease_seconds",
+                    "batch_size",
+                    "budget",
+                    "gamma",
+                ]
+            },
+        ),
+        ("Status", {"fields": ["progress_table", "config_version", "public_id", "source"]}),
+    ]
+
+    @admin.display(description="progress")
+    def progress(self, study: Study) -> str:
+        p = selectors.study_progress(study)
+        return f"{p['submitted']} / {p['target_annotations']}"
+
+    @admin.display(description="progress")
+    def progress_table(self, study: Study) -> str:
+        if not study.pk:
+            return "—"
+        p = selectors.study_progress(study)
+        return format_html(
+            "{} systems · {} inputs · {} items<br>{} of {} annotations submitted, {} leased now, "
+            "{} workers<br>{} imported labels",
+            p["systems"],
+            p["inputs"],
+            p["items"],
+            p["submitted"],
+            p["target_annotations"],
+            p["leased"],
+            p["workers"],
+            p["imported"],
+        )
+
+    @admin.display(description="worker link")
+    def worker_link(self, study: Study) -> str:
+        if not study.pk:
+            return "—"
+        url = reverse("annotator:enter", args=[study.public_id]) + "?worker=WORKER_ID"
+        return format_html("<code>{}</code>", url)
+
+    def save_model(self, request, obj, form, change) -> None:
+        services.study_configure(obj, form.changed_data if change else [])
+
+    def get_urls(self):
+        return [
+            path(
+                "import/",
+                self.admin_site.admin_view(self.import_view),
+                name="annotator_study_import",
+            ),
+            *super().get_urls(),
+        ]
+
+    def import_view(self, request):
+        if not self.has_add_permission(request):
+            return redirect("admin:annotator_study_changelist")
+        form = ImportForm(request.POST or None, request.FILES or None)
+        errors: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            overrides = {"name": form.cleaned_data["name"]} if form.cleaned_data["name"] else {}
+            try:
+                study = services.study_import(
+                    upload.read(), filename=upload.name, overrides=overrides, owner=request.user
+                )
+            except ImportRejected as exc:
+                errors = exc.errors
+            else:
+                messages.success(request, f"Imported study {study.pk}: {study.name}")
+                return redirect("admin:annotator_study_change", study.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "errors": errors,
+            "title": "Import a study",
+            "opts": self.model._meta,
+        }
+        return render(request, "admin/annotator/study/import.html", context)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "study",
+        "item",
+        "annotator",
+        "value",
+        "raw_answer",
+        "source",
+        "time_spent_ms",
+        "submitted_at",
+        "is_flagged",
+    ]
+    list_filter = ["study", "source", "is_flagged"]
+    list_select_related = ["study", "annotator"]
+
+
+@admin.register(Item)
+class ItemAdmin(ReadOnlyAdmin):
+    list_display = [
+        "id",
+        "study",
+        "input",
+        "round_number",
+        "is_gold",
+        "n_done",
+        "n_taken",
+        "redundancy",
+        "is_active",
+    ]
+    list_filter = ["study", "is_gold", "is_active"]
+    list_select_related = ["study", "input"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = [
+        "token",
+        "study",
+        "item",
+        "annotator",
+        "left_is_a",
+        "state",
+        "issued_at",
+        "expires_at",
+    ]
+    list_filter = ["study", "state"]
+
+
+@admin.register(Annotator)
+class AnnotatorAdmin(admin.ModelAdmin):
+    list_display = ["pseudonym", "platform", "external_id", "is_blocked", "created_at"]
+    list_filter = ["platform", "is_blocked"]
+    search_fields = ["pseudonym", "external_id"]
+    readonly_fields = ["pseudonym", "platform", "external_id", "created_at"]
+
+
+@admin.register(System)
+class SystemAdmin(ReadOnlyAdmin):
+    list_display = ["name", "study"]
+    list_filter = ["study"]

@@ -1,0 +1,122 @@
+"""REST API: studies, labels with provenance, imports. Token or session auth."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, mixins, permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.response import Response
+
+from . import selectors, services
+from .errors import ImportRejected
+from .filters import LabelFilter
+from .models import Annotation
+from .renderers import CSVRenderer, JSONLinesRenderer
+from .serializers import (
+    ImportResultSerializer,
+    ImportSerializer,
+    LabelSerializer,
+    StudySerializer,
+)
+
+
+class LabelPagination(CursorPagination):
+    """Cursor pages; for CSV and JSONL the rows are the body and the next page is in ``Link``."""
+
+    ordering = "id"
+    page_size = 1000
+    page_size_query_param = "page_size"
+    max_page_size = 10000
+
+    def get_paginated_response(self, data):
+        if self.request.accepted_renderer.format in ("csv", "jsonl"):
+            links = [
+                f'<{url}>; rel="{rel}"'
+                for rel, url in (("next", self.get_next_link()), ("prev", self.get_previous_link()))
+                if url
+            ]
+            return Response(data, headers={"Link": ", ".join(links)} if links else None)
+        return super().get_paginated_response(data)
+
+
+class CanImport(permissions.BasePermission):
+    message = "You may not create studies."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user and (user.is_staff or user.has_perm("annotator.add_study")))
+
+
+class StudyLabelsView(generics.ListAPIView):
+    """Labels of one study with their provenance, in system order.
+
+    Formats: `?format=json` (cursor pages), `jsonl` and `csv` (rows in the body, the next
+    page in the `Link` header). Filters: `system`, `pair=a,b`, `annotator`, `round`,
+    `submitted_after`, `submitted_before`, `source`, `flagged`.
+    """
+
+    serializer_class = LabelSerializer
+    filterset_class = LabelFilter
+    filter_backends = [DjangoFilterBackend]
+    pagination_class = LabelPagination
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, JSONLinesRenderer, CSVRenderer]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Annotation.objects.none()
+        study = get_object_or_404(
+            selectors.studies_visible_to(self.request.user), pk=self.kwargs["pk"]
+        )
+        return selectors.annotations_for_export(study)
+
+
+class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Studies you may read: all for staff, else those that name you as a researcher."""
+
+    serializer_class = StudySerializer
+    filter_backends: list = []
+
+    def get_queryset(self):
+        return (
+            selectors.studies_visible_to(self.request.user)
+            .prefetch_related("criteria", "systems")
+            .order_by("id")
+        )
+
+    @extend_schema(
+        request={"multipart/form-data": ImportSerializer},
+        responses={
+            201: ImportResultSerializer,
+            400: OpenApiResponse(description="The file was rejected; `errors` lists why."),
+        },
+    )
+    @action(
+        detail=False,
+        methods=["post"],
+        url_path="import",
+        parser_classes=[MultiPartParser, FormParser],
+        permission_classes=[permissions.IsAuthenticated, CanImport],
+        serializer_class=ImportSerializer,
+    )
+    def import_study(self, request):
+        form = ImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        overrides = {
+            k: form.validated_data[k] for k in ("name", "kind") if k in form.validated_data
+        }
+        try:
+            study = services.study_import(
+                upload.read(), filename=upload.name, overrides=overrides, owner=request.user
+            )
+        except ImportRejected as exc:
+            return Response(
+                {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(ImportResultSerializer(study).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,43 @@
+"""Errors a user can cause. Each carries a message fit to show as it is."""
+
+
+class ServiceError(Exception):
+    """A request that cannot be honoured; nothing was changed."""
+
+    code = "invalid"
+    status = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ImportRejected(ServiceError):
+    """A study file failed validation; ``errors`` names each bad line or record."""
+
+    code = "import_rejected"
+
+    def __init__(self, errors: list[str]) -> None:
+        shown = errors[:50]
+        more = f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""
+        super().__init__("The file was rejected, nothing was imported:\n" + "\n".join(shown) + more)
+        self.errors = errors
+
+
+class AssignmentNotFound(ServiceError):
+    code = "assignment_not_found"
+    status = 404
+
+
+class AssignmentExpired(ServiceError):
+    code = "assignment_expired"
+    status = 409
+
+
+class InvalidAnswer(ServiceError):
+    code = "invalid_answer"
+
+
+class WorkerBlocked(ServiceError):
+    code = "worker_blocked"
+    status = 403

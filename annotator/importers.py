@@ -1,0 +1,626 @@
+"""Parse and validate study files into a :class:`StudySpec`; no database access.
+
+Two formats are read (documented in ``docs/import-formats.md``):
+
+* the **bundle**: JSONL (an optional ``{"study": {…}}`` first line, then one input per
+  line) or CSV (``input_id,input,system,output`` plus optional ``reference,priority``);
+* the **Judge-Bench** JSON schema (``annotations`` + ``instances``), pairwise when every
+  instance has ``output_a``/``output_b``, else a Likert study with one criterion per
+  judged property; ``individual_human_scores`` become pre-existing annotations.
+
+Every problem is collected with the line or record it comes from, and the whole file is
+rejected if there is any: the caller writes nothing unless parsing succeeds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .choices import Preference, StudyKind
+from .errors import ImportRejected
+
+MAX_ERRORS = 200
+STUDY_OPTIONS = {
+    "name": str,
+    "kind": str,
+    "description": str,
+    "question": str,
+    "instructions": str,
+    "allow_tie": bool,
+    "allow_both_good": bool,
+    "allow_both_bad": bool,
+    "render_markdown": bool,
+    "show_reference": bool,
+    "redundancy": int,
+    "batch_size": int,
+    "budget": int,
+    "gamma": float,
+    "lease_seconds": int,
+}
+
+
+@dataclass
+class CriterionSpec:
+    name: str
+    label: str
+    scale_min: int = 1
+    scale_max: int = 5
+    anchors: dict[str, str] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+
+
+@dataclass
+class InputSpec:
+    external_id: str
+    text: str
+    outputs: dict[str, str]
+    where: str
+    reference: str = ""
+    priority: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    expected_answer: str = ""
+
+
+@dataclass
+class AnnotationSpec:
+    """A label that already exists in the imported dataset."""
+
+    input_id: str
+    annotator_key: str
+    value: str = ""
+    scores: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StudySpec:
+    options: dict[str, Any]
+    systems: list[str]
+    inputs: list[InputSpec]
+    criteria: list[CriterionSpec] = field(default_factory=list)
+    annotations: list[AnnotationSpec] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return self.options["kind"]
+
+
+class _Errors(list):
+    def add(self, message: str) -> None:
+        if len(self) < MAX_ERRORS:
+            self.append(message)
+
+    def raise_if_any(self) -> None:
+        if self:
+            raise ImportRejected(list(self))
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 (with or without BOM); a bad byte is reported with its line."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ImportRejected(
+            [
+                f"line {line}: the file is not UTF-8 text (byte {exc.start} cannot be decoded); "
+                "save it as UTF-8 and try again"
+            ]
+        ) from None
+
+
+def parse_study_file(
+    data: bytes, filename: str = "", overrides: dict[str, Any] | None = None
+) -> StudySpec:
+    """Detect the format from the name and content, parse, validate, return the spec."""
+    text = decode(data)
+    if not text.strip():
+        raise ImportRejected(["the file is empty"])
+    lower = filename.lower()
+    stripped = text.lstrip()
+    if lower.endswith(".csv"):
+        spec = _parse_csv(text, overrides or {})
+    elif lower.endswith(".jsonl") or (stripped.startswith("{") and _first_line_is_object(text)):
+        spec = _parse_jsonl(text, overrides or {})
+    elif stripped.startswith("{") or lower.endswith(".json"):
+        spec = _parse_judgebench(text, overrides or {})
+    else:
+        raise ImportRejected(
+            [
+                f"cannot tell the format of '{filename or 'the file'}': use .jsonl, .csv or "
+                "Judge-Bench .json"
+            ]
+        )
+    _validate_spec(spec)
+    return spec
+
+
+def _first_line_is_object(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        return isinstance(json.loads(first), dict) and "\n" in text.strip()
+    except json.JSONDecodeError:
+        return False
+
+
+# --- study options -------------------------------------------------------------------------
+def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[CriterionSpec], list]:
+    if not isinstance(raw, dict):
+        errors.add(f"{where}: 'study' must be an object")
+        return {}, [], []
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in ("criteria", "systems"):
+            continue
+        expected = STUDY_OPTIONS.get(key)
+        if expected is None:
+            errors.add(f"{where}: unknown study option '{key}'")
+        elif expected is float and isinstance(value, int | float) and not isinstance(value, bool):
+            options[key] = float(value)
+        elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            errors.add(f"{where}: study option '{key}' must be {expected.__name__}")
+        else:
+            options[key] = value
+    criteria = [
+        c
+        for i, item in enumerate(raw.get("criteria") or [])
+        if (c := _criterion(item, f"{where}, criterion {i + 1}", errors))
+    ]
+    systems = raw.get("systems") or []
+    if not isinstance(systems, list) or not all(isinstance(s, str) and s for s in systems):
+        errors.add(f"{where}: 'systems' must be a list of names")
+        systems = []
+    return options, criteria, systems
+
+
+def _criterion(raw: Any, where: str, errors: _Errors) -> CriterionSpec | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        errors.add(f"{where}: a criterion needs a 'name'")
+        return None
+    name = raw["name"]
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,60}", name):
+        errors.add(f"{where}: criterion name '{name}' may use letters, digits, '_' and '-'")
+        return None
+    labels = raw.get("labels") or []
+    scale = raw.get("scale") or [1, 5]
+    if labels:
+        if not isinstance(labels, list) or len({str(x) for x in labels}) < 2:
+            errors.add(f"{where}: 'labels' needs at least two distinct labels")
+            return None
+        return CriterionSpec(name, str(raw.get("label") or name), labels=[str(x) for x in labels])
+    if (
+        not isinstance(scale, list)
+        or len(scale) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
+        or not 0 < scale[1] - scale[0] <= 20
+    ):
+        errors.add(f"{where}: 'scale' must be [min, max] whole numbers, 2 to 21 points")
+        return None
+    anchors = raw.get("anchors") or {}
+    if not isinstance(anchors, dict):
+        errors.add(f"{where}: 'anchors' must map scale points to text")
+        anchors = {}
+    return CriterionSpec(
+        name,
+        str(raw.get("label") or name),
+        scale[0],
+        scale[1],
+        {str(k): str(v) for k, v in anchors.items()},
+    )
+
+
+# --- JSONL bundle ----------------------------------------------------------------------------
+def _parse_jsonl(text: str, overrides: dict[str, Any]) -> StudySpec:
+    errors = _Errors()
+    options: dict[str, Any] = {}
+    criteria: list[CriterionSpec] = []
+    declared: list[str] = []
+    inputs: list[InputSpec] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.add(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(record, dict):
+            errors.add(f"{where}: each line must be a JSON object")
+            continue
+        if "study" in record:
+            if inputs or options:
+                errors.add(f"{where}: the 'study' line must come first, once")
+            options, criteria, declared = _study_options(record["study"], where, errors)
+            continue
+        parsed = _input_record(record, where, errors)
+        if parsed:
+            inputs.append(parsed)
+    errors.raise_if_any()
+    return _assemble({**options, **overrides}, criteria, declared, inputs)
+
+
+def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None:
+    ident = record.get("id")
+    if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
+        errors.add(f"{where}: missing 'id' (a string or number naming the input)")
+        return None
+    where = f"{where} (input '{ident}')"
+    outputs = record.get("outputs")
+    if not isinstance(outputs, dict) or not outputs:
+        errors.add(f"{where}: missing 'outputs' (an object mapping system name to output text)")
+        return None
+    bad = [name for name, out in outputs.items() if not isinstance(out, str) or not out.strip()]
+    for name in bad:
+        errors.add(f"{where}: output of system '{name}' is empty or not text")
+    text = record.get("input", "")
+    if not isinstance(text, str):
+        errors.add(f"{where}: 'input' must be text")
+        text = ""
+    priority = record.get("priority")
+    if priority is not None and (
+        not isinstance(priority, int | float) or isinstance(priority, bool)
+    ):
+        errors.add(f"{where}: 'priority' must be a number")
+        priority = None
+    metadata = record.get("metadata", {})
+    if not isinstance(metadata, dict):
+        errors.add(f"{where}: 'metadata' must be an object")
+        metadata = {}
+    reference = record.get("reference", "") or ""
+    if not isinstance(reference, str):
+        errors.add(f"{where}: 'reference' must be text")
+        reference = ""
+    if bad:
+        return None
+    return InputSpec(
+        external_id=str(ident),
+        text=text,
+        outputs={str(k): v for k, v in outputs.items()},
+        where=where,
+        reference=reference,
+        priority=float(priority) if priority is not None else None,
+        metadata=metadata,
+    )
+
+
+# --- CSV bundle --------------------------------------------------------------------------------
+CSV_REQUIRED = ("input_id", "input", "system", "output")
+
+
+def _parse_csv(text: str, overrides: dict[str, Any]) -> StudySpec:
+    errors = _Errors()
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [c for c in CSV_REQUIRED if c not in header]
+    if missing:
+        raise ImportRejected([f"line 1: the CSV header lacks column(s) {', '.join(missing)}"])
+    by_id: dict[str, dict[str, Any]] = {}
+    try:
+        for row in reader:
+            where = f"line {reader.line_num}"
+            if None in row or any(v is None for v in row.values()):
+                errors.add(f"{where}: wrong number of fields")
+                continue
+            ident, system, output = row["input_id"].strip(), row["system"].strip(), row["output"]
+            if not ident or not system:
+                errors.add(f"{where}: 'input_id' and 'system' must not be empty")
+                continue
+            if not output.strip():
+                errors.add(f"{where}: output of system '{system}' is empty")
+                continue
+            record = by_id.setdefault(
+                ident,
+                {
+                    "id": ident,
+                    "input": row["input"],
+                    "outputs": {},
+                    "where": where,
+                    "reference": row.get("reference") or "",
+                    "priority": row.get("priority") or "",
+                },
+            )
+            if record["input"] != row["input"]:
+                errors.add(
+                    f"{where}: input '{ident}' has a different text than on {record['where']}"
+                )
+            if system in record["outputs"]:
+                errors.add(f"{where}: duplicate output for input '{ident}' and system '{system}'")
+            record["outputs"][system] = output
+    except csv.Error as exc:
+        errors.add(f"line {reader.line_num}: malformed CSV ({exc})")
+    inputs = []
+    for record in by_id.values():
+        priority = None
+        if record["priority"].strip():
+            try:
+                priority = float(record["priority"])
+            except ValueError:
+                errors.add(f"{record['where']}: priority '{record['priority']}' is not a number")
+        inputs.append(
+            InputSpec(
+                record["id"],
+                record["input"],
+                record["outputs"],
+                f"{record['where']} (input '{record['id']}')",
+                record["reference"],
+                priority,
+            )
+        )
+    errors.raise_if_any()
+    options = dict(overrides)
+    criteria = [_criterion(c, "config", errors) for c in options.pop("criteria", []) or []]
+    declared = options.pop("systems", []) or []
+    errors.raise_if_any()
+    return _assemble(options, [c for c in criteria if c], declared, inputs)
+
+
+# --- Judge-Bench ---------------------------------------------------------------------------------
+_TIE_WORDS = ("tie", "equal", "same", "both", "draw", "neither")
+
+
+def _preference_of(label: str, labels: list[str]) -> str | None:
+    low = str(label).strip().lower()
+    if low in ("a", "model_a", "output_a", "response_a", "system_a") or low.endswith("_a"):
+        return Preference.A.value
+    if low in ("b", "model_b", "output_b", "response_b", "system_b") or low.endswith("_b"):
+        return Preference.B.value
+    if any(word in low for word in _TIE_WORDS):
+        return Preference.TIE.value
+    return None
+
+
+def _parse_judgebench(text: str, overrides: dict[str, Any]) -> StudySpec:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportRejected(
+            [f"line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"]
+        ) from None
+    errors = _Errors()
+    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
+        raise ImportRejected(["a Judge-Bench file is an object with an 'instances' list"])
+    properties = doc.get("annotations")
+    if not isinstance(properties, list) or not properties:
+        raise ImportRejected(["a Judge-Bench file declares its judged properties in 'annotations'"])
+    specs: dict[str, dict] = {}
+    for i, prop in enumerate(properties):
+        where = f"annotations[{i}]"
+        if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
+            errors.add(f"{where}: each judged property needs a 'metric' name")
+            continue
+        category = prop.get("category")
+        if category == "categorical":
+            if not isinstance(prop.get("labels_list"), list) or len(prop["labels_list"]) < 2:
+                errors.add(f"{where} ('{prop['metric']}'): categorical needs a 'labels_list'")
+                continue
+        elif category in ("graded", "continuous"):
+            if not all(isinstance(prop.get(k), int | float) for k in ("worst", "best")):
+                errors.add(f"{where} ('{prop['metric']}'): graded needs numeric 'worst' and 'best'")
+                continue
+        else:
+            errors.add(f"{where} ('{prop['metric']}'): unknown category {category!r}")
+            continue
+        specs[prop["metric"]] = prop
+    errors.raise_if_any()
+    instances = doc["instances"]
+    pairwise = bool(instances) and all(
+        isinstance(inst, dict)
+        and isinstance(inst.get("instance"), dict)
+        and {"output_a", "output_b"} <= inst["instance"].keys()
+        for inst in instances
+    )
+    name = str(doc.get("dataset") or "Judge-Bench import")
+    options = {"name": name, "description": str(doc.get("dataset_url") or "")}
+    if pairwise:
+        spec = _judgebench_pairwise(instances, specs, errors)
+        prompt = next(iter(specs.values())).get("prompt", "")
+        options |= {"kind": StudyKind.PAIRWISE.value, "allow_tie": spec[2]}
+        if prompt:
+            options["instructions"] = _prompt_as_instructions(prompt)
+        errors.raise_if_any()
+        return _assemble({**options, **overrides}, [], ["output_a", "output_b"], spec[0], spec[1])
+    inputs, annotations, criteria = _judgebench_single(instances, specs, errors)
+    errors.raise_if_any()
+    options |= {"kind": StudyKind.LIKERT.value}
+    return _assemble({**options, **overrides}, criteria, ["response"], inputs, annotations)
+
+
+def _prompt_as_instructions(prompt: str) -> str:
+    """The judge prompt without its template slots, as worker instructions."""
+    return re.sub(r"\{\{.*?\}\}", "…", prompt).strip()
+
+
+def _instance_id(inst: dict, index: int, seen: dict[str, int], errors: _Errors) -> str:
+    ident = str(inst.get("id", index))
+    if ident in seen:
+        errors.add(
+            f"instances[{index}]: duplicate id '{ident}' (first at instances[{seen[ident]}])"
+        )
+    seen.setdefault(ident, index)
+    return ident
+
+
+def _judgebench_pairwise(instances: list, specs: dict, errors: _Errors):
+    if len(specs) != 1 or next(iter(specs.values()))["category"] != "categorical":
+        errors.add("a pairwise Judge-Bench file must judge exactly one categorical property")
+        return [], [], False
+    metric, prop = next(iter(specs.items()))
+    labels = [str(x) for x in prop["labels_list"]]
+    mapping = {label: _preference_of(label, labels) for label in labels}
+    unmapped = [label for label, pref in mapping.items() if pref is None]
+    if unmapped:
+        errors.add(f"'{metric}': cannot tell which output label(s) {unmapped} prefer")
+        return [], [], False
+    inputs, annotations, seen = [], [], {}
+    for index, inst in enumerate(instances):
+        ident = _instance_id(inst, index, seen, errors)
+        body = inst["instance"]
+        where = f"instances[{index}] (id '{ident}')"
+        outs = {"output_a": body["output_a"], "output_b": body["output_b"]}
+        if not all(isinstance(v, str) and v.strip() for v in outs.values()):
+            errors.add(f"{where}: output_a and output_b must be non-empty text")
+            continue
+        judged = (inst.get("annotations") or {}).get(metric) or {}
+        majority = judged.get("majority_human")
+        for position, score in enumerate(judged.get("individual_human_scores") or []):
+            if score is None:
+                continue
+            if str(score) not in mapping:
+                errors.add(f"{where}: human score {score!r} is not in labels_list {labels}")
+                continue
+            annotations.append(AnnotationSpec(ident, str(position), value=mapping[str(score)]))
+        extra = {k: v for k, v in body.items() if k not in ("input", "output_a", "output_b")}
+        inputs.append(
+            InputSpec(
+                ident,
+                str(body.get("input", "")),
+                outs,
+                where,
+                metadata=extra,
+                expected_answer=mapping.get(str(majority), "") if majority is not None else "",
+            )
+        )
+    allow_tie = any(pref == Preference.TIE.value for pref in mapping.values())
+    return inputs, annotations, allow_tie
+
+
+_OUTPUT_KEYS = ("output", "response", "hypothesis", "summary", "candidate", "text")
+_INPUT_KEYS = ("input", "source", "context", "instruction", "question", "prompt")
+
+
+def _judgebench_single(instances: list, specs: dict, errors: _Errors):
+    criteria = []
+    for metric, prop in specs.items():
+        name = re.sub(r"[^A-Za-z0-9_-]+", "_", metric)[:60] or "property"
+        if prop["category"] == "categorical":
+            criteria.append(
+                CriterionSpec(name, metric, labels=[str(x) for x in prop["labels_list"]])
+            )
+        else:
+            low, high = sorted((prop["worst"], prop["best"]))
+            if int(low) != low or int(high) != high or not 0 < high - low <= 20:
+                errors.add(f"'{metric}': graded scale {low}–{high} must be 2 to 21 whole points")
+                continue
+            criteria.append(
+                CriterionSpec(
+                    name,
+                    metric,
+                    int(low),
+                    int(high),
+                    {str(int(prop["worst"])): "worst", str(int(prop["best"])): "best"},
+                )
+            )
+    by_metric = {c.label: c.name for c in criteria}
+    inputs, annotations, seen = [], [], {}
+    for index, inst in enumerate(instances):
+        if not isinstance(inst, dict):
+            errors.add(f"instances[{index}]: each instance must be an object")
+            continue
+        ident = _instance_id(inst, index, seen, errors)
+        where = f"instances[{index}] (id '{ident}')"
+        body = inst.get("instance")
+        if isinstance(body, str):
+            text, output, extra = "", body, {}
+        elif isinstance(body, dict):
+            out_key = next((k for k in _OUTPUT_KEYS if isinstance(body.get(k), str)), None)
+            in_key = next((k for k in _INPUT_KEYS if isinstance(body.get(k), str)), None)
+            if out_key is None:
+                errors.add(f"{where}: no output text (one of {', '.join(_OUTPUT_KEYS)})")
+                continue
+            text, output = (body[in_key] if in_key else ""), body[out_key]
+            extra = {k: v for k, v in body.items() if k not in (in_key, out_key)}
+        else:
+            errors.add(f"{where}: 'instance' must be text or an object")
+            continue
+        if not output.strip():
+            errors.add(f"{where}: the judged text is empty")
+            continue
+        per_position: dict[int, dict[str, Any]] = {}
+        for metric, judged in (inst.get("annotations") or {}).items():
+            if metric not in by_metric:
+                errors.add(f"{where}: property '{metric}' is not declared in 'annotations'")
+                continue
+            scores = (judged or {}).get("individual_human_scores") or []
+            for position, score in enumerate(scores):
+                if score is None:
+                    continue
+                if not _score_fits(score, specs[metric]):
+                    errors.add(
+                        f"{where}: '{metric}' score {score!r} is outside its scale or labels"
+                    )
+                    continue
+                per_position.setdefault(position, {})[by_metric[metric]] = score
+        annotations += [
+            AnnotationSpec(ident, str(position), scores=scores)
+            for position, scores in sorted(per_position.items())
+        ]
+        inputs.append(InputSpec(ident, text, {"response": output}, where, metadata=extra))
+    return inputs, annotations, criteria
+
+
+def _score_fits(score: Any, prop: dict) -> bool:
+    if prop["category"] == "categorical":
+        return str(score) in map(str, prop["labels_list"])
+    if not isinstance(score, int | float) or isinstance(score, bool):
+        return False
+    low, high = sorted((prop["worst"], prop["best"]))
+    return low <= score <= high
+
+
+# --- assembly and cross-record checks ----------------------------------------------------------
+def _assemble(options, criteria, declared, inputs, annotations=None) -> StudySpec:
+    systems = list(declared)
+    if not systems:
+        for record in inputs:
+            systems += [name for name in record.outputs if name not in systems]
+    return StudySpec(dict(options), systems, inputs, criteria, annotations or [])
+
+
+def _validate_spec(spec: StudySpec) -> None:
+    errors = _Errors()
+    opts = spec.options
+    opts.setdefault("name", "Imported study")
+    if opts.get("kind") not in StudyKind.values:
+        errors.add(
+            f"study: 'kind' must be one of {', '.join(StudyKind.values)} (got {opts.get('kind')!r})"
+        )
+    for key, low in (("redundancy", 1), ("batch_size", 1), ("lease_seconds", 30)):
+        if key in opts and opts[key] < low:
+            errors.add(f"study: '{key}' must be at least {low}")
+    if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
+        errors.add("study: 'gamma' must be in (0, 0.5]")
+    if not spec.inputs:
+        errors.add("the file holds no inputs")
+    names = [c.name for c in spec.criteria]
+    if len(set(names)) != len(names):
+        errors.add("study: criterion names must be distinct")
+    if opts.get("kind") == StudyKind.PAIRWISE and len(spec.systems) < 2:
+        errors.add("a pairwise study needs outputs from at least two systems")
+    if opts.get("kind") == StudyKind.LIKERT and not spec.criteria:
+        spec.criteria.append(
+            CriterionSpec("overall", "Overall quality", 1, 5, {"1": "very poor", "5": "excellent"})
+        )
+    seen: dict[str, str] = {}
+    known = set(spec.systems)
+    for record in spec.inputs:
+        if record.external_id in seen:
+            errors.add(
+                f"{record.where}: duplicate input id '{record.external_id}' "
+                f"(first on {seen[record.external_id].split(' (')[0]})"
+            )
+            continue
+        seen[record.external_id] = record.where
+        for name in record.outputs:
+            if name not in known:
+                errors.add(
+                    f"{record.where}: unknown system '{name}' (declared: {', '.join(spec.systems)})"
+                )
+        missing = [name for name in spec.systems if name not in record.outputs]
+        if missing:
+            errors.add(f"{record.where}: missing output for system(s) {', '.join(missing)}")
+    errors.raise_if_any()

@@ -1,0 +1,328 @@
+"""Studies, what workers see (items, assignments) and what they give (annotations)."""
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import F, Q
+
+from .choices import AnnotationSource, AssignmentState, Preference, RawAnswer, StudyKind
+
+#: Study fields whose change makes earlier labels answer a different question; editing
+#: one of them bumps ``Study.config_version``, which every exported label carries.
+CONFIG_FIELDS = (
+    "kind",
+    "question",
+    "instructions",
+    "allow_tie",
+    "allow_both_good",
+    "allow_both_bad",
+    "render_markdown",
+    "show_reference",
+    "redundancy",
+    "batch_size",
+    "budget",
+    "gamma",
+)
+
+
+class Study(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=StudyKind.choices)
+    description = models.TextField(blank=True, help_text="For researchers; workers never see it.")
+    question = models.CharField(
+        max_length=300, blank=True, help_text="Shown above every item, e.g. 'Which is better?'"
+    )
+    instructions = models.TextField(blank=True, help_text="Markdown shown to workers.")
+    allow_tie = models.BooleanField(default=True)
+    allow_both_good = models.BooleanField(default=False)
+    allow_both_bad = models.BooleanField(default=False)
+    render_markdown = models.BooleanField(
+        default=True, help_text="Render outputs as sanitised Markdown (else escaped plain text)."
+    )
+    show_reference = models.BooleanField(
+        default=False, help_text="Show the input's human reference response to workers."
+    )
+    redundancy = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="Annotations collected per item.",
+    )
+    batch_size = models.PositiveIntegerField(
+        default=10, validators=[MinValueValidator(1)], help_text="Inputs per pair per round (N)."
+    )
+    budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Most annotations the study may collect (B)."
+    )
+    gamma = models.FloatField(
+        default=0.05,
+        validators=[MinValueValidator(1e-6), MaxValueValidator(0.5)],
+        help_text="Significance level γ of the decision function.",
+    )
+    lease_seconds = models.PositiveIntegerField(
+        default=1800,
+        validators=[MinValueValidator(30)],
+        help_text="How long a worker holds an item.",
+    )
+    items_per_worker = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Most items one worker may annotate (empty: no limit)."
+    )
+    is_active = models.BooleanField(default=True, help_text="Accepting workers.")
+    config_version = models.PositiveIntegerField(default=1, editable=False)
+    source = models.CharField(max_length=300, blank=True, help_text="Imported file or dataset.")
+    researchers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="studies",
+        help_text="Users who may read and export this study through the API.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def pairwise_answers(self) -> list[RawAnswer]:
+        """The display-order answers a worker may give, in button order."""
+        answers = [RawAnswer.LEFT, RawAnswer.RIGHT]
+        answers += [RawAnswer.TIE] if self.allow_tie else []
+        answers += [RawAnswer.BOTH_GOOD] if self.allow_both_good else []
+        answers += [RawAnswer.BOTH_BAD] if self.allow_both_bad else []
+        return answers
+
+
+class Criterion(models.Model):
+    """One rated dimension of a Likert study: a numeric scale with anchors, or labels."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="criteria")
+    name = models.SlugField(max_length=60)
+    label = models.CharField(max_length=200, help_text="The question shown to workers.")
+    scale_min = models.SmallIntegerField(default=1)
+    scale_max = models.SmallIntegerField(default=5)
+    anchors = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Text per scale point, e.g. {"1": "poor", "5": "great"}.',
+    )
+    labels = models.JSONField(
+        default=list, blank=True, help_text="Categorical labels; when set, the scale is unused."
+    )
+    order = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["order", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "name"], name="criterion_unique_name"),
+            models.CheckConstraint(
+                condition=Q(scale_max__gt=F("scale_min")), name="criterion_scale_order"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.labels and (
+            not isinstance(self.labels, list) or len(set(map(str, self.labels))) < 2
+        ):
+            raise ValidationError({"labels": "Give at least two distinct labels."})
+        if not self.labels and self.scale_max - self.scale_min > 20:
+            raise ValidationError({"scale_max": "A scale has at most 21 points."})
+
+    def choices(self) -> list[tuple[str, str]]:
+        """(value, caption) per scale point or label, in display order."""
+        if self.labels:
+            return [(str(label), str(label)) for label in self.labels]
+        return [
+            (str(v), str(self.anchors.get(str(v), "")))
+            for v in range(self.scale_min, self.scale_max + 1)
+        ]
+
+    def parse(self, value: object) -> int | str:
+        """Validate one submitted value; raise ``ValueError`` with a readable message."""
+        if self.labels:
+            if str(value) not in map(str, self.labels):
+                raise ValueError(f"'{value}' is not one of the labels of '{self.name}'")
+            return str(value)
+        try:
+            number = int(str(value))
+        except ValueError:
+            raise ValueError(f"'{self.name}' needs a whole number") from None
+        if not self.scale_min <= number <= self.scale_max:
+            raise ValueError(f"'{self.name}' must be between {self.scale_min} and {self.scale_max}")
+        return number
+
+
+class System(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="systems")
+    name = models.CharField(max_length=200)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["study", "name"], name="system_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Input(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="inputs")
+    external_id = models.CharField(max_length=200)
+    text = models.TextField(blank=True)
+    reference = models.TextField(blank=True, help_text="Optional human reference response.")
+    priority = models.FloatField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="input_unique_id")
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class Output(models.Model):
+    input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="outputs")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="outputs")
+    text = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["input", "system"], name="output_unique_per_system")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.input_id}/{self.system_id}"
+
+
+class Item(models.Model):
+    """What a worker sees: an input with two outputs (pairwise) or one output (Likert)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="items")
+    output_a = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="+")
+    output_b = models.ForeignKey(
+        Output, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    round_number = models.PositiveIntegerField(null=True, blank=True)
+    is_gold = models.BooleanField(default=False)
+    expected_answer = models.CharField(
+        max_length=20, blank=True, help_text="Known answer in system order, when there is one."
+    )
+    redundancy = models.PositiveSmallIntegerField()
+    #: Submitted annotations plus live leases; never above ``redundancy``.
+    n_taken = models.PositiveSmallIntegerField(default=0)
+    #: Submitted annotations collected on the platform.
+    n_done = models.PositiveSmallIntegerField(default=0)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["study", "is_active", "n_taken"], name="item_open_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(n_taken__lte=F("redundancy")), name="item_taken_within_redundancy"
+            ),
+            models.CheckConstraint(
+                condition=Q(n_done__lte=F("n_taken")), name="item_done_within_taken"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.pk}"
+
+
+def _pseudonym() -> str:
+    return secrets.token_hex(8)
+
+
+class Annotator(models.Model):
+    """A worker: a pseudonymous id and the recruiting platform's id, nothing more."""
+
+    pseudonym = models.CharField(max_length=32, unique=True, default=_pseudonym, editable=False)
+    platform = models.CharField(max_length=30, default="link")
+    external_id = models.CharField(max_length=200)
+    is_blocked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["platform", "external_id"], name="annotator_unique_platform_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.pseudonym
+
+
+class Assignment(models.Model):
+    """One item leased to one worker, with the left/right order drawn for it."""
+
+    token = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
+    left_is_a = models.BooleanField(help_text="Output A was shown on the left.")
+    state = models.CharField(
+        max_length=12, choices=AssignmentState.choices, default=AssignmentState.ISSUED
+    )
+    issued_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["study", "state", "expires_at"], name="assignment_lease_idx"),
+            models.Index(fields=["annotator", "study", "state"], name="assignment_worker_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="assignment_once_per_worker")
+        ]
+
+    def __str__(self) -> str:
+        return str(self.token)
+
+
+class Annotation(models.Model):
+    """A submitted label. Never edited after it is stored."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotations")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="annotations")
+    assignment = models.OneToOneField(
+        Assignment, on_delete=models.CASCADE, null=True, blank=True, related_name="annotation"
+    )
+    source = models.CharField(
+        max_length=10, choices=AnnotationSource.choices, default=AnnotationSource.PLATFORM
+    )
+    raw_answer = models.CharField(max_length=12, choices=RawAnswer.choices, blank=True)
+    value = models.CharField(max_length=12, choices=Preference.choices, blank=True)
+    scores = models.JSONField(default=dict, blank=True)
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    config_version = models.PositiveIntegerField()
+    submitted_at = models.DateTimeField()
+    is_flagged = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["study", "submitted_at"], name="annotation_time_idx")]
+
+    def __str__(self) -> str:
+        return f"annotation {self.pk}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ValueError("Annotations are immutable once submitted.")
+        super().save(*args, **kwargs)

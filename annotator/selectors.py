@@ -1,0 +1,137 @@
+"""Non-trivial reads: labels with provenance, study progress, a worker's standing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, F, Q, QuerySet, Sum
+
+from .choices import AssignmentState
+from .models import Annotation, Assignment, Item, Study
+
+#: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV.
+LABEL_FIELDS = (
+    "annotation_id",
+    "study_id",
+    "study_config_version",
+    "item_id",
+    "input_id",
+    "round",
+    "is_gold",
+    "system_a",
+    "system_b",
+    "left_system",
+    "raw_answer",
+    "label",
+    "preferred_system",
+    "scores",
+    "annotator",
+    "source",
+    "time_spent_ms",
+    "submitted_at",
+    "flagged",
+)
+
+
+def studies_visible_to(user: AbstractBaseUser) -> QuerySet[Study]:
+    """Staff see every study; a researcher sees the studies they are named on."""
+    if not user.is_authenticated:
+        return Study.objects.none()
+    if user.is_staff:
+        return Study.objects.all()
+    return Study.objects.filter(researchers=user)
+
+
+def annotations_for_export(study: Study) -> QuerySet[Annotation]:
+    return (
+        Annotation.objects.filter(study=study)
+        .select_related(
+            "item__input",
+            "item__output_a__system",
+            "item__output_b__system",
+            "annotator",
+            "assignment",
+        )
+        .order_by("id")
+    )
+
+
+def label_row(annotation: Annotation) -> dict[str, Any]:
+    """One label with its provenance, normalised to system order."""
+    item = annotation.item
+    system_a = item.output_a.system.name
+    system_b = item.output_b.system.name if item.output_b_id else None
+    left_is_a = annotation.assignment.left_is_a if annotation.assignment_id else None
+    if left_is_a is None or system_b is None:
+        left_system = None
+    else:
+        left_system = system_a if left_is_a else system_b
+    preferred = {"A": system_a, "B": system_b}.get(annotation.value)
+    return {
+        "annotation_id": annotation.pk,
+        "study_id": annotation.study_id,
+        "study_config_version": annotation.config_version,
+        "item_id": item.pk,
+        "input_id": item.input.external_id,
+        "round": item.round_number,
+        "is_gold": item.is_gold,
+        "system_a": system_a,
+        "system_b": system_b,
+        "left_system": left_system,
+        "raw_answer": annotation.raw_answer or None,
+        "label": annotation.value or None,
+        "preferred_system": preferred,
+        "scores": annotation.scores or None,
+        "annotator": annotation.annotator.pseudonym,
+        "source": annotation.source,
+        "time_spent_ms": annotation.time_spent_ms,
+        "submitted_at": annotation.submitted_at.isoformat(),
+        "flagged": annotation.is_flagged,
+    }
+
+
+def label_rows(annotations: Iterable[Annotation]) -> Iterator[dict[str, Any]]:
+    for annotation in annotations:
+        yield label_row(annotation)
+
+
+def study_progress(study: Study) -> dict[str, int]:
+    """Counts a researcher watches: items, slots filled, labels collected and imported."""
+    items = Item.objects.filter(study=study, is_active=True).aggregate(
+        items=Count("id"), target=Sum("redundancy"), done=Sum("n_done"), taken=Sum("n_taken")
+    )
+    labels = Annotation.objects.filter(study=study).aggregate(
+        collected=Count("id", filter=Q(source="platform")),
+        imported=Count("id", filter=Q(source="import")),
+        workers=Count("annotator", distinct=True, filter=Q(source="platform")),
+    )
+    return {
+        "items": items["items"] or 0,
+        "target_annotations": items["target"] or 0,
+        "submitted": items["done"] or 0,
+        "leased": (items["taken"] or 0) - (items["done"] or 0),
+        "collected": labels["collected"],
+        "imported": labels["imported"],
+        "workers": labels["workers"],
+        "systems": study.systems.count(),
+        "inputs": study.inputs.count(),
+    }
+
+
+def worker_progress(study: Study, annotator) -> dict[str, int]:
+    """The progress indicator of a worker looking at their current item."""
+    done = Assignment.objects.filter(
+        study=study, annotator=annotator, state=AssignmentState.SUBMITTED
+    ).count()
+    if study.items_per_worker is not None:
+        total = study.items_per_worker
+    else:
+        available = (
+            Item.objects.filter(study=study, is_active=True, n_taken__lt=F("redundancy"))
+            .exclude(assignments__annotator=annotator)
+            .count()
+        )
+        total = done + 1 + available
+    return {"done": done, "position": done + 1, "total": max(total, done + 1)}

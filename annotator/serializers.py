@@ -1,0 +1,95 @@
+from rest_framework import serializers
+
+from .models import Criterion, Study
+from .selectors import label_row
+
+
+class CriterionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Criterion
+        fields = ["name", "label", "scale_min", "scale_max", "anchors", "labels"]
+
+
+class StudySerializer(serializers.ModelSerializer):
+    criteria = CriterionSerializer(many=True, read_only=True)
+    systems = serializers.SlugRelatedField(many=True, read_only=True, slug_field="name")
+    entry_url = serializers.SerializerMethodField(
+        help_text="Worker link; append a worker id as the 'worker' query parameter."
+    )
+
+    class Meta:
+        model = Study
+        fields = [
+            "id",
+            "public_id",
+            "name",
+            "kind",
+            "description",
+            "question",
+            "redundancy",
+            "batch_size",
+            "budget",
+            "gamma",
+            "lease_seconds",
+            "items_per_worker",
+            "is_active",
+            "config_version",
+            "allow_tie",
+            "allow_both_good",
+            "allow_both_bad",
+            "criteria",
+            "systems",
+            "entry_url",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_entry_url(self, study: Study) -> str:
+        request = self.context.get("request")
+        path = f"/w/{study.public_id}/?worker="
+        return request.build_absolute_uri(path) if request else path
+
+
+class LabelSerializer(serializers.Serializer):
+    """One label with its provenance (see ``annotator.selectors.label_row``)."""
+
+    annotation_id = serializers.IntegerField()
+    study_id = serializers.IntegerField()
+    study_config_version = serializers.IntegerField()
+    item_id = serializers.IntegerField()
+    input_id = serializers.CharField()
+    round = serializers.IntegerField(allow_null=True)
+    is_gold = serializers.BooleanField()
+    system_a = serializers.CharField()
+    system_b = serializers.CharField(allow_null=True)
+    left_system = serializers.CharField(
+        allow_null=True, help_text="System shown on the left (display order)."
+    )
+    raw_answer = serializers.CharField(
+        allow_null=True, help_text="Answer as given: left / right / tie / both_good / both_bad."
+    )
+    label = serializers.CharField(
+        allow_null=True, help_text="Answer in system order: A / B / tie / both_good / both_bad."
+    )
+    preferred_system = serializers.CharField(allow_null=True)
+    scores = serializers.DictField(allow_null=True, help_text="Likert scores per criterion.")
+    annotator = serializers.CharField(help_text="Pseudonymous annotator id.")
+    source = serializers.CharField()
+    time_spent_ms = serializers.IntegerField(allow_null=True)
+    submitted_at = serializers.DateTimeField()
+    flagged = serializers.BooleanField()
+
+    def to_representation(self, instance):
+        return label_row(instance)
+
+
+class ImportSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="A JSONL or CSV bundle, or a Judge-Bench JSON file.")
+    name = serializers.CharField(required=False, max_length=200)
+    kind = serializers.ChoiceField(choices=["pairwise", "likert"], required=False)
+
+
+class ImportResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    public_id = serializers.UUIDField()
+    name = serializers.CharField()

@@ -1,0 +1,368 @@
+"""Every write of the annotator app: imports, assignments, submissions, configuration."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from datetime import datetime, timedelta
+from itertools import combinations
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from . import importers
+from .choices import AnnotationSource, AssignmentState, StudyKind, normalise
+from .errors import AssignmentExpired, AssignmentNotFound, InvalidAnswer, WorkerBlocked
+from .models import (
+    CONFIG_FIELDS,
+    Annotation,
+    Annotator,
+    Assignment,
+    Criterion,
+    Input,
+    Item,
+    Output,
+    Study,
+    System,
+)
+from .signals import annotation_submitted
+
+log = logging.getLogger(__name__)
+BULK = 2000
+
+
+# --- studies ----------------------------------------------------------------------------
+def study_import(
+    data: bytes,
+    *,
+    filename: str = "",
+    overrides: dict[str, Any] | None = None,
+    owner: AbstractBaseUser | None = None,
+) -> Study:
+    """Validate a study file whole, then create the study in one transaction.
+
+    Raises :class:`~annotator.errors.ImportRejected` (naming every bad line or record)
+    before anything is written.
+    """
+    spec = importers.parse_study_file(data, filename, overrides)
+    spec.options.setdefault("source", filename[:300])
+    return study_create(spec, owner=owner)
+
+
+@transaction.atomic
+def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = None) -> Study:
+    study = Study(**spec.options)
+    study.full_clean()
+    study.save()
+    if owner is not None and owner.pk:
+        study.researchers.add(owner)
+    Criterion.objects.bulk_create(
+        Criterion(
+            study=study,
+            name=c.name,
+            label=c.label,
+            scale_min=c.scale_min,
+            scale_max=c.scale_max,
+            anchors=c.anchors,
+            labels=c.labels,
+            order=i,
+        )
+        for i, c in enumerate(spec.criteria)
+    )
+    systems = {
+        s.name: s
+        for s in System.objects.bulk_create(System(study=study, name=n) for n in spec.systems)
+    }
+    inputs = Input.objects.bulk_create(
+        (
+            Input(
+                study=study,
+                external_id=r.external_id,
+                text=r.text,
+                reference=r.reference,
+                priority=r.priority,
+                metadata=r.metadata,
+            )
+            for r in spec.inputs
+        ),
+        batch_size=BULK,
+    )
+    outputs = Output.objects.bulk_create(
+        (
+            Output(input=inp, system=systems[name], text=text)
+            for inp, record in zip(inputs, spec.inputs, strict=True)
+            for name, text in record.outputs.items()
+        ),
+        batch_size=BULK,
+    )
+    by_input: dict[int, dict[str, Output]] = {}
+    for out in outputs:
+        by_input.setdefault(out.input_id, {})[out.system.name] = out
+    expected = {inp.pk: r.expected_answer for inp, r in zip(inputs, spec.inputs, strict=True)}
+    items = items_create_static(study, inputs, by_input, spec.systems, expected)
+    if spec.annotations:
+        _import_annotations(study, spec, inputs, items)
+    return study
+
+
+def items_create_static(
+    study: Study,
+    inputs: list[Input],
+    outputs: dict[int, dict[str, Output]],
+    system_order: list[str],
+    expected: dict[int, str] | None = None,
+) -> list[Item]:
+    """One item per input and system pair (pairwise) or per output (Likert)."""
+    expected = expected or {}
+    rank = {name: i for i, name in enumerate(system_order)}
+    new: list[Item] = []
+    for inp in inputs:
+        outs = sorted(outputs.get(inp.pk, {}).values(), key=lambda o: rank[o.system.name])
+        if study.kind == StudyKind.PAIRWISE:
+            new += [
+                Item(
+                    study=study,
+                    input=inp,
+                    output_a=a,
+                    output_b=b,
+                    redundancy=study.redundancy,
+                    expected_answer=expected.get(inp.pk, ""),
+                )
+                for a, b in combinations(outs, 2)
+            ]
+        else:
+            new += [
+                Item(study=study, input=inp, output_a=o, redundancy=study.redundancy) for o in outs
+            ]
+    return Item.objects.bulk_create(new, batch_size=BULK)
+
+
+def _import_annotations(study: Study, spec, inputs: list[Input], items: list[Item]) -> None:
+    keys = sorted({a.annotator_key for a in spec.annotations})
+    annotators = {
+        key: Annotator.objects.create(platform="import", external_id=f"{study.public_id}:{key}")
+        for key in keys
+    }
+    item_of = {}
+    for item in items:
+        item_of.setdefault(item.input_id, item)
+    input_pk = {inp.external_id: inp.pk for inp in inputs}
+    now = timezone.now()
+    Annotation.objects.bulk_create(
+        (
+            Annotation(
+                study=study,
+                item=item_of[input_pk[a.input_id]],
+                annotator=annotators[a.annotator_key],
+                source=AnnotationSource.IMPORT,
+                value=a.value,
+                scores=a.scores,
+                config_version=study.config_version,
+                submitted_at=now,
+            )
+            for a in spec.annotations
+        ),
+        batch_size=BULK,
+    )
+
+
+def study_configure(study: Study, changed_fields: list[str] | tuple[str, ...]) -> Study:
+    """Save an edited study; a change to what workers are asked bumps its config version."""
+    with transaction.atomic():
+        if study.pk and set(changed_fields) & set(CONFIG_FIELDS):
+            study.config_version = F("config_version") + 1
+        study.save()
+    study.refresh_from_db(fields=["config_version"])
+    return study
+
+
+# --- workers and assignments --------------------------------------------------------------------
+def annotator_enter(*, platform: str, external_id: str) -> Annotator:
+    """The worker behind a platform id, created on first entry."""
+    external_id = external_id.strip()
+    if not external_id or len(external_id) > 200:
+        raise InvalidAnswer("The link does not identify a worker.")
+    annotator, _ = Annotator.objects.get_or_create(platform=platform, external_id=external_id)
+    return annotator
+
+
+def assignment_release_expired(*, study: Study | None = None, now: datetime | None = None) -> int:
+    """Give expired leases back to the pool; returns how many were released."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        leases = Assignment.objects.select_for_update(skip_locked=True).filter(
+            state=AssignmentState.ISSUED, expires_at__lte=now
+        )
+        if study is not None:
+            leases = leases.filter(study=study)
+        expired = list(leases.order_by("item_id").values_list("pk", "item_id"))
+        if not expired:
+            return 0
+        Assignment.objects.filter(pk__in=[pk for pk, _ in expired]).update(
+            state=AssignmentState.EXPIRED, closed_at=now
+        )
+        for _, item_id in expired:  # item-id order: concurrent releases lock alike
+            Item.objects.filter(pk=item_id).update(n_taken=F("n_taken") - 1)
+    return len(expired)
+
+
+def assignment_next(
+    *, study: Study, annotator: Annotator, now: datetime | None = None
+) -> Assignment | None:
+    """The worker's current task, or a newly leased one, or ``None`` when nothing is left.
+
+    Atomic: the worker's row is locked so one worker's parallel requests queue, and the
+    item is taken with ``SELECT … FOR UPDATE SKIP LOCKED`` so parallel workers never
+    take the last slot of an item twice (on SQLite the transaction itself is exclusive).
+    An item is never leased twice to one worker (also a database constraint), nor above
+    its redundancy (a check constraint on ``n_taken``).
+    """
+    now = now or timezone.now()
+    if annotator.is_blocked:
+        raise WorkerBlocked("Your access to this study has been withdrawn.")
+    assignment_release_expired(study=study, now=now)
+    with transaction.atomic():
+        worker = Annotator.objects.select_for_update().get(pk=annotator.pk)
+        if worker.is_blocked:
+            raise WorkerBlocked("Your access to this study has been withdrawn.")
+        current = (
+            Assignment.objects.filter(
+                study=study, annotator=worker, state=AssignmentState.ISSUED, expires_at__gt=now
+            )
+            .select_related("item")
+            .first()
+        )
+        if current is not None:
+            return current
+        if not study.is_active or _quota_reached(study, worker):
+            return None
+        seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
+        item = (
+            Item.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(study=study, is_active=True, n_taken__lt=F("redundancy"))
+            .exclude(Exists(seen))
+            .order_by("-n_taken", "id")
+            .first()
+        )
+        if item is None:
+            return None
+        Item.objects.filter(pk=item.pk).update(n_taken=F("n_taken") + 1)
+        return Assignment.objects.create(
+            study=study,
+            item=item,
+            annotator=worker,
+            left_is_a=secrets.randbelow(2) == 0,
+            issued_at=now,
+            expires_at=now + timedelta(seconds=study.lease_seconds),
+        )
+
+
+def _quota_reached(study: Study, annotator: Annotator) -> bool:
+    if study.items_per_worker is None:
+        return False
+    done = Assignment.objects.filter(
+        study=study, annotator=annotator, state=AssignmentState.SUBMITTED
+    ).count()
+    return done >= study.items_per_worker
+
+
+def annotation_submit(
+    *,
+    annotator: Annotator,
+    token: str | uuid.UUID,
+    answer: str | None = None,
+    scores: dict[str, Any] | None = None,
+    time_spent_ms: int | None = None,
+    now: datetime | None = None,
+) -> tuple[Annotation, bool]:
+    """Store the worker's answer to one assignment; ``(annotation, created)``.
+
+    Idempotent: a repeated submit of the same assignment returns the stored annotation
+    with ``created=False`` and stores nothing. An expired or foreign assignment or an
+    invalid answer raises a :class:`~annotator.errors.ServiceError` and changes nothing.
+    """
+    now = now or timezone.now()
+    try:
+        token = uuid.UUID(str(token))
+    except ValueError:
+        raise AssignmentNotFound("This task does not exist or is not yours.") from None
+    with transaction.atomic():
+        try:
+            assignment = (
+                Assignment.objects.select_for_update(of=("self",))
+                .select_related("study", "item")
+                .get(token=token, annotator=annotator)
+            )
+        except Assignment.DoesNotExist:
+            raise AssignmentNotFound("This task does not exist or is not yours.") from None
+        if assignment.state == AssignmentState.SUBMITTED:
+            return assignment.annotation, False
+        if Annotator.objects.filter(pk=annotator.pk, is_blocked=True).exists():
+            raise WorkerBlocked("Your access to this study has been withdrawn.")
+        if assignment.state != AssignmentState.ISSUED or assignment.expires_at <= now:
+            raise AssignmentExpired(
+                "The time for this task ran out and it was given to someone else; "
+                "your answer was not stored. Continue with the next task."
+            )
+        study = assignment.study
+        raw, value, clean_scores = _validate_answer(study, answer, scores)
+        elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
+        if time_spent_ms is not None:
+            time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
+        annotation = Annotation.objects.create(
+            study=study,
+            item=assignment.item,
+            annotator=annotator,
+            assignment=assignment,
+            raw_answer=raw,
+            value=normalise(raw, assignment.left_is_a) if raw else value,
+            scores=clean_scores,
+            time_spent_ms=time_spent_ms,
+            config_version=study.config_version,
+            submitted_at=now,
+        )
+        Assignment.objects.filter(pk=assignment.pk).update(
+            state=AssignmentState.SUBMITTED, closed_at=now
+        )
+        Item.objects.filter(pk=assignment.item_id).update(n_done=F("n_done") + 1)
+        transaction.on_commit(lambda: _announce(annotation), robust=False)
+    return annotation, True
+
+
+def _announce(annotation: Annotation) -> None:
+    for receiver, result in annotation_submitted.send_robust(
+        sender=Annotation, annotation=annotation
+    ):
+        if isinstance(result, Exception):
+            log.error("annotation_submitted receiver %r failed: %r", receiver, result)
+
+
+def _validate_answer(
+    study: Study, answer: str | None, scores: dict[str, Any] | None
+) -> tuple[str, str, dict[str, Any]]:
+    if study.kind == StudyKind.PAIRWISE:
+        allowed = [a.value for a in study.pairwise_answers()]
+        if answer not in allowed:
+            raise InvalidAnswer(f"Choose one of: {', '.join(allowed)}.")
+        return answer, "", {}
+    scores = scores or {}
+    clean: dict[str, Any] = {}
+    problems = []
+    for criterion in study.criteria.all():
+        if criterion.name not in scores or scores[criterion.name] in ("", None):
+            problems.append(f"Rate '{criterion.label}'.")
+            continue
+        try:
+            clean[criterion.name] = criterion.parse(scores[criterion.name])
+        except ValueError as exc:
+            problems.append(str(exc))
+    unknown = set(scores) - {c.name for c in study.criteria.all()}
+    if unknown:
+        problems.append(f"Unknown criteria: {', '.join(sorted(unknown))}.")
+    if problems:
+        raise InvalidAnswer(" ".join(problems))
+    return "", "", clean

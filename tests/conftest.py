@@ -1,0 +1,63 @@
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LLMBAR = ROOT / "demo" / "llmbar_natural.judgebench.json"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def bundle(records: list[dict], study: dict | None = None) -> bytes:
+    """A JSONL study bundle."""
+    lines = [json.dumps({"study": study})] if study is not None else []
+    lines += [json.dumps(r) for r in records]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def pairwise_bundle(n_inputs: int = 3, systems=("alpha", "beta"), **options) -> bytes:
+    study = {"name": "pairwise test", "kind": "pairwise", "redundancy": 2, **options}
+    records = [
+        {
+            "id": f"in{i}",
+            "input": f"question {i}",
+            "outputs": {s: f"answer {i} by {s}" for s in systems},
+        }
+        for i in range(n_inputs)
+    ]
+    return bundle(records, study)
+
+
+@pytest.fixture
+def make_study(db):
+    from annotator import services
+
+    def make(data: bytes | None = None, filename: str = "study.jsonl", **overrides):
+        return services.study_import(
+            data if data is not None else pairwise_bundle(), filename=filename, overrides=overrides
+        )
+
+    return make
+
+
+def active_markup(html: str) -> list[str]:
+    """Script tags, event-handler attributes and javascript: URLs present as real markup."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            own_script = tag == "script" and (dict(attrs).get("src") or "").startswith("/static/")
+            if tag in ("script", "iframe", "object", "embed") and not own_script:
+                found.append(f"<{tag}>")
+            for name, value in attrs:
+                if name.startswith("on"):
+                    found.append(f"{tag}[{name}]")
+                if name in ("href", "src", "action") and (value or "").strip().lower().startswith(
+                    ("javascript:", "data:", "vbscript:")
+                ):
+                    found.append(f"{tag}[{name}={value}]")
+
+    Parser().feed(html)
+    return found

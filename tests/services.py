@@ -1,0 +1,93 @@
+"""Fixtures for tests that need real services. ``./run test`` provisions them and sets
+``HUMEVAL_REQUIRE_SERVICES=1``, so a missing service fails the run instead of skipping."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRED = os.environ.get("HUMEVAL_REQUIRE_SERVICES") == "1"
+
+
+def missing(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+def require_postgres_and_redis() -> None:
+    from django.conf import settings
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        missing("needs PostgreSQL: set DATABASE_URL=postgres://… (./run test does)")
+    broker = settings.CELERY_BROKER_URL
+    if not broker.startswith("redis://"):
+        missing("needs Redis: set CELERY_BROKER_URL=redis://… (./run test does)")
+    import redis
+
+    try:
+        redis.Redis.from_url(broker, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        missing(f"Redis at {broker} does not answer: {exc}")
+
+
+def database_url_for(name: str) -> str:
+    """``DATABASE_URL`` pointing at another database on the same server (the test one)."""
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+class CeleryWorker:
+    """A real ``celery worker`` process on the test database."""
+
+    def __init__(self, database: str, log: Path) -> None:
+        self.database, self.log, self.proc = database, log, None
+
+    def start(self) -> None:
+        env = {**os.environ, "DATABASE_URL": database_url_for(self.database)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=INFO",
+             "--concurrency=1", "--pool=prefork", "--without-gossip", "--without-mingle",
+             "-n", f"test-{os.getpid()}-{time.monotonic_ns()}@%h"],
+            cwd=ROOT, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+        )
+        from config.celery import app
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited: {self.log.read_text()[-2000:]}")
+            if app.control.ping(timeout=0.5):
+                return
+        raise RuntimeError(f"celery worker did not answer: {self.log.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or an OOM kill would."""
+        if self.proc and self.proc.poll() is None:
+            subprocess.run(["pkill", "-9", "-P", str(self.proc.pid)], check=False)
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")

@@ -1,0 +1,193 @@
+"""Export API: authentication, per-study permission, filters, formats, cursor pages, import."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotator import services
+from annotator.models import Annotation, Study
+from tests.conftest import bundle, pairwise_bundle
+
+
+def client_for(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def researcher(db):
+    return User.objects.create_user("res", password="x" * 12)
+
+
+@pytest.fixture
+def annotated(make_study, researcher):
+    """A 3-system study with 6 labels from two workers; the researcher is named on it."""
+    study = make_study(pairwise_bundle(n_inputs=2, systems=("s1", "s2", "s3")))
+    study.researchers.add(researcher)
+    for name in ("w1", "w2"):
+        w = services.annotator_enter(platform="link", external_id=name)
+        while (a := services.assignment_next(study=study, annotator=w)) is not None:
+            services.annotation_submit(annotator=w, token=a.token, answer="left", time_spent_ms=5)
+    return study
+
+
+def test_anonymous_and_wrong_token_are_refused(annotated):
+    assert APIClient().get("/api/studies/").status_code == 401
+    bad = APIClient()
+    bad.credentials(HTTP_AUTHORIZATION="Token nope")
+    assert bad.get(f"/api/studies/{annotated.pk}/annotations/").status_code == 401
+
+
+def test_researchers_see_only_their_studies(annotated, researcher, make_study):
+    other = make_study(name="someone else's")
+    stranger = User.objects.create_user("stranger", password="x" * 12)
+    mine = client_for(researcher).get("/api/studies/").json()
+    assert [s["id"] for s in mine["results"]] == [annotated.pk]
+    assert client_for(stranger).get("/api/studies/").json()["results"] == []
+    assert client_for(stranger).get(f"/api/studies/{annotated.pk}/annotations/").status_code == 404
+    assert client_for(researcher).get(f"/api/studies/{other.pk}/").status_code == 404
+    staff = User.objects.create_user("staff", password="x" * 12, is_staff=True)
+    assert {s["id"] for s in client_for(staff).get("/api/studies/").json()["results"]} == {
+        annotated.pk,
+        other.pk,
+    }
+
+
+def test_labels_carry_provenance_and_normalised_answers(annotated, researcher):
+    rows = client_for(researcher).get(f"/api/studies/{annotated.pk}/annotations/").json()["results"]
+    assert len(rows) == 12  # 2 inputs × 3 pairs × redundancy 2
+    for row in rows:
+        annotation = Annotation.objects.select_related("assignment").get(pk=row["annotation_id"])
+        left_is_a = annotation.assignment.left_is_a
+        assert row["left_system"] == (row["system_a"] if left_is_a else row["system_b"])
+        assert row["raw_answer"] == "left"
+        assert row["label"] == ("A" if left_is_a else "B")
+        assert row["preferred_system"] == row["left_system"]
+        assert row["study_config_version"] == 1
+        assert row["annotator"] == annotation.annotator.pseudonym
+        assert row["time_spent_ms"] is not None and row["source"] == "platform"
+        assert set(row) >= {"item_id", "input_id", "round", "is_gold", "submitted_at"}
+
+
+def test_filters(annotated, researcher):
+    client = client_for(researcher)
+    url = f"/api/studies/{annotated.pk}/annotations/"
+    pair = client.get(url, {"pair": "s3,s1"}).json()["results"]
+    assert len(pair) == 4 and {(r["system_a"], r["system_b"]) for r in pair} == {("s1", "s3")}
+    assert len(client.get(url, {"system": "s2"}).json()["results"]) == 8
+    someone = Annotation.objects.filter(study=annotated).first().annotator.pseudonym
+    assert len(client.get(url, {"annotator": someone}).json()["results"]) == 6
+    assert client.get(url, {"submitted_after": "2999-01-01T00:00:00Z"}).json()["results"] == []
+    assert client.get(url, {"round": 3}).json()["results"] == []
+    assert client.get(url, {"pair": "s1"}).status_code == 400
+    assert client.get(url, {"submitted_after": "yesterday"}).status_code == 400
+
+
+def test_cursor_pagination_visits_every_label_once(annotated, researcher):
+    client = client_for(researcher)
+    url, seen = f"/api/studies/{annotated.pk}/annotations/?page_size=5", []
+    while url:
+        page = client.get(url).json()
+        seen += [r["annotation_id"] for r in page["results"]]
+        url = page["next"]
+    assert sorted(seen) == sorted(Annotation.objects.values_list("id", flat=True))
+    assert len(seen) == len(set(seen)) == 12
+
+
+def test_jsonl_and_csv_formats_with_link_header(annotated, researcher):
+    client = client_for(researcher)
+    url = f"/api/studies/{annotated.pk}/annotations/"
+    jsonl = client.get(url, {"format": "jsonl", "page_size": 10})
+    assert jsonl["Content-Type"].startswith("application/jsonl")
+    lines = [json.loads(line) for line in jsonl.content.decode().splitlines()]
+    assert len(lines) == 10 and 'rel="next"' in jsonl["Link"]
+    rest = client.get(jsonl["Link"].split(";")[0].strip("<>"))
+    assert len(rest.content.decode().splitlines()) == 2
+    response = client.get(url, {"format": "csv"})
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert len(rows) == 12 and rows[0]["label"] in {"A", "B"}
+    assert "Link" not in response
+
+
+def test_csv_neutralises_formula_cells(make_study, researcher):
+    study = make_study(
+        bundle(
+            [{"id": '=HYPERLINK("http://x")', "input": "q", "outputs": {"+a": "x", "@b": "y"}}],
+            {"kind": "pairwise", "redundancy": 1},
+        )
+    )
+    study.researchers.add(researcher)
+    w = services.annotator_enter(platform="link", external_id="w")
+    a = services.assignment_next(study=study, annotator=w)
+    services.annotation_submit(annotator=w, token=a.token, answer="tie")
+    body = (
+        client_for(researcher)
+        .get(f"/api/studies/{study.pk}/annotations/", {"format": "csv"})
+        .content.decode()
+    )
+    row = next(csv.DictReader(io.StringIO(body)))
+    assert row["input_id"] == '\'=HYPERLINK("http://x")'
+    assert {row["system_a"], row["system_b"]} == {"'+a", "'@b"}
+
+
+def test_import_endpoint_needs_permission_and_reports_errors(researcher):
+    client = client_for(researcher)
+    upload = io.BytesIO(pairwise_bundle())
+    upload.name = "s.jsonl"
+    assert (
+        client.post("/api/studies/import/", {"file": upload}, format="multipart").status_code == 403
+    )
+    researcher.user_permissions.add(Permission.objects.get(codename="add_study"))
+    researcher = User.objects.get(pk=researcher.pk)
+    client = client_for(researcher)
+    bad = io.BytesIO(b'{"id": 1, "outputs": {}}\n')
+    bad.name = "bad.jsonl"
+    response = client.post("/api/studies/import/", {"file": bad}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text)"
+    ]
+    assert Study.objects.count() == 0
+    upload.seek(0)
+    response = client.post(
+        "/api/studies/import/", {"file": upload, "name": "via api"}, format="multipart"
+    )
+    assert response.status_code == 201
+    study = Study.objects.get(pk=response.json()["id"])
+    assert study.name == "via api" and researcher in study.researchers.all()
+
+
+def test_openapi_schema_and_docs(researcher):
+    client = client_for(researcher)
+    schema = client.get("/api/schema/", {"format": "json"})
+    assert schema.status_code == 200
+    paths = schema.json()["paths"]
+    assert {"/api/studies/", "/api/studies/{id}/annotations/", "/api/studies/import/"} <= set(paths)
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200 and b"swagger-ui" in docs.content
+    assert b"cdn.jsdelivr" not in docs.content  # served locally: no internet needed
+
+
+def test_export_labels_command_matches_api(annotated, researcher, tmp_path):
+    from django.core.management import call_command
+
+    out = tmp_path / "labels.jsonl"
+    call_command("export_labels", str(annotated.pk), "--format", "jsonl", "-o", str(out))
+    cli = [json.loads(line) for line in out.read_text().splitlines()]
+    api = client_for(researcher).get(f"/api/studies/{annotated.pk}/annotations/").json()["results"]
+    assert cli == api
+    call_command(
+        "export_labels", str(annotated.pk), "--format", "json", "--pair", "s1,s2", "-o", str(out)
+    )
+    assert {(r["system_a"], r["system_b"]) for r in json.loads(out.read_text())} == {("s1", "s2")}
+    call_command("export_labels", str(annotated.pk), "--format", "csv", "-o", str(out))
+    assert len(list(csv.DictReader(out.open()))) == 12

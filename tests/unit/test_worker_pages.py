@@ -1,0 +1,131 @@
+"""Worker pages through Django's test client: entry, task, submit, untrusted text."""
+
+import re
+
+import pytest
+from django.test import Client
+
+from annotator.models import Annotation, Assignment
+from tests.conftest import active_markup, bundle
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> [x](javascript:alert(3))'
+
+
+@pytest.fixture
+def study(make_study):
+    return make_study(
+        bundle(
+            [
+                {
+                    "id": f"q{i}",
+                    "input": f"input {i} {HOSTILE}",
+                    "outputs": {
+                        "SecretSystemOne": f"**bold** one {i} {HOSTILE}",
+                        "SecretSystemTwo": f"two {i}",
+                    },
+                }
+                for i in range(3)
+            ],
+            {"kind": "pairwise", "redundancy": 1, "allow_tie": False, "allow_both_bad": True},
+        )
+    )
+
+
+def enter(client: Client, study, worker="w1"):
+    return client.get(f"/w/{study.public_id}/", {"worker": worker})
+
+
+def test_entry_needs_a_worker_id(study):
+    assert Client().get(f"/w/{study.public_id}/").status_code == 400
+    assert Client().get(f"/w/{study.public_id}/task/").status_code == 403
+
+
+def test_task_page_hides_systems_and_neutralises_untrusted_text(study):
+    client = Client()
+    assert enter(client, study).status_code == 302
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert "SecretSystem" not in page
+    assert active_markup(page) == []
+    assert "<strong>bold</strong>" in page
+    assert "Task 1 of 3" in page
+    assert re.findall(r'name="answer" value="(\w+)"', page) == ["left", "right", "both_bad"]
+
+
+def test_submit_then_next_item_and_double_post_is_idempotent(study):
+    client = Client()
+    enter(client, study)
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    token = re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
+    for _ in range(2):  # a double click posts twice
+        response = client.post(
+            f"/w/{study.public_id}/task/", {"token": token, "answer": "right", "time_ms": "900"}
+        )
+        assert response.status_code == 302
+    assert Annotation.objects.count() == 1
+    annotation = Annotation.objects.get()
+    assert annotation.raw_answer == "right" and annotation.time_spent_ms <= 900
+    assert "Task 2 of 3" in client.get(f"/w/{study.public_id}/task/").content.decode()
+
+
+def test_invalid_answer_shows_message_and_stores_nothing(study):
+    client = Client()
+    enter(client, study)
+    client.get(f"/w/{study.public_id}/task/")
+    token = str(Assignment.objects.get().token)
+    response = client.post(
+        f"/w/{study.public_id}/task/", {"token": token, "answer": "tie"}, follow=True
+    )
+    assert "Choose one of: left, right, both_bad." in response.content.decode()
+    assert Annotation.objects.count() == 0
+
+
+def test_all_done_page(study):
+    client = Client()
+    enter(client, study)
+    for _ in range(3):
+        client.get(f"/w/{study.public_id}/task/")
+        token = str(Assignment.objects.filter(state="issued").get().token)
+        client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    assert "no more work" in client.get(f"/w/{study.public_id}/task/").content.decode()
+
+
+def test_likert_page_shows_a_labelled_scale_per_criterion(make_study):
+    study = make_study(
+        bundle(
+            [{"id": "1", "input": "x", "outputs": {"m": "y"}}],
+            {
+                "kind": "likert",
+                "criteria": [
+                    {
+                        "name": "fluency",
+                        "label": "How fluent?",
+                        "scale": [1, 3],
+                        "anchors": {"1": "broken", "3": "native"},
+                    },
+                    {"name": "safe", "label": "Is it safe?", "labels": ["yes", "no"]},
+                ],
+            },
+        )
+    )
+    client = Client()
+    enter(client, study)
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert re.findall(r'name="score-fluency" value="(\d)"', page) == ["1", "2", "3"]
+    assert re.findall(r'name="score-safe" value="(\w+)"', page) == ["yes", "no"]
+    assert "broken" in page and "native" in page and "How fluent?" in page
+    token = str(Assignment.objects.get().token)
+    client.post(
+        f"/w/{study.public_id}/task/", {"token": token, "score-fluency": "2", "score-safe": "yes"}
+    )
+    assert Annotation.objects.get().scores == {"fluency": 2, "safe": "yes"}
+
+
+def test_workers_are_kept_apart(study):
+    first, second = Client(), Client()
+    enter(first, study, "w1")
+    enter(second, study, "w2")
+    first.get(f"/w/{study.public_id}/task/")
+    token = str(Assignment.objects.get().token)
+    second.get(f"/w/{study.public_id}/task/")
+    second.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    assert Annotation.objects.count() == 0
