@@ -51,7 +51,9 @@ def test_twenty_workers_never_exceed_redundancy_nor_repeat_nor_lose(make_study):
             answer = "left" if i % 2 else "right"
 
             def submit(token=a.token, results=results, answer=answer) -> None:
-                results.append(services.annotation_submit(annotator=worker, token=token, answer=answer))
+                results.append(
+                    services.annotation_submit(annotator=worker, token=token, answer=answer)
+                )
                 connections.close_all()
 
             pair = [threading.Thread(target=submit) for _ in range(2)]
