@@ -1,0 +1,84 @@
+"""The researcher's admin (import, progress, config versions) and the demo command."""
+
+import io
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+
+from annotator.models import Annotation, Study
+from tests.conftest import pairwise_bundle
+
+
+@pytest.fixture
+def admin_client(db):
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.login(username="boss", password="x" * 12)
+    return client
+
+
+def test_admin_import_creates_study_or_lists_errors(admin_client):
+    bad = io.BytesIO(b'{"id": "q", "outputs": {"a": "x"}}\n{"id": "q", "outputs": {"a": "y"}}\n')
+    bad.name = "bad.jsonl"
+    page = admin_client.post("/admin/annotator/study/import/", {"file": bad}).content.decode()
+    assert "nothing was imported" in page
+    assert (
+        "line 2 (input &#x27;q&#x27;): duplicate input id &#x27;q&#x27; (first on line 1)" in page
+    )
+    assert Study.objects.count() == 0
+    good = io.BytesIO(pairwise_bundle())
+    good.name = "good.jsonl"
+    response = admin_client.post("/admin/annotator/study/import/", {"file": good, "name": "N"})
+    study = Study.objects.get()
+    assert response.status_code == 302 and response.url.endswith(f"/{study.pk}/change/")
+    assert study.name == "N"
+
+
+def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study):
+    study = make_study()
+    change = admin_client.get(f"/admin/annotator/study/{study.pk}/change/").content.decode()
+    assert "0 of 6 annotations submitted" in change
+    assert f"/w/{study.public_id}/?worker=WORKER_ID" in change
+    listing = admin_client.get("/admin/annotator/study/").content.decode()
+    assert "0 / 6" in listing and "Import a study file" in listing
+    form = {
+        "name": study.name,
+        "kind": "pairwise",
+        "question": "Which is more helpful?",
+        "instructions": "",
+        "allow_tie": "on",
+        "render_markdown": "on",
+        "redundancy": 2,
+        "items_per_worker": "",
+        "lease_seconds": 600,
+        "batch_size": 10,
+        "budget": "",
+        "gamma": 0.05,
+        "is_active": "on",
+        "description": "",
+        "criteria-TOTAL_FORMS": 0,
+        "criteria-INITIAL_FORMS": 0,
+    }
+    response = admin_client.post(f"/admin/annotator/study/{study.pk}/change/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    study.refresh_from_db()
+    assert (study.question, study.config_version) == ("Which is more helpful?", 2)
+
+
+def test_admin_cannot_edit_annotations(admin_client):
+    assert admin_client.get("/admin/annotator/annotation/add/").status_code == 403
+
+
+def test_demo_command_is_idempotent(db, capsys):
+    call_command("demo")
+    first = capsys.readouterr().out
+    call_command("demo")
+    assert Study.objects.count() == 2
+    kinds = sorted(Study.objects.values_list("kind", flat=True))
+    assert kinds == ["likert", "pairwise"]
+    for study in Study.objects.all():
+        assert f"/w/{study.public_id}/?worker=demo-worker-1" in first
+    assert "user 'admin', password 'demo-admin'" in first
+    assert Annotation.objects.filter(source="import").count() > 0
