@@ -52,10 +52,25 @@ class CeleryWorker:
     def start(self) -> None:
         env = {**os.environ, "DATABASE_URL": database_url_for(self.database)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel=INFO",
-             "--concurrency=1", "--pool=prefork", "--without-gossip", "--without-mingle",
-             "-n", f"test-{os.getpid()}-{time.monotonic_ns()}@%h"],
-            cwd=ROOT, env=env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel=INFO",
+                "--concurrency=1",
+                "--pool=prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
         )
         from config.celery import app
 

@@ -17,9 +17,17 @@ def test_worker_annotates_three_items_and_export_returns_them(live_server, page,
     require_postgres_and_redis()
     study = make_study(
         bundle(
-            [{"id": f"q{i}", "input": f"Question {i}?",
-              "outputs": {"system-north": f"North answers {i}.",
-                          "system-south": f"South answers {i}."}} for i in range(3)],
+            [
+                {
+                    "id": f"q{i}",
+                    "input": f"Question {i}?",
+                    "outputs": {
+                        "system-north": f"North answers {i}.",
+                        "system-south": f"South answers {i}.",
+                    },
+                }
+                for i in range(3)
+            ],
             {"kind": "pairwise", "redundancy": 1},
         )
     )
