@@ -8,7 +8,16 @@ from django.utils.html import format_html
 
 from . import selectors, services
 from .errors import ImportRejected
-from .models import Annotation, Annotator, Assignment, Criterion, Item, Study, System
+from .models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Criterion,
+    Item,
+    JudgeRating,
+    Study,
+    System,
+)
 
 
 class CriterionInline(admin.TabularInline):
@@ -202,3 +211,19 @@ class AnnotatorAdmin(admin.ModelAdmin):
 class SystemAdmin(ReadOnlyAdmin):
     list_display = ["name", "study"]
     list_filter = ["study"]
+
+
+@admin.register(JudgeRating)
+class JudgeRatingAdmin(ReadOnlyAdmin):
+    list_display = [
+        "judge",
+        "study",
+        "input",
+        "system",
+        "other_system",
+        "criterion",
+        "score",
+        "label",
+    ]
+    list_filter = ["study", "judge"]
+    list_select_related = ["study", "input", "system", "other_system"]

@@ -21,6 +21,8 @@ from .serializers import (
     ImportResultSerializer,
     ImportSerializer,
     LabelSerializer,
+    RatingsImportResultSerializer,
+    RatingsImportSerializer,
     StudySerializer,
 )
 
@@ -120,3 +122,37 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
                 status=status.HTTP_400_BAD_REQUEST,
             )
         return Response(ImportResultSerializer(study).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request={"multipart/form-data": RatingsImportSerializer},
+        responses={
+            201: RatingsImportResultSerializer,
+            400: OpenApiResponse(description="The file was rejected; `errors` lists why."),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="ratings",
+        parser_classes=[MultiPartParser, FormParser],
+        serializer_class=RatingsImportSerializer,
+    )
+    def import_ratings(self, request, pk=None):
+        """Add metric or LLM-judge ratings to a study you may read."""
+        study = self.get_object()
+        form = RatingsImportSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        try:
+            count = services.judge_ratings_import(
+                study,
+                upload.read(),
+                filename=upload.name,
+                judge=form.validated_data.get("judge", ""),
+            )
+        except ImportRejected as exc:
+            return Response(
+                {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response({"imported": count}, status=status.HTTP_201_CREATED)

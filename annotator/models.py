@@ -326,3 +326,45 @@ class Annotation(models.Model):
         if not self._state.adding:
             raise ValueError("Annotations are immutable once submitted.")
         super().save(*args, **kwargs)
+
+
+class JudgeRating(models.Model):
+    """A rating by an automatic metric or an LLM judge, never by a person.
+
+    Three shapes: a scalar ``score`` of one output (``system``); a preference ``label``
+    (A / B / tie in the order ``system``, ``other_system``) between two outputs; or a
+    Likert score or categorical ``label`` of one output on a ``criterion``.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_ratings")
+    judge = models.CharField(max_length=100)
+    input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="judge_ratings")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="+")
+    other_system = models.ForeignKey(
+        System, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    criterion = models.CharField(max_length=60, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    label = models.CharField(max_length=60, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "judge", "input", "system", "criterion"],
+                condition=Q(other_system__isnull=True),
+                name="judge_rating_unique_single",
+            ),
+            models.UniqueConstraint(
+                fields=["study", "judge", "input", "system", "other_system", "criterion"],
+                condition=Q(other_system__isnull=False),
+                name="judge_rating_unique_pair",
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=False) | ~Q(label=""), name="judge_rating_has_value"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} on {self.input_id}"

@@ -93,3 +93,14 @@ class ImportResultSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     public_id = serializers.UUIDField()
     name = serializers.CharField()
+
+
+class RatingsImportSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="Ratings as JSONL or CSV (see docs/import-formats.md).")
+    judge = serializers.CharField(
+        required=False, max_length=100, help_text="Judge name for rows that have none."
+    )
+
+
+class RatingsImportResultSerializer(serializers.Serializer):
+    imported = serializers.IntegerField()

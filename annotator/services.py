@@ -14,9 +14,15 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
-from . import importers
+from . import importers, ratings
 from .choices import AnnotationSource, AssignmentState, StudyKind, normalise
-from .errors import AssignmentExpired, AssignmentNotFound, InvalidAnswer, WorkerBlocked
+from .errors import (
+    AssignmentExpired,
+    AssignmentNotFound,
+    ImportRejected,
+    InvalidAnswer,
+    WorkerBlocked,
+)
 from .models import (
     CONFIG_FIELDS,
     Annotation,
@@ -25,6 +31,7 @@ from .models import (
     Criterion,
     Input,
     Item,
+    JudgeRating,
     Output,
     Study,
     System,
@@ -178,6 +185,55 @@ def study_configure(study: Study, changed_fields: list[str] | tuple[str, ...]) -
         study.save()
     study.refresh_from_db(fields=["config_version"])
     return study
+
+
+def judge_ratings_import(study: Study, data: bytes, *, filename: str = "", judge: str = "") -> int:
+    """Validate a judge or metric rating file whole, then store it; returns the count.
+
+    Every input and system must exist in the study, and no rating may already be stored
+    under the same judge, input, systems and criterion; otherwise nothing is stored.
+    """
+    specs = ratings.parse_ratings(data, filename, judge)
+    inputs = dict(Input.objects.filter(study=study).values_list("external_id", "pk"))
+    systems = dict(System.objects.filter(study=study).values_list("name", "pk"))
+    errors = []
+    for spec in specs:
+        if spec.input_id not in inputs:
+            errors.append(f"{spec.where}: unknown input '{spec.input_id}'")
+        for name in filter(None, (spec.system, spec.other_system)):
+            if name not in systems:
+                errors.append(f"{spec.where}: unknown system '{name}'")
+    existing = set(
+        JudgeRating.objects.filter(study=study, judge__in={s.judge for s in specs}).values_list(
+            "judge", "input__external_id", "system__name", "other_system__name", "criterion"
+        )
+    )
+    errors += [
+        f"{spec.where}: already stored for judge '{spec.judge}'"
+        for spec in specs
+        if (spec.judge, spec.input_id, spec.system, spec.other_system or None, spec.criterion)
+        in existing
+    ]
+    if errors:
+        raise ImportRejected(errors)
+    with transaction.atomic():
+        JudgeRating.objects.bulk_create(
+            (
+                JudgeRating(
+                    study=study,
+                    judge=spec.judge,
+                    input_id=inputs[spec.input_id],
+                    system_id=systems[spec.system],
+                    other_system_id=systems[spec.other_system] if spec.other_system else None,
+                    criterion=spec.criterion,
+                    score=spec.score,
+                    label=spec.label,
+                )
+                for spec in specs
+            ),
+            batch_size=BULK,
+        )
+    return len(specs)
 
 
 # --- workers and assignments --------------------------------------------------------------------
