@@ -8,6 +8,7 @@ from django.utils.html import format_html
 
 from . import selectors, services
 from .errors import ImportRejected
+from .invites import entry_urls
 from .models import (
     Annotation,
     Annotator,
@@ -15,6 +16,9 @@ from .models import (
     Criterion,
     Item,
     JudgeRating,
+    Participation,
+    QualificationQuestion,
+    QualificationTest,
     Study,
     System,
 )
@@ -37,7 +41,14 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
-    readonly_fields = ["public_id", "config_version", "worker_link", "progress_table", "source"]
+    readonly_fields = [
+        "public_id",
+        "config_version",
+        "worker_link",
+        "progress_table",
+        "source",
+        "entry_links",
+    ]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
         (
@@ -100,6 +111,19 @@ class StudyAdmin(admin.ModelAdmin):
             return "—"
         url = reverse("annotator:enter", args=[study.public_id]) + "?worker=WORKER_ID"
         return format_html("<code>{}</code>", url)
+
+    @admin.display(description="entry links")
+    def entry_links(self, study: Study) -> str:
+        if not study.pk:
+            return "—"
+        urls = entry_urls(study)
+        return format_html(
+            "Prolific: <code>{}</code><br>MTurk external question: <code>{}</code><br>"
+            "Lab invitations: <code>python manage.py invite_links {} --workers a,b,c</code>",
+            urls["prolific"],
+            urls["mturk"],
+            study.pk,
+        )
 
     def save_model(self, request, obj, form, change) -> None:
         services.study_configure(obj, form.changed_data if change else [])
@@ -227,3 +251,120 @@ class JudgeRatingAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["study", "judge"]
     list_select_related = ["study", "input", "system", "other_system"]
+
+
+@admin.register(Participation)
+class ParticipationAdmin(admin.ModelAdmin):
+    """Per worker and study: output, speed, gold accuracy, position bias, status."""
+
+    list_display = [
+        "annotator",
+        "platform",
+        "platform_id",
+        "study",
+        "status",
+        "review",
+        "items_done",
+        "median_time",
+        "gold_accuracy",
+        "strikes",
+        "left_rate",
+        "code",
+    ]
+    list_filter = ["study", "status", "review"]
+    search_fields = ["annotator__pseudonym", "annotator__external_id", "platform_session"]
+    list_select_related = ["annotator", "study"]
+    readonly_fields = [
+        "study",
+        "annotator",
+        "platform_session",
+        "return_url",
+        "status",
+        "review",
+        "strikes",
+        "gold_seen",
+        "gold_correct",
+        "started_at",
+        "finished_at",
+    ]
+    exclude = ["last_was_gold"]
+    actions = ["block", "unblock", "approve", "reject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def _stats(self, obj: Participation) -> dict:
+        cache = getattr(obj, "_stats_cache", None)
+        if cache is None:
+            cache = obj._stats_cache = selectors.participation_stats(obj)
+        return cache
+
+    @admin.display(description="platform")
+    def platform(self, obj: Participation) -> str:
+        return obj.annotator.platform
+
+    @admin.display(description="platform id")
+    def platform_id(self, obj: Participation) -> str:
+        return obj.annotator.external_id
+
+    @admin.display(description="done")
+    def items_done(self, obj: Participation) -> int:
+        return self._stats(obj)["done"]
+
+    @admin.display(description="median time (s)")
+    def median_time(self, obj: Participation) -> str:
+        value = self._stats(obj)["median_time_ms"]
+        return "—" if value is None else f"{value / 1000:.1f}"
+
+    @admin.display(description="gold accuracy")
+    def gold_accuracy(self, obj: Participation) -> str:
+        value = self._stats(obj)["gold_accuracy"]
+        return "—" if value is None else f"{value:.0%} of {obj.gold_seen}"
+
+    @admin.display(description="left choices")
+    def left_rate(self, obj: Participation) -> str:
+        value = self._stats(obj)["left_rate"]
+        return "—" if value is None else f"{value:.0%}"
+
+    @admin.display(description="completion code")
+    def code(self, obj: Participation) -> str:
+        kind = selectors.participation_outcome(obj)["kind"]
+        study = obj.study
+        return {
+            "completed": study.completion_code,
+            "failed": study.fail_code,
+            "no_work": study.no_work_code,
+        }[kind] or "—"
+
+    @admin.action(description="Block: flag their labels and give back their open work")
+    def block(self, request, queryset) -> None:
+        for participation in queryset:
+            services.participation_set_blocked(participation, True)
+        messages.success(request, f"Blocked {queryset.count()} worker(s).")
+
+    @admin.action(description="Unblock: unflag their labels")
+    def unblock(self, request, queryset) -> None:
+        for participation in queryset:
+            services.participation_set_blocked(participation, False)
+        messages.success(request, f"Unblocked {queryset.count()} worker(s).")
+
+    @admin.action(description="Approve")
+    def approve(self, request, queryset) -> None:
+        for participation in queryset:
+            services.participation_review(participation, True)
+
+    @admin.action(description="Reject")
+    def reject(self, request, queryset) -> None:
+        for participation in queryset:
+            services.participation_review(participation, False)
+
+
+class QualificationQuestionInline(admin.StackedInline):
+    model = QualificationQuestion
+    extra = 0
+
+
+@admin.register(QualificationTest)
+class QualificationTestAdmin(admin.ModelAdmin):
+    list_display = ["name", "pass_threshold", "created_at"]
+    inlines = [QualificationQuestionInline]

@@ -41,6 +41,15 @@ STUDY_OPTIONS = {
     "budget": int,
     "gamma": float,
     "lease_seconds": int,
+    "items_per_worker": int,
+    "open_links": bool,
+    "completion_code": str,
+    "fail_code": str,
+    "no_work_code": str,
+    "gold_rate_start": float,
+    "gold_rate_end": float,
+    "gold_rate_halflife": int,
+    "max_strikes": int,
 }
 
 
@@ -64,6 +73,7 @@ class InputSpec:
     priority: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     expected_answer: str = ""
+    is_gold: bool = False
 
 
 @dataclass
@@ -258,8 +268,20 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
     for name in bad:
         errors.add(f"{where}: output of system '{name}' is empty or not text")
     text = record.get("input", "")
-    if not isinstance(text, str):
-        errors.add(f"{where}: 'input' must be text")
+    conversation = None
+    if isinstance(text, list):
+        conversation = text
+        if not all(
+            isinstance(t, dict)
+            and isinstance(t.get("role"), str)
+            and isinstance(t.get("content"), str)
+            for t in conversation
+        ):
+            errors.add(f"{where}: a conversation 'input' is a list of {{role, content}} turns")
+            conversation = None
+        text = "\n\n".join(f"{t['role']}: {t['content']}" for t in conversation or [])
+    elif not isinstance(text, str):
+        errors.add(f"{where}: 'input' must be text or a list of turns")
         text = ""
     priority = record.get("priority")
     if priority is not None and (
@@ -271,10 +293,20 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
     if not isinstance(metadata, dict):
         errors.add(f"{where}: 'metadata' must be an object")
         metadata = {}
+    if conversation:
+        metadata = {**metadata, "conversation": conversation}
     reference = record.get("reference", "") or ""
     if not isinstance(reference, str):
         errors.add(f"{where}: 'reference' must be text")
         reference = ""
+    gold = record.get("gold")
+    expected = ""
+    if gold is not None:
+        names = list(outputs)
+        if len(names) != 2 or not isinstance(gold, str) or gold not in (*names, "tie"):
+            errors.add(f"{where}: 'gold' names the better of exactly two outputs, or 'tie'")
+            return None
+        expected = {names[0]: "A", names[1]: "B", "tie": "tie"}[gold]
     if bad:
         return None
     return InputSpec(
@@ -285,6 +317,8 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         reference=reference,
         priority=float(priority) if priority is not None else None,
         metadata=metadata,
+        expected_answer=expected,
+        is_gold=gold is not None,
     )
 
 

@@ -72,6 +72,47 @@ class Study(models.Model):
         null=True, blank=True, help_text="Most items one worker may annotate (empty: no limit)."
     )
     is_active = models.BooleanField(default=True, help_text="Accepting workers.")
+    # --- crowd workflow -------------------------------------------------------------------
+    open_links = models.BooleanField(
+        default=False,
+        help_text="Accept /w/<study>/?worker=<id> links (demos). Off: only signed invites and "
+        "Prolific or MTurk entry.",
+    )
+    qualification = models.ForeignKey(
+        "QualificationTest",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="studies",
+        help_text="Workers must pass this test before any real work.",
+    )
+    completion_code = models.CharField(max_length=64, blank=True, help_text="Prolific: finished.")
+    fail_code = models.CharField(
+        max_length=64, blank=True, help_text="Prolific: failed the test or blocked."
+    )
+    no_work_code = models.CharField(
+        max_length=64, blank=True, help_text="Prolific: arrived when no work was left."
+    )
+    gold_rate_start = models.FloatField(
+        default=0.2,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Chance that a worker's next item is a gold check, at their first item.",
+    )
+    gold_rate_end = models.FloatField(
+        default=0.05,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="The chance it falls towards as the worker completes more items.",
+    )
+    gold_rate_halflife = models.PositiveIntegerField(
+        default=20,
+        validators=[MinValueValidator(1)],
+        help_text="Items after which the gold rate is half-way from start to end.",
+    )
+    max_strikes = models.PositiveSmallIntegerField(
+        default=3,
+        validators=[MinValueValidator(1)],
+        help_text="Missed gold checks after which a worker is blocked and their labels flagged.",
+    )
     config_version = models.PositiveIntegerField(default=1, editable=False)
     source = models.CharField(max_length=300, blank=True, help_text="Imported file or dataset.")
     researchers = models.ManyToManyField(
@@ -88,6 +129,12 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def gold_rate(self, completed: int) -> float:
+        """Chance that the next item is gold after ``completed`` items: an exponential decay
+        from ``gold_rate_start`` towards ``gold_rate_end`` with the given half-life."""
+        decay = 0.5 ** (completed / self.gold_rate_halflife)
+        return self.gold_rate_end + (self.gold_rate_start - self.gold_rate_end) * decay
 
     def pairwise_answers(self) -> list[RawAnswer]:
         """The display-order answers a worker may give, in button order."""
@@ -293,6 +340,108 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return str(self.token)
+
+
+class Participation(models.Model):
+    """One worker in one study: where they came from, how they are doing, what they get."""
+
+    class Status(models.TextChoices):
+        QUALIFYING = "qualifying", "Taking the qualification test"
+        ACTIVE = "active", "Working"
+        FAILED = "failed", "Failed the qualification test"
+        BLOCKED = "blocked", "Blocked after missed gold checks"
+        FINISHED = "finished", "Finished"
+
+    class Review(models.TextChoices):
+        PENDING = "pending", "Not reviewed"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participations")
+    annotator = models.ForeignKey(
+        Annotator, on_delete=models.CASCADE, related_name="participations"
+    )
+    platform_session = models.CharField(
+        max_length=200, blank=True, help_text="Prolific SESSION_ID or MTurk assignmentId."
+    )
+    return_url = models.CharField(max_length=300, blank=True, help_text="MTurk turkSubmitTo.")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    review = models.CharField(max_length=10, choices=Review.choices, default=Review.PENDING)
+    strikes = models.PositiveSmallIntegerField(default=0)
+    gold_seen = models.PositiveIntegerField(default=0)
+    gold_correct = models.PositiveIntegerField(default=0)
+    last_was_gold = models.BooleanField(default=False)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "annotator"], name="participation_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} in {self.study}"
+
+
+class QualificationTest(models.Model):
+    """Questions with known answers a worker must pass before real work; shareable."""
+
+    name = models.CharField(max_length=200)
+    instructions = models.TextField(blank=True, help_text="Markdown shown before the test.")
+    pass_threshold = models.PositiveSmallIntegerField(
+        default=9, help_text="Correct answers needed (HREF: 9 of 10)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.pk and self.pass_threshold > self.questions.count():
+            raise ValidationError({"pass_threshold": "More than the number of questions."})
+
+
+class QualificationQuestion(models.Model):
+    """A pairwise question whose better output is known."""
+
+    test = models.ForeignKey(QualificationTest, on_delete=models.CASCADE, related_name="questions")
+    prompt = models.TextField()
+    output_a = models.TextField()
+    output_b = models.TextField()
+    answer = models.CharField(
+        max_length=12, choices=[(Preference.A, "A"), (Preference.B, "B"), (Preference.TIE, "tie")]
+    )
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["order", "id"]
+
+    def __str__(self) -> str:
+        return self.prompt[:60]
+
+
+class QualificationAttempt(models.Model):
+    """A worker's one attempt at a test: answers in display order, score, verdict."""
+
+    test = models.ForeignKey(QualificationTest, on_delete=models.CASCADE, related_name="attempts")
+    annotator = models.ForeignKey(
+        Annotator, on_delete=models.CASCADE, related_name="qualification_attempts"
+    )
+    #: Per question, in the order shown: {"question", "left_is_a", "raw", "correct"}.
+    answers = models.JSONField(default=list)
+    order = models.JSONField(default=list, help_text="Question ids in the order shown.")
+    n_correct = models.PositiveSmallIntegerField(default=0)
+    passed = models.BooleanField(null=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["test", "annotator"], name="qualification_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.test}"
 
 
 class Annotation(models.Model):

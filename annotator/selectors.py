@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, F, Q, QuerySet, Sum
 
 from .choices import AssignmentState
-from .models import Annotation, Assignment, Item, Study
+from .models import Annotation, Assignment, Item, Participation, Study
 
 #: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV.
 LABEL_FIELDS = (
@@ -135,3 +135,77 @@ def worker_progress(study: Study, annotator) -> dict[str, int]:
         )
         total = done + 1 + available
     return {"done": done, "position": done + 1, "total": max(total, done + 1)}
+
+
+def participation_outcome(participation: Participation) -> dict[str, object]:
+    """How a worker's visit ended: ``completed``, ``failed`` (test or gold checks) or
+    ``no_work`` (nothing was left for them), with a sentence to show them."""
+    status = participation.status
+    done = Assignment.objects.filter(
+        study_id=participation.study_id,
+        annotator_id=participation.annotator_id,
+        state=AssignmentState.SUBMITTED,
+    ).count()
+    if status == Participation.Status.FAILED:
+        return {
+            "kind": "failed",
+            "done": done,
+            "text": "You did not pass the qualification test, so you cannot take part in "
+            "this study. Thank you for your time.",
+        }
+    if status == Participation.Status.BLOCKED:
+        return {
+            "kind": "failed",
+            "done": done,
+            "text": "Too many of your answers to check questions were wrong, so your access "
+            "to this study has been withdrawn.",
+        }
+    if done == 0:
+        return {
+            "kind": "no_work",
+            "done": 0,
+            "text": "There is no work left for you in this study. Thank you for coming.",
+        }
+    return {
+        "kind": "completed",
+        "done": done,
+        "text": f"You have finished: {done} items. Thank you!",
+    }
+
+
+def example_item(study: Study) -> Item | None:
+    """An item to show in a preview (MTurk's preview mode); it accepts nothing."""
+    return (
+        Item.objects.filter(study=study, is_gold=False, is_active=True)
+        .select_related("input", "output_a", "output_b")
+        .first()
+    )
+
+
+def participation_stats(participation: Participation) -> dict[str, float | int | None]:
+    """What a researcher checks per worker: items done, median time on task, gold accuracy,
+    strikes, and the share of left choices among left/right answers (position bias)."""
+    labels = Annotation.objects.filter(
+        study_id=participation.study_id,
+        annotator_id=participation.annotator_id,
+        source="platform",
+    )
+    times = sorted(t for t in labels.values_list("time_spent_ms", flat=True) if t is not None)
+    sides = labels.filter(raw_answer__in=["left", "right"]).aggregate(
+        n=Count("id"), left=Count("id", filter=Q(raw_answer="left"))
+    )
+    median = None
+    if times:
+        mid = len(times) // 2
+        median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+    return {
+        "done": labels.count(),
+        "median_time_ms": median,
+        "gold_accuracy": (
+            participation.gold_correct / participation.gold_seen
+            if participation.gold_seen
+            else None
+        ),
+        "strikes": participation.strikes,
+        "left_rate": sides["left"] / sides["n"] if sides["n"] else None,
+    }

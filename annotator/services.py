@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import secrets
 import uuid
 from datetime import datetime, timedelta
@@ -15,7 +16,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from . import importers, ratings
-from .choices import AnnotationSource, AssignmentState, StudyKind, normalise
+from .choices import AnnotationSource, AssignmentState, RawAnswer, StudyKind, normalise
 from .errors import (
     AssignmentExpired,
     AssignmentNotFound,
@@ -33,6 +34,10 @@ from .models import (
     Item,
     JudgeRating,
     Output,
+    Participation,
+    QualificationAttempt,
+    QualificationQuestion,
+    QualificationTest,
     Study,
     System,
 )
@@ -110,7 +115,8 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
     for out in outputs:
         by_input.setdefault(out.input_id, {})[out.system.name] = out
     expected = {inp.pk: r.expected_answer for inp, r in zip(inputs, spec.inputs, strict=True)}
-    items = items_create_static(study, inputs, by_input, spec.systems, expected)
+    gold = {inp.pk for inp, r in zip(inputs, spec.inputs, strict=True) if r.is_gold}
+    items = items_create_static(study, inputs, by_input, spec.systems, expected, gold)
     if spec.annotations:
         _import_annotations(study, spec, inputs, items)
     return study
@@ -122,14 +128,18 @@ def items_create_static(
     outputs: dict[int, dict[str, Output]],
     system_order: list[str],
     expected: dict[int, str] | None = None,
+    gold: set[int] | frozenset[int] = frozenset(),
 ) -> list[Item]:
-    """One item per input and system pair (pairwise) or per output (Likert)."""
+    """One item per input and system pair (pairwise) or per output (Likert); inputs in
+    ``gold`` become gold checks (their rank order follows the file, so A is the first)."""
     expected = expected or {}
     rank = {name: i for i, name in enumerate(system_order)}
     new: list[Item] = []
     for inp in inputs:
         outs = sorted(outputs.get(inp.pk, {}).values(), key=lambda o: rank[o.system.name])
         if study.kind == StudyKind.PAIRWISE:
+            if inp.pk in gold:
+                outs = list(outputs[inp.pk].values())  # the order the gold answer refers to
             new += [
                 Item(
                     study=study,
@@ -138,6 +148,7 @@ def items_create_static(
                     output_b=b,
                     redundancy=study.redundancy,
                     expected_answer=expected.get(inp.pk, ""),
+                    is_gold=inp.pk in gold,
                 )
                 for a, b in combinations(outs, 2)
             ]
@@ -175,6 +186,53 @@ def _import_annotations(study: Study, spec, inputs: list[Input], items: list[Ite
         ),
         batch_size=BULK,
     )
+
+
+def study_prepare_checks(
+    study: Study, *, n_gold: int = 0, n_qualification: int = 0, seed: int | None = None
+) -> QualificationTest | None:
+    """Turn items whose better output is known (e.g. expert labels) into gold checks and a
+    qualification test. Items used for the test leave the work pool, so no worker sees a
+    test question again as work; gold items are shown to workers at random."""
+    rng = random.Random(seed)
+    with transaction.atomic():
+        known = list(
+            Item.objects.select_for_update()
+            .filter(study=study, is_gold=False, is_active=True, n_taken=0)
+            .exclude(expected_answer="")
+            .exclude(output_b=None)
+            .select_related("input", "output_a", "output_b")
+        )
+        if n_gold + n_qualification > len(known):
+            raise InvalidAnswer(
+                f"Only {len(known)} unused items have a known answer; "
+                f"{n_gold + n_qualification} were asked for."
+            )
+        rng.shuffle(known)
+        gold, questions = known[:n_gold], known[n_gold : n_gold + n_qualification]
+        Item.objects.filter(pk__in=[i.pk for i in gold]).update(is_gold=True)
+        if not questions:
+            return None
+        test = QualificationTest.objects.create(
+            name=f"Qualification for {study.name}"[:200],
+            instructions=study.instructions,
+            pass_threshold=max(1, round(0.9 * len(questions))),
+        )
+        QualificationQuestion.objects.bulk_create(
+            QualificationQuestion(
+                test=test,
+                prompt=i.input.text,
+                output_a=i.output_a.text,
+                output_b=i.output_b.text,
+                answer=i.expected_answer,
+                order=n,
+            )
+            for n, i in enumerate(questions)
+        )
+        Item.objects.filter(pk__in=[i.pk for i in questions]).update(is_active=False)
+        study.qualification = test
+        study.save(update_fields=["qualification"])
+    return test
 
 
 def study_configure(study: Study, changed_fields: list[str] | tuple[str, ...]) -> Study:
@@ -246,6 +304,92 @@ def annotator_enter(*, platform: str, external_id: str) -> Annotator:
     return annotator
 
 
+def participation_enter(
+    *, study: Study, platform: str, external_id: str, session: str = "", return_url: str = ""
+) -> Participation:
+    """Enter (or re-enter) a study from a recruiting platform; a returning worker resumes.
+
+    A worker who failed the study's qualification test, here or in another study sharing
+    it, is refused for good; one who passed it elsewhere goes straight to work.
+    """
+    annotator = annotator_enter(platform=platform, external_id=external_id)
+    with transaction.atomic():
+        participation, created = Participation.objects.select_for_update().get_or_create(
+            study=study,
+            annotator=annotator,
+            defaults={"platform_session": session[:200], "return_url": return_url[:300]},
+        )
+        if created and study.qualification_id:
+            attempt = QualificationAttempt.objects.filter(
+                test_id=study.qualification_id, annotator=annotator
+            ).first()
+            if attempt is None or attempt.passed is None:
+                participation.status = Participation.Status.QUALIFYING
+            elif not attempt.passed:
+                participation.status = Participation.Status.FAILED
+            participation.save(update_fields=["status"])
+    return participation
+
+
+def qualification_next(participation: Participation) -> dict[str, Any] | None:
+    """The next test question (with its drawn left/right order), or ``None`` when done."""
+    if participation.status != Participation.Status.QUALIFYING:
+        return None
+    test = participation.study.qualification
+    with transaction.atomic():
+        attempt, created = QualificationAttempt.objects.select_for_update().get_or_create(
+            test=test, annotator=participation.annotator
+        )
+        if created:
+            ids = list(test.questions.values_list("pk", flat=True))
+            random.SystemRandom().shuffle(ids)
+            attempt.order = [{"question": pk, "left_is_a": secrets.randbelow(2) == 0} for pk in ids]
+            attempt.save(update_fields=["order"])
+    position = len(attempt.answers)
+    if position >= len(attempt.order):
+        return None
+    slot = attempt.order[position]
+    return {
+        "question": QualificationQuestion.objects.get(pk=slot["question"]),
+        "left_is_a": slot["left_is_a"],
+        "position": position + 1,
+        "total": len(attempt.order),
+    }
+
+
+def qualification_answer(
+    participation: Participation, *, question_id: int, answer: str
+) -> Participation:
+    """Record one answer (no feedback); after the last one, score the attempt and let the
+    worker work or mark them failed for good."""
+    with transaction.atomic():
+        participation = Participation.objects.select_for_update().get(pk=participation.pk)
+        if participation.status != Participation.Status.QUALIFYING:
+            return participation
+        attempt = QualificationAttempt.objects.select_for_update().get(
+            test_id=participation.study.qualification_id, annotator=participation.annotator
+        )
+        position = len(attempt.answers)
+        if position >= len(attempt.order) or attempt.order[position]["question"] != question_id:
+            return participation  # a stale or repeated post: already recorded
+        if answer not in (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE):
+            raise InvalidAnswer("Choose left, right or tie.")
+        slot = attempt.order[position]
+        question = QualificationQuestion.objects.get(pk=question_id)
+        correct = normalise(answer, slot["left_is_a"]) == question.answer
+        attempt.answers = [*attempt.answers, {**slot, "raw": answer, "correct": correct}]
+        attempt.n_correct += int(correct)
+        if len(attempt.answers) == len(attempt.order):
+            attempt.passed = attempt.n_correct >= attempt.test.pass_threshold
+            attempt.finished_at = timezone.now()
+            participation.status = (
+                Participation.Status.ACTIVE if attempt.passed else Participation.Status.FAILED
+            )
+            participation.save(update_fields=["status"])
+        attempt.save()
+    return participation
+
+
 def assignment_release_expired(*, study: Study | None = None, now: datetime | None = None) -> int:
     """Give expired leases back to the pool; returns how many were released."""
     now = now or timezone.now()
@@ -255,36 +399,36 @@ def assignment_release_expired(*, study: Study | None = None, now: datetime | No
         )
         if study is not None:
             leases = leases.filter(study=study)
-        expired = list(leases.order_by("item_id").values_list("pk", "item_id"))
-        if not expired:
-            return 0
-        Assignment.objects.filter(pk__in=[pk for pk, _ in expired]).update(
-            state=AssignmentState.EXPIRED, closed_at=now
-        )
-        for _, item_id in expired:  # item-id order: concurrent releases lock alike
-            Item.objects.filter(pk=item_id).update(n_taken=F("n_taken") - 1)
+        expired = list(leases.select_related("item").order_by("item_id"))
+        for lease in expired:  # item-id order: concurrent releases lock alike
+            _release(lease, now, AssignmentState.EXPIRED)
     return len(expired)
 
 
 def assignment_next(
-    *, study: Study, annotator: Annotator, now: datetime | None = None
+    *, participation: Participation, now: datetime | None = None, rng: random.Random | None = None
 ) -> Assignment | None:
     """The worker's current task, or a newly leased one, or ``None`` when nothing is left.
 
-    Atomic: the worker's row is locked so one worker's parallel requests queue, and the
-    item is taken with ``SELECT … FOR UPDATE SKIP LOCKED`` so parallel workers never
+    Atomic: the participation row is locked so one worker's parallel requests queue, and
+    the item is taken with ``SELECT … FOR UPDATE SKIP LOCKED`` so parallel workers never
     take the last slot of an item twice (on SQLite the transaction itself is exclusive).
     An item is never leased twice to one worker (also a database constraint), nor above
-    its redundancy (a check constraint on ``n_taken``).
+    its redundancy (a check constraint on ``n_taken``). Gold checks are interleaved at
+    random with the study's falling rate, never two in a row.
     """
     now = now or timezone.now()
-    if annotator.is_blocked:
-        raise WorkerBlocked("Your access to this study has been withdrawn.")
+    rng = rng or _RNG
+    study = participation.study
     assignment_release_expired(study=study, now=now)
     with transaction.atomic():
-        worker = Annotator.objects.select_for_update().get(pk=annotator.pk)
-        if worker.is_blocked:
-            raise WorkerBlocked("Your access to this study has been withdrawn.")
+        part = (
+            Participation.objects.select_for_update()
+            .select_related("annotator")
+            .get(pk=participation.pk)
+        )
+        _check_may_work(part)
+        worker = part.annotator
         current = (
             Assignment.objects.filter(
                 study=study, annotator=worker, state=AssignmentState.ISSUED, expires_at__gt=now
@@ -294,19 +438,35 @@ def assignment_next(
         )
         if current is not None:
             return current
-        if not study.is_active or _quota_reached(study, worker):
+        done = Assignment.objects.filter(
+            study=study, annotator=worker, state=AssignmentState.SUBMITTED
+        ).count()
+        if not study.is_active or (
+            study.items_per_worker is not None and done >= study.items_per_worker
+        ):
             return None
         seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
-        item = (
-            Item.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(study=study, is_active=True, n_taken__lt=F("redundancy"))
-            .exclude(Exists(seen))
-            .order_by("-n_taken", "id")
-            .first()
-        )
+        item = None
+        if not part.last_was_gold and rng.random() < study.gold_rate(done):
+            golds = list(
+                Item.objects.filter(study=study, is_gold=True, is_active=True)
+                .exclude(Exists(seen))
+                .values_list("pk", flat=True)
+            )
+            if golds:
+                item = Item.objects.get(pk=rng.choice(golds))
         if item is None:
-            return None
-        Item.objects.filter(pk=item.pk).update(n_taken=F("n_taken") + 1)
+            item = (
+                Item.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(study=study, is_gold=False, is_active=True, n_taken__lt=F("redundancy"))
+                .exclude(Exists(seen))
+                .order_by("-n_taken", "id")
+                .first()
+            )
+            if item is None:
+                return None
+            Item.objects.filter(pk=item.pk).update(n_taken=F("n_taken") + 1)
+        Participation.objects.filter(pk=part.pk).update(last_was_gold=item.is_gold)
         return Assignment.objects.create(
             study=study,
             item=item,
@@ -317,13 +477,16 @@ def assignment_next(
         )
 
 
-def _quota_reached(study: Study, annotator: Annotator) -> bool:
-    if study.items_per_worker is None:
-        return False
-    done = Assignment.objects.filter(
-        study=study, annotator=annotator, state=AssignmentState.SUBMITTED
-    ).count()
-    return done >= study.items_per_worker
+_RNG = random.SystemRandom()
+
+
+def _check_may_work(participation: Participation) -> None:
+    if participation.annotator.is_blocked or participation.status == Participation.Status.BLOCKED:
+        raise WorkerBlocked("Your access to this study has been withdrawn.")
+    if participation.status == Participation.Status.FAILED:
+        raise WorkerBlocked("You did not pass the qualification test for this study.")
+    if participation.status == Participation.Status.QUALIFYING:
+        raise WorkerBlocked("Take the qualification test first.")
 
 
 def annotation_submit(
@@ -357,8 +520,15 @@ def annotation_submit(
             raise AssignmentNotFound("This task does not exist or is not yours.") from None
         if assignment.state == AssignmentState.SUBMITTED:
             return assignment.annotation, False
-        if Annotator.objects.filter(pk=annotator.pk, is_blocked=True).exists():
-            raise WorkerBlocked("Your access to this study has been withdrawn.")
+        part = (
+            Participation.objects.select_for_update()
+            .select_related("annotator")
+            .filter(study_id=assignment.study_id, annotator=annotator)
+            .first()
+        )
+        if part is None:
+            raise AssignmentNotFound("This task does not exist or is not yours.")
+        _check_may_work(part)
         if assignment.state != AssignmentState.ISSUED or assignment.expires_at <= now:
             raise AssignmentExpired(
                 "The time for this task ran out and it was given to someone else; "
@@ -384,9 +554,83 @@ def annotation_submit(
         Assignment.objects.filter(pk=assignment.pk).update(
             state=AssignmentState.SUBMITTED, closed_at=now
         )
-        Item.objects.filter(pk=assignment.item_id).update(n_done=F("n_done") + 1)
+        if assignment.item.is_gold:
+            _score_gold(part, assignment.item, annotation, now)
+        else:
+            Item.objects.filter(pk=assignment.item_id).update(n_done=F("n_done") + 1)
         transaction.on_commit(lambda: _announce(annotation), robust=False)
     return annotation, True
+
+
+def _score_gold(part: Participation, item: Item, annotation: Annotation, now: datetime) -> None:
+    """A gold answer: count it; a miss is a strike; too many strikes block the worker, give
+    their open work back and flag all their labels in the study."""
+    correct = annotation.value == item.expected_answer
+    part.gold_seen += 1
+    part.gold_correct += int(correct)
+    part.strikes += int(not correct)
+    fields = ["gold_seen", "gold_correct", "strikes"]
+    if part.strikes >= part.study.max_strikes:
+        part.status = Participation.Status.BLOCKED
+        part.finished_at = now
+        fields += ["status", "finished_at"]
+        Annotation.objects.filter(study=part.study, annotator=part.annotator).update(
+            is_flagged=True
+        )
+        annotation.is_flagged = True
+        open_leases = Assignment.objects.filter(
+            study=part.study, annotator=part.annotator, state=AssignmentState.ISSUED
+        ).exclude(pk=annotation.assignment_id)
+        for lease in open_leases.select_for_update().order_by("item_id"):
+            _release(lease, now, AssignmentState.RETURNED)
+    part.save(update_fields=fields)
+
+
+def _release(lease: Assignment, now: datetime, state: str) -> None:
+    Assignment.objects.filter(pk=lease.pk).update(state=state, closed_at=now)
+    if not lease.item.is_gold:
+        Item.objects.filter(pk=lease.item_id).update(n_taken=F("n_taken") - 1)
+
+
+def participation_set_blocked(participation: Participation, blocked: bool) -> Participation:
+    """Block a worker by hand (their labels flagged, open work given back) or unblock them
+    (labels unflagged; strikes kept)."""
+    now = timezone.now()
+    with transaction.atomic():
+        part = Participation.objects.select_for_update().get(pk=participation.pk)
+        labels = Annotation.objects.filter(study_id=part.study_id, annotator_id=part.annotator_id)
+        if blocked:
+            part.status, part.finished_at = Participation.Status.BLOCKED, now
+            labels.update(is_flagged=True)
+            leases = Assignment.objects.filter(
+                study_id=part.study_id,
+                annotator_id=part.annotator_id,
+                state=AssignmentState.ISSUED,
+            )
+            for lease in leases.select_for_update().select_related("item").order_by("item_id"):
+                _release(lease, now, AssignmentState.RETURNED)
+        elif part.status == Participation.Status.BLOCKED:
+            part.status, part.finished_at = Participation.Status.ACTIVE, None
+            labels.update(is_flagged=False)
+        part.save(update_fields=["status", "finished_at"])
+    return part
+
+
+def participation_review(participation: Participation, approved: bool) -> Participation:
+    participation.review = (
+        Participation.Review.APPROVED if approved else Participation.Review.REJECTED
+    )
+    participation.save(update_fields=["review"])
+    return participation
+
+
+def participation_finish(participation: Participation) -> Participation:
+    """Mark a worker finished when they reach the end page (idempotent)."""
+    Participation.objects.filter(pk=participation.pk, status=Participation.Status.ACTIVE).update(
+        status=Participation.Status.FINISHED, finished_at=timezone.now()
+    )
+    participation.refresh_from_db()
+    return participation
 
 
 def _announce(annotation: Annotation) -> None:

@@ -1,6 +1,10 @@
-"""Worker pages: enter through a link, then one item at a time. No logic beyond HTTP."""
+"""Worker pages: entry from a link or a crowd platform, instructions, qualification test,
+one item at a time, and the way back with a completion code. No logic beyond HTTP."""
 
 from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -8,85 +12,209 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from . import selectors, services
+from .choices import RawAnswer
 from .errors import ServiceError, WorkerBlocked
-from .models import Annotator, Study
+from .invites import invite_worker
+from .models import Participation, Study
 
-SESSION_KEY = "humeval_workers"
+SESSION_KEY = "humeval_participations"
+QUALIFICATION_ANSWERS = (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE)
+PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
+MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+PLATFORM_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,100}")
 
 
 def _study(study_id) -> Study:
     return get_object_or_404(Study, public_id=study_id)
 
 
-def _session_annotator(request: HttpRequest, study: Study) -> Annotator | None:
+def _message(request: HttpRequest, title: str, text: str, status: int = 200) -> HttpResponse:
+    return render(request, "annotator/message.html", {"title": title, "text": text}, status=status)
+
+
+def _participation(request: HttpRequest, study: Study) -> Participation | None:
     pk = request.session.get(SESSION_KEY, {}).get(str(study.public_id))
-    return Annotator.objects.filter(pk=pk).first() if pk else None
+    if not pk:
+        return None
+    return Participation.objects.select_related("annotator", "study").filter(pk=pk).first()
+
+
+def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
+    """Remember the participation in the session, then go to the instructions (first
+    visit) or straight back to work (a returning worker resumes)."""
+    if not study.is_active:
+        return _message(request, "Study closed", "This study is not accepting workers.", 410)
+    try:
+        participation = services.participation_enter(study=study, **entry)
+    except ServiceError as exc:
+        return _message(request, "Incomplete link", exc.message, 400)
+    request.session.cycle_key()
+    store = request.session.get(SESSION_KEY, {})
+    returning = str(study.public_id) in store
+    store[str(study.public_id)] = participation.pk
+    request.session[SESSION_KEY] = store
+    target = "annotator:task" if returning else "annotator:instructions"
+    return redirect(target, study_id=study.public_id)
 
 
 @require_http_methods(["GET"])
 def enter(request: HttpRequest, study_id) -> HttpResponse:
-    """``/w/<study>/?worker=<id>``: remember who this is, then go to the task page."""
+    """``/w/<study>/?worker=<id>``: an open link, for demos and studies that allow it."""
     study = _study(study_id)
     worker = request.GET.get("worker", "")
+    if not study.open_links:
+        return _message(
+            request,
+            "Use your own link",
+            "This study is entered through a personal invitation or a crowd "
+            "platform. Open the link you were given.",
+            403,
+        )
     if not worker:
-        if _session_annotator(request, study):
+        if _participation(request, study):
             return redirect("annotator:task", study_id=study.public_id)
+        return _message(
+            request,
+            "Incomplete link",
+            "This link does not say who you are. Open the link you were given.",
+            400,
+        )
+    return _start(request, study, platform="link", external_id=worker)
+
+
+@require_http_methods(["GET"])
+def invite(request: HttpRequest, study_id, token: str) -> HttpResponse:
+    study = _study(study_id)
+    worker = invite_worker(study, token)
+    if worker is None:
+        return _message(
+            request,
+            "Invalid invitation",
+            "This invitation link is not valid. Ask for a new one.",
+            403,
+        )
+    return _start(request, study, platform="invite", external_id=worker)
+
+
+@require_http_methods(["GET"])
+def prolific(request: HttpRequest, study_id) -> HttpResponse:
+    study = _study(study_id)
+    pid = request.GET.get("PROLIFIC_PID", "")
+    if not PLATFORM_ID.fullmatch(pid):
+        return _message(
+            request,
+            "Incomplete link",
+            "The link from Prolific lacks your Prolific ID. Open the study from Prolific again.",
+            400,
+        )
+    return _start(
+        request,
+        study,
+        platform="prolific",
+        external_id=pid,
+        session=request.GET.get("SESSION_ID", ""),
+    )
+
+
+@require_http_methods(["GET"])
+def mturk(request: HttpRequest, study_id) -> HttpResponse:
+    study = _study(study_id)
+    assignment_id = request.GET.get("assignmentId", "")
+    if assignment_id == MTURK_PREVIEW:
         return render(
             request,
-            "annotator/message.html",
-            {
-                "title": "Incomplete link",
-                "text": "This link does not say who you are. Open the link you were given.",
-            },
-            status=400,
+            "annotator/preview.html",
+            {"study": study, "example": selectors.example_item(study)},
         )
-    try:
-        annotator = services.annotator_enter(platform="link", external_id=worker)
-    except ServiceError as exc:
-        return render(
-            request,
-            "annotator/message.html",
-            {"title": "Incomplete link", "text": exc.message},
-            status=400,
+    worker = request.GET.get("workerId", "")
+    submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
+    if not PLATFORM_ID.fullmatch(worker) or not PLATFORM_ID.fullmatch(assignment_id):
+        return _message(request, "Incomplete link", "The HIT link lacks your worker id.", 400)
+    if submit_to not in MTURK_HOSTS:
+        return _message(request, "Incomplete link", "The HIT link has no valid turkSubmitTo.", 400)
+    return _start(
+        request,
+        study,
+        platform="mturk",
+        external_id=worker,
+        session=assignment_id,
+        return_url=submit_to,
+    )
+
+
+@require_http_methods(["GET"])
+def instructions(request: HttpRequest, study_id) -> HttpResponse:
+    study = _study(study_id)
+    participation = _participation(request, study)
+    if participation is None:
+        return _message(
+            request, "Who are you?", "Open this study through the link you were given.", 403
         )
-    request.session.cycle_key()
-    workers = request.session.get(SESSION_KEY, {})
-    workers[str(study.public_id)] = annotator.pk
-    request.session[SESSION_KEY] = workers
-    return redirect("annotator:task", study_id=study.public_id)
+    return render(
+        request, "annotator/instructions.html", {"study": study, "participation": participation}
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def qualify(request: HttpRequest, study_id) -> HttpResponse:
+    study = _study(study_id)
+    participation = _participation(request, study)
+    if participation is None:
+        return _message(
+            request, "Who are you?", "Open this study through the link you were given.", 403
+        )
+    if request.method == "POST":
+        try:
+            question_id = int(request.POST.get("question", ""))
+        except ValueError:
+            question_id = -1
+        try:
+            services.qualification_answer(
+                participation, question_id=question_id, answer=request.POST.get("answer", "")
+            )
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        return redirect("annotator:qualify", study_id=study.public_id)
+    step = services.qualification_next(participation)
+    if step is None:
+        return redirect("annotator:task", study_id=study.public_id)
+    question = step["question"]
+    outputs = [question.output_a, question.output_b]
+    if not step["left_is_a"]:
+        outputs.reverse()
+    answers = [a for a in study.pairwise_answers() if a in QUALIFICATION_ANSWERS]
+    return render(
+        request,
+        "annotator/qualify.html",
+        {
+            "study": study,
+            "step": step,
+            "question": question,
+            "outputs": outputs,
+            "answers": answers,
+        },
+    )
 
 
 @require_http_methods(["GET", "POST"])
 def task(request: HttpRequest, study_id) -> HttpResponse:
     study = _study(study_id)
-    annotator = _session_annotator(request, study)
-    if annotator is None:
-        return render(
-            request,
-            "annotator/message.html",
-            {"title": "Who are you?", "text": "Open this study through the link you were given."},
-            status=403,
+    participation = _participation(request, study)
+    if participation is None:
+        return _message(
+            request, "Who are you?", "Open this study through the link you were given.", 403
         )
+    if participation.status == Participation.Status.QUALIFYING:
+        return redirect("annotator:qualify", study_id=study.public_id)
     if request.method == "POST":
-        return _submit(request, study, annotator)
+        return _submit(request, study, participation)
     try:
-        assignment = services.assignment_next(study=study, annotator=annotator)
-    except WorkerBlocked as exc:
-        return render(
-            request,
-            "annotator/message.html",
-            {"title": "Access withdrawn", "text": exc.message},
-            status=403,
-        )
+        assignment = services.assignment_next(participation=participation)
+    except WorkerBlocked:
+        return redirect("annotator:end", study_id=study.public_id)
     if assignment is None:
-        return render(
-            request,
-            "annotator/message.html",
-            {
-                "title": "All done",
-                "text": "There is no more work for you in this study. Thank you!",
-            },
-        )
+        return redirect("annotator:end", study_id=study.public_id)
     item = assignment.item
     outputs = [item.output_a, item.output_b] if item.output_b_id else [item.output_a]
     if item.output_b_id and not assignment.left_is_a:
@@ -98,12 +226,12 @@ def task(request: HttpRequest, study_id) -> HttpResponse:
         "outputs": [o.text for o in outputs],
         "answers": study.pairwise_answers(),
         "criteria": list(study.criteria.all()),
-        "progress": selectors.worker_progress(study, annotator),
+        "progress": selectors.worker_progress(study, participation.annotator),
     }
     return render(request, "annotator/task.html", context)
 
 
-def _submit(request: HttpRequest, study: Study, annotator: Annotator) -> HttpResponse:
+def _submit(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
     post = request.POST
     scores = {
         key.removeprefix("score-"): value for key, value in post.items() if key.startswith("score-")
@@ -114,19 +242,39 @@ def _submit(request: HttpRequest, study: Study, annotator: Annotator) -> HttpRes
         time_ms = None
     try:
         services.annotation_submit(
-            annotator=annotator,
+            annotator=participation.annotator,
             token=post.get("token", ""),
             answer=post.get("answer"),
             scores=scores,
             time_spent_ms=time_ms,
         )
-    except WorkerBlocked as exc:
-        return render(
-            request,
-            "annotator/message.html",
-            {"title": "Access withdrawn", "text": exc.message},
-            status=403,
-        )
+    except WorkerBlocked:
+        return redirect("annotator:end", study_id=study.public_id)
     except ServiceError as exc:
         messages.error(request, exc.message)
     return redirect("annotator:task", study_id=study.public_id)
+
+
+@require_http_methods(["GET"])
+def end(request: HttpRequest, study_id) -> HttpResponse:
+    """The way back: a completion, fail or no-work code, or the MTurk submit form."""
+    study = _study(study_id)
+    participation = _participation(request, study)
+    if participation is None:
+        return _message(
+            request, "Who are you?", "Open this study through the link you were given.", 403
+        )
+    outcome = selectors.participation_outcome(services.participation_finish(participation))
+    code = {
+        "completed": study.completion_code,
+        "failed": study.fail_code,
+        "no_work": study.no_work_code,
+    }[outcome["kind"]]
+    platform = participation.annotator.platform
+    if platform == "prolific" and code:
+        return redirect(f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}")
+    context = {"study": study, "outcome": outcome, "code": code, "platform": platform}
+    if platform == "mturk" and participation.return_url in MTURK_HOSTS:
+        context["mturk_action"] = participation.return_url + "/mturk/externalSubmit"
+        context["mturk_assignment"] = participation.platform_session
+    return render(request, "annotator/end.html", context)

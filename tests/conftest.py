@@ -34,7 +34,14 @@ def make_study(db):
 
     def make(data: bytes | None = None, filename: str = "study.jsonl", **overrides):
         return services.study_import(
-            data if data is not None else pairwise_bundle(), filename=filename, overrides=overrides
+            data if data is not None else pairwise_bundle(),
+            filename=filename,
+            overrides={
+                "open_links": True,
+                "gold_rate_start": 0.0,
+                "gold_rate_end": 0.0,
+                **overrides,
+            },
         )
 
     return make

@@ -38,6 +38,7 @@ def test_worker_annotates_three_items_and_export_returns_them(live_server, page,
     requests_seen: list[str] = []
     page.on("request", lambda r: requests_seen.append(r.url + (r.post_data or "")))
     page.goto(f"{live_server.url}/w/{study.public_id}/?worker=prolific-123")
+    page.click("text=Start")
     expected, lefts = [], []
     for step, choice in enumerate(["left", "right", "tie"]):
         page.wait_for_selector("#output-left")
@@ -51,7 +52,7 @@ def test_worker_annotates_three_items_and_export_returns_them(live_server, page,
         expected.append(Output.objects.get(text=chosen).system.name if chosen else None)
         page.click(f'button[name="answer"][value="{choice}"]')
         page.wait_for_load_state("load")
-    page.wait_for_selector("text=no more work")
+    page.wait_for_selector("text=You have finished: 3 items")
     assert not any("system-" in url for url in requests_seen)
 
     request = urllib.request.Request(

@@ -22,7 +22,9 @@ def test_worker_process_releases_expired_leases_once(make_study, celery_worker):
     study = make_study()
     leases = [
         services.assignment_next(
-            study=study, annotator=services.annotator_enter(platform="link", external_id=f"w{i}")
+            participation=services.participation_enter(
+                study=study, platform="link", external_id=f"w{i}"
+            )
         )
         for i in range(3)
     ]

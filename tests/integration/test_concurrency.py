@@ -44,8 +44,9 @@ def test_twenty_workers_never_exceed_redundancy_nor_repeat_nor_lose(make_study):
     lock = threading.Lock()
 
     def work(i: int) -> None:
-        worker = services.annotator_enter(platform="link", external_id=f"w{i}")
-        while (a := services.assignment_next(study=study, annotator=worker)) is not None:
+        part = services.participation_enter(study=study, platform="link", external_id=f"w{i}")
+        worker = part.annotator
+        while (a := services.assignment_next(participation=part)) is not None:
             # every submit is sent twice at once, as a double click or a retry would
             results: list = []
             answer = "left" if i % 2 else "right"

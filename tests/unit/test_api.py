@@ -33,9 +33,11 @@ def annotated(make_study, researcher):
     study = make_study(pairwise_bundle(n_inputs=2, systems=("s1", "s2", "s3")))
     study.researchers.add(researcher)
     for name in ("w1", "w2"):
-        w = services.annotator_enter(platform="link", external_id=name)
-        while (a := services.assignment_next(study=study, annotator=w)) is not None:
-            services.annotation_submit(annotator=w, token=a.token, answer="left", time_spent_ms=5)
+        w = services.participation_enter(study=study, platform="link", external_id=name)
+        while (a := services.assignment_next(participation=w)) is not None:
+            services.annotation_submit(
+                annotator=w.annotator, token=a.token, answer="left", time_spent_ms=5
+            )
     return study
 
 
@@ -126,9 +128,9 @@ def test_csv_neutralises_formula_cells(make_study, researcher):
         )
     )
     study.researchers.add(researcher)
-    w = services.annotator_enter(platform="link", external_id="w")
-    a = services.assignment_next(study=study, annotator=w)
-    services.annotation_submit(annotator=w, token=a.token, answer="tie")
+    w = services.participation_enter(study=study, platform="link", external_id="w")
+    a = services.assignment_next(participation=w)
+    services.annotation_submit(annotator=w.annotator, token=a.token, answer="tie")
     body = (
         client_for(researcher)
         .get(f"/api/studies/{study.pk}/annotations/", {"format": "csv"})

@@ -12,8 +12,8 @@ from annotator.models import Annotation, Assignment, Item
 from tests.conftest import bundle
 
 
-def worker(name: str):
-    return services.annotator_enter(platform="link", external_id=name)
+def worker(study, name: str):
+    return services.participation_enter(study=study, platform="link", external_id=name)
 
 
 @pytest.mark.parametrize(
@@ -36,10 +36,10 @@ def test_each_item_gets_its_redundancy_and_never_twice_per_worker(make_study):
     study = make_study()  # 3 inputs × 1 pair, redundancy 2
     seen: dict[str, list[int]] = {}
     for name in ("w1", "w2", "w3"):
-        w = worker(name)
-        while (a := services.assignment_next(study=study, annotator=w)) is not None:
+        w = worker(study, name)
+        while (a := services.assignment_next(participation=w)) is not None:
             seen.setdefault(name, []).append(a.item_id)
-            services.annotation_submit(annotator=w, token=str(a.token), answer="left")
+            services.annotation_submit(annotator=w.annotator, token=str(a.token), answer="left")
     assert sorted(len(v) for v in seen.values()) == [3, 3]  # two workers fill everything
     for items in seen.values():
         assert len(items) == len(set(items))
@@ -49,9 +49,9 @@ def test_each_item_gets_its_redundancy_and_never_twice_per_worker(make_study):
 
 def test_next_returns_the_open_assignment_until_it_is_submitted(make_study):
     study = make_study()
-    w = worker("w")
-    first = services.assignment_next(study=study, annotator=w)
-    again = services.assignment_next(study=study, annotator=w)
+    w = worker(study, "w")
+    first = services.assignment_next(participation=w)
+    again = services.assignment_next(participation=w)
     assert first.pk == again.pk
     assert Assignment.objects.count() == 1
 
@@ -60,8 +60,8 @@ def test_left_right_order_is_drawn_per_assignment(make_study):
     study = make_study(data=None, redundancy=60)
     sides = []
     for i in range(60):
-        w = worker(f"w{i}")
-        a = services.assignment_next(study=study, annotator=w)
+        w = worker(study, f"w{i}")
+        a = services.assignment_next(participation=w)
         sides.append(a.left_is_a)
     # P(all 60 equal) = 2^-59: a fixed order would fail this
     assert 10 < sum(sides) < 50
@@ -69,10 +69,10 @@ def test_left_right_order_is_drawn_per_assignment(make_study):
 
 def test_submit_stores_raw_and_normalised_answer(make_study):
     study = make_study()
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
     annotation, created = services.annotation_submit(
-        annotator=w, token=str(a.token), answer="left", time_spent_ms=1234
+        annotator=w.annotator, token=str(a.token), answer="left", time_spent_ms=1234
     )
     assert created
     assert annotation.raw_answer == "left"
@@ -83,10 +83,14 @@ def test_submit_stores_raw_and_normalised_answer(make_study):
 
 def test_double_submit_stores_one_annotation(make_study):
     study = make_study()
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
-    first, created1 = services.annotation_submit(annotator=w, token=str(a.token), answer="left")
-    second, created2 = services.annotation_submit(annotator=w, token=str(a.token), answer="right")
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
+    first, created1 = services.annotation_submit(
+        annotator=w.annotator, token=str(a.token), answer="left"
+    )
+    second, created2 = services.annotation_submit(
+        annotator=w.annotator, token=str(a.token), answer="right"
+    )
     assert (created1, created2) == (True, False)
     assert first.pk == second.pk and second.raw_answer == "left"
     assert Annotation.objects.count() == 1
@@ -95,9 +99,11 @@ def test_double_submit_stores_one_annotation(make_study):
 
 def test_annotations_are_immutable(make_study):
     study = make_study()
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
-    annotation, _ = services.annotation_submit(annotator=w, token=str(a.token), answer="left")
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
+    annotation, _ = services.annotation_submit(
+        annotator=w.annotator, token=str(a.token), answer="left"
+    )
     annotation.value = "B"
     with pytest.raises(ValueError, match="immutable"):
         annotation.save()
@@ -106,29 +112,33 @@ def test_annotations_are_immutable(make_study):
 
 def test_expired_assignment_submit_is_refused_and_changes_nothing(make_study):
     study = make_study()
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
     later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
     with pytest.raises(AssignmentExpired, match="ran out"):
-        services.annotation_submit(annotator=w, token=str(a.token), answer="left", now=later)
+        services.annotation_submit(
+            annotator=w.annotator, token=str(a.token), answer="left", now=later
+        )
     assert Annotation.objects.count() == 0
     assert Item.objects.get(pk=a.item_id).n_done == 0
 
 
 def test_expired_lease_returns_item_to_the_pool(make_study):
     study = make_study(redundancy=1)
-    w1, w2 = worker("w1"), worker("w2")
-    a1 = services.assignment_next(study=study, annotator=w1)
+    w1, w2 = worker(study, "w1"), worker(study, "w2")
+    a1 = services.assignment_next(participation=w1)
     later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
     # before expiry the slot is held; w2 gets another item
-    other = services.assignment_next(study=study, annotator=w2)
+    other = services.assignment_next(participation=w2)
     assert other.item_id != a1.item_id
-    services.annotation_submit(annotator=w2, token=str(other.token), answer="left")
+    services.annotation_submit(annotator=w2.annotator, token=str(other.token), answer="left")
     # after expiry the lease is released and the item can go to w2
     got = []
-    while (a := services.assignment_next(study=study, annotator=w2, now=later)) is not None:
+    while (a := services.assignment_next(participation=w2, now=later)) is not None:
         got.append(a.item_id)
-        services.annotation_submit(annotator=w2, token=str(a.token), answer="right", now=later)
+        services.annotation_submit(
+            annotator=w2.annotator, token=str(a.token), answer="right", now=later
+        )
     assert a1.item_id in got
     assert Assignment.objects.get(pk=a1.pk).state == "expired"
     assert all(i.n_taken == i.n_done == 1 for i in Item.objects.all())
@@ -136,35 +146,54 @@ def test_expired_lease_returns_item_to_the_pool(make_study):
 
 def test_foreign_or_unknown_token_is_refused(make_study):
     study = make_study()
-    w1, w2 = worker("w1"), worker("w2")
-    a = services.assignment_next(study=study, annotator=w1)
+    w1, w2 = worker(study, "w1"), worker(study, "w2")
+    a = services.assignment_next(participation=w1)
     for token in (str(a.token), "not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         with pytest.raises(AssignmentNotFound):
-            services.annotation_submit(annotator=w2, token=token, answer="left")
+            services.annotation_submit(annotator=w2.annotator, token=token, answer="left")
     assert Annotation.objects.count() == 0
 
 
 def test_answer_must_be_allowed_by_the_study(make_study):
     study = make_study(allow_tie=False)
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
     for bad in ("tie", "A", "", None, "both_good"):
         with pytest.raises(InvalidAnswer):
-            services.annotation_submit(annotator=w, token=str(a.token), answer=bad)
+            services.annotation_submit(annotator=w.annotator, token=str(a.token), answer=bad)
     assert Annotation.objects.count() == 0
 
 
 def test_blocked_worker_gets_nothing_and_cannot_submit(make_study):
     study = make_study()
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
-    w.is_blocked = True
-    w.save()
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
+    w.annotator.is_blocked = True  # blocked on the whole platform
+    w.annotator.save()
     with pytest.raises(WorkerBlocked):
-        services.assignment_next(study=study, annotator=w)
+        services.assignment_next(participation=w)
     with pytest.raises(WorkerBlocked):
-        services.annotation_submit(annotator=w, token=str(a.token), answer="left")
+        services.annotation_submit(annotator=w.annotator, token=str(a.token), answer="left")
     assert Annotation.objects.count() == 0
+
+
+def test_blocking_in_a_study_releases_work_and_flags_labels(make_study):
+    study = make_study()
+    w = worker(study, "w")
+    first = services.assignment_next(participation=w)
+    services.annotation_submit(annotator=w.annotator, token=first.token, answer="left")
+    open_lease = services.assignment_next(participation=w)
+    services.participation_set_blocked(w, True)
+    assert Annotation.objects.get().is_flagged
+    assert Assignment.objects.get(pk=open_lease.pk).state == "returned"
+    assert Item.objects.get(pk=open_lease.item_id).n_taken == 0
+    with pytest.raises(WorkerBlocked, match="withdrawn"):
+        services.assignment_next(participation=w)
+    with pytest.raises(WorkerBlocked):
+        services.annotation_submit(annotator=w.annotator, token=open_lease.token, answer="left")
+    services.participation_set_blocked(w, False)
+    assert not Annotation.objects.get().is_flagged
+    assert services.assignment_next(participation=w) is not None
 
 
 def test_likert_scores_validated_per_criterion(make_study):
@@ -180,8 +209,8 @@ def test_likert_scores_validated_per_criterion(make_study):
             },
         )
     )
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
     for bad, message in [
         ({"fluency": 6, "safe": "yes"}, "between 1 and 5"),
         ({"fluency": 3}, "Rate 'safe'"),
@@ -190,9 +219,9 @@ def test_likert_scores_validated_per_criterion(make_study):
         ({"fluency": 3, "safe": "no", "extra": 1}, "Unknown criteria: extra"),
     ]:
         with pytest.raises(InvalidAnswer, match=message):
-            services.annotation_submit(annotator=w, token=str(a.token), scores=bad)
+            services.annotation_submit(annotator=w.annotator, token=str(a.token), scores=bad)
     annotation, _ = services.annotation_submit(
-        annotator=w, token=str(a.token), scores={"fluency": "4", "safe": "no"}
+        annotator=w.annotator, token=str(a.token), scores={"fluency": "4", "safe": "no"}
     )
     assert annotation.scores == {"fluency": 4, "safe": "no"}
     assert annotation.value == "" and annotation.raw_answer == ""
@@ -200,10 +229,10 @@ def test_likert_scores_validated_per_criterion(make_study):
 
 def test_items_per_worker_quota(make_study):
     study = make_study(items_per_worker=2)
-    w = worker("w")
+    w = worker(study, "w")
     done = 0
-    while (a := services.assignment_next(study=study, annotator=w)) is not None:
-        services.annotation_submit(annotator=w, token=str(a.token), answer="right")
+    while (a := services.assignment_next(participation=w)) is not None:
+        services.annotation_submit(annotator=w.annotator, token=str(a.token), answer="right")
         done += 1
     assert done == 2
 
@@ -217,9 +246,11 @@ def test_config_change_bumps_version_and_labels_carry_it(make_study):
     study.allow_tie = False
     services.study_configure(study, ["allow_tie"])
     assert study.config_version == 2
-    w = worker("w")
-    a = services.assignment_next(study=study, annotator=w)
-    annotation, _ = services.annotation_submit(annotator=w, token=str(a.token), answer="left")
+    w = worker(study, "w")
+    a = services.assignment_next(participation=w)
+    annotation, _ = services.annotation_submit(
+        annotator=w.annotator, token=str(a.token), answer="left"
+    )
     assert annotation.config_version == 2
 
 
@@ -227,7 +258,7 @@ def test_release_task_runs_eagerly_in_embedded_mode(make_study):
     from annotator.tasks import release_expired_leases
 
     study = make_study()
-    a = services.assignment_next(study=study, annotator=worker("w"))
+    a = services.assignment_next(participation=worker(study, "w"))
     Assignment.objects.filter(pk=a.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert release_expired_leases.delay().get() == 1
     assert Item.objects.get(pk=a.item_id).n_taken == 0

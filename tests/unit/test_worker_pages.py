@@ -86,7 +86,8 @@ def test_all_done_page(study):
         client.get(f"/w/{study.public_id}/task/")
         token = str(Assignment.objects.filter(state="issued").get().token)
         client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
-    assert "no more work" in client.get(f"/w/{study.public_id}/task/").content.decode()
+    page = client.get(f"/w/{study.public_id}/task/", follow=True).content.decode()
+    assert "You have finished: 3 items. Thank you!" in page
 
 
 def test_likert_page_shows_a_labelled_scale_per_criterion(make_study):

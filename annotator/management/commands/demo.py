@@ -18,10 +18,13 @@ DEMO_FILES = (
             "name": "Demo: which response is better? (LLMBar, pairwise)",
             "redundancy": 3,
             "question": "Which response follows the instruction better?",
+            "open_links": True,
         },
     ),
-    ("likert_demo.jsonl", {}),
+    ("likert_demo.jsonl", {"open_links": True}),
 )
+#: LLMBar's expert labels let the pairwise demo carry gold checks.
+DEMO_GOLD = 5
 
 
 class Command(BaseCommand):
@@ -48,6 +51,8 @@ class Command(BaseCommand):
                     overrides={**overrides, "source": f"demo/{filename}"},
                     owner=admin,
                 )
+                if study.kind == "pairwise":
+                    services.study_prepare_checks(study, n_gold=DEMO_GOLD, seed=0)
             studies.append(study)
         out = self.stdout.write
         out("")

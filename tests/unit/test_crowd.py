@@ -1,0 +1,369 @@
+"""Crowd workflow: platform entry, qualification tests, gold checks and strikes, codes."""
+
+import random
+import re
+from collections import Counter
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from annotator import services
+from annotator.errors import WorkerBlocked
+from annotator.invites import invite_token
+from annotator.models import Annotation, Item, Participation, QualificationAttempt
+from tests.conftest import LLMBAR, bundle, pairwise_bundle
+
+
+def gold_bundle(n_inputs: int, n_gold: int, **options) -> bytes:
+    records = [
+        {
+            "id": f"in{i}",
+            "input": f"question {i}",
+            "outputs": {"alpha": f"alpha {i}", "beta": f"beta {i}"},
+        }
+        for i in range(n_inputs)
+    ]
+    records += [
+        {
+            "id": f"gold{i}",
+            "input": f"check {i}",
+            "gold": "alpha",
+            "outputs": {"alpha": f"right {i}", "beta": f"wrong {i}"},
+        }
+        for i in range(n_gold)
+    ]
+    return bundle(records, {"kind": "pairwise", "allow_tie": False, **options})
+
+
+def answer_for(assignment, correct: bool) -> str:
+    """The raw answer that picks output A (the right one for our gold items) or not."""
+    picks_a = "left" if assignment.left_is_a else "right"
+    return picks_a if correct else ("right" if picks_a == "left" else "left")
+
+
+# --- entry ----------------------------------------------------------------------------
+def test_prolific_entry_resume_and_completion_redirect(make_study):
+    study = make_study(items_per_worker=2, completion_code="C0MPLETE", open_links=False)
+    client = Client()
+    url = f"/w/{study.public_id}/prolific/?PROLIFIC_PID=pp1&STUDY_ID=s&SESSION_ID=sess9"
+    assert client.get(url).url == f"/w/{study.public_id}/instructions/"
+    part = Participation.objects.get()
+    assert (part.annotator.platform, part.annotator.external_id) == ("prolific", "pp1")
+    assert part.platform_session == "sess9"
+    client.get(f"/w/{study.public_id}/task/")
+    token = re.search(
+        r'name="token" value="([0-9a-f-]+)"',
+        client.get(f"/w/{study.public_id}/task/").content.decode(),
+    ).group(1)
+    # a returning worker resumes the same item
+    again = Client()
+    assert again.get(url).url == f"/w/{study.public_id}/instructions/"
+    assert token in again.get(f"/w/{study.public_id}/task/").content.decode()
+    for _ in range(2):
+        page = again.get(f"/w/{study.public_id}/task/").content.decode()
+        token = re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
+        again.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    done = again.get(f"/w/{study.public_id}/task/")
+    assert done.url == f"/w/{study.public_id}/end/"
+    final = again.get(done.url)
+    assert final.status_code == 302
+    assert final.url == "https://app.prolific.com/submissions/complete?cc=C0MPLETE"
+    assert Participation.objects.get().status == "finished"
+
+
+def test_prolific_link_without_pid_is_refused(make_study):
+    study = make_study()
+    response = Client().get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=<script>")
+    assert response.status_code == 400
+    assert Participation.objects.count() == 0
+
+
+def test_no_work_code(make_study):
+    study = make_study(no_work_code="NOWORK", redundancy=1)
+    for item in Item.objects.all():
+        Item.objects.filter(pk=item.pk).update(is_active=False)
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=late")
+    assert client.get(f"/w/{study.public_id}/task/").url.endswith("/end/")
+    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=NOWORK")
+
+
+def test_mturk_preview_accepts_nothing_and_accepted_hit_submits_back(make_study):
+    study = make_study(items_per_worker=1)
+    client = Client()
+    preview = client.get(
+        f"/w/{study.public_id}/mturk/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=h"
+    )
+    assert preview.status_code == 200 and b"This is a preview" in preview.content
+    assert b"disabled" in preview.content and b'name="token"' not in preview.content
+    assert Participation.objects.count() == 0
+    bad = client.get(
+        f"/w/{study.public_id}/mturk/?workerId=W1&assignmentId=A1&hitId=h"
+        "&turkSubmitTo=https://evil.example"
+    )
+    assert bad.status_code == 400
+    client.get(
+        f"/w/{study.public_id}/mturk/?workerId=W1&assignmentId=A1&hitId=h"
+        "&turkSubmitTo=https://workersandbox.mturk.com"
+    )
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    token = re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
+    client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    end = client.get(f"/w/{study.public_id}/end/").content.decode()
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in end
+    assert 'name="assignmentId" value="A1"' in end
+
+
+def test_signed_invites_and_closed_open_links(make_study):
+    study = make_study(open_links=False)
+    other = make_study(open_links=False)
+    client = Client()
+    assert client.get(f"/w/{study.public_id}/?worker=me").status_code == 403
+    good = f"/w/{study.public_id}/i/{invite_token(study, 'lab-7')}/"
+    assert client.get(good).status_code == 302
+    assert Participation.objects.get().annotator.external_id == "lab-7"
+    forged = invite_token(study, "lab-7")[:-2] + "xx"
+    assert client.get(f"/w/{study.public_id}/i/{forged}/").status_code == 403
+    cross = f"/w/{other.public_id}/i/{invite_token(study, 'lab-8')}/"
+    assert client.get(cross).status_code == 403
+
+
+# --- qualification --------------------------------------------------------------------------
+@pytest.fixture
+def qualified_study(db):
+    study = services.study_import(
+        LLMBAR.read_bytes(),
+        filename=LLMBAR.name,
+        overrides={
+            "fail_code": "FAIL",
+            "completion_code": "DONE",
+            "gold_rate_start": 0.0,
+            "gold_rate_end": 0.0,
+        },
+    )
+    test = services.study_prepare_checks(study, n_gold=5, n_qualification=10, seed=1)
+    return study, test
+
+
+def take_test(study, participation, n_right: int) -> None:
+    """Answer the test, the first ``n_right`` questions correctly."""
+    for k in range(10):
+        step = services.qualification_next(participation)
+        right = "left" if (step["question"].answer == "A") == step["left_is_a"] else "right"
+        wrong = "right" if right == "left" else "left"
+        services.qualification_answer(
+            participation, question_id=step["question"].pk, answer=right if k < n_right else wrong
+        )
+        participation.refresh_from_db()
+
+
+def test_prepare_checks_moves_items_out_of_the_pool(qualified_study):
+    study, test = qualified_study
+    assert (test.questions.count(), test.pass_threshold) == (10, 9)
+    assert Item.objects.filter(study=study, is_gold=True).count() == 5
+    assert Item.objects.filter(study=study, is_active=False).count() == 10
+    prompts = set(test.questions.values_list("prompt", flat=True))
+    served = set(
+        Item.objects.filter(study=study, is_active=True).values_list("input__text", flat=True)
+    )
+    assert not prompts & served
+
+
+@pytest.mark.parametrize(("n_right", "passed"), [(9, True), (10, True), (8, False)])
+def test_qualification_threshold(qualified_study, n_right, passed):
+    study, test = qualified_study
+    part = services.participation_enter(study=study, platform="prolific", external_id="q")
+    assert part.status == "qualifying"
+    with pytest.raises(WorkerBlocked, match="qualification test first"):
+        services.assignment_next(participation=part)
+    take_test(study, part, n_right)
+    attempt = QualificationAttempt.objects.get()
+    assert (attempt.n_correct, attempt.passed) == (n_right, passed)
+    assert part.status == ("active" if passed else "failed")
+    # the left/right order of questions was drawn per question and recorded
+    assert {a["left_is_a"] for a in attempt.answers} == {True, False}
+
+
+def test_failed_worker_never_re_enters_and_shared_test_carries_over(qualified_study):
+    study, test = qualified_study
+    failed = services.participation_enter(study=study, platform="prolific", external_id="f")
+    take_test(study, failed, 3)
+    again = services.participation_enter(study=study, platform="prolific", external_id="f")
+    assert again.status == "failed"
+    with pytest.raises(WorkerBlocked, match="did not pass"):
+        services.assignment_next(participation=again)
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=f")
+    assert client.get(f"/w/{study.public_id}/task/").url.endswith("/end/")
+    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=FAIL")
+    # a second study sharing the test: the failure and a pass both carry over
+    second = services.study_import(pairwise_bundle(), filename="b.jsonl")
+    second.qualification = test
+    second.save()
+    assert (
+        services.participation_enter(study=second, platform="prolific", external_id="f").status
+        == "failed"
+    )
+    passer = services.participation_enter(study=study, platform="prolific", external_id="p")
+    take_test(study, passer, 10)
+    assert (
+        services.participation_enter(study=second, platform="prolific", external_id="p").status
+        == "active"
+    )
+
+
+# --- gold checks ----------------------------------------------------------------------------
+def test_gold_misses_block_release_and_flag(make_study):
+    study = make_study(
+        gold_bundle(20, 10, redundancy=2, max_strikes=2), gold_rate_start=1.0, gold_rate_end=1.0
+    )
+    part = services.participation_enter(study=study, platform="link", external_id="g")
+    rng = random.Random(3)
+    kinds = []
+    while True:
+        try:
+            a = services.assignment_next(participation=part, rng=rng)
+        except WorkerBlocked:
+            break
+        kinds.append(a.item.is_gold)
+        services.annotation_submit(
+            annotator=part.annotator,
+            token=a.token,
+            answer=answer_for(a, correct=not a.item.is_gold),  # every gold check missed
+        )
+    part.refresh_from_db()
+    assert (part.status, part.strikes, part.gold_seen, part.gold_correct) == ("blocked", 2, 2, 0)
+    assert kinds == [True, False, True]  # rate 1, but never two gold checks in a row
+    assert Annotation.objects.filter(is_flagged=False).count() == 0
+    assert Annotation.objects.count() == 3
+    # gold items count no quota; the real item's label stays, flagged
+    assert sum(Item.objects.filter(is_gold=False).values_list("n_done", flat=True)) == 1
+    client = Client()
+    session = client.session
+    session["humeval_participations"] = {str(study.public_id): part.pk}
+    session.save()
+    response = client.get(f"/w/{study.public_id}/end/")
+    assert "your access to this study has been withdrawn" in response.content.decode()
+
+
+def test_correct_gold_answers_count_no_strike(make_study):
+    study = make_study(gold_bundle(5, 5), gold_rate_start=1.0, gold_rate_end=1.0)
+    part = services.participation_enter(study=study, platform="link", external_id="g")
+    rng = random.Random(0)
+    while (a := services.assignment_next(participation=part, rng=rng)) is not None:
+        services.annotation_submit(
+            annotator=part.annotator, token=a.token, answer=answer_for(a, correct=True)
+        )
+    part.refresh_from_db()
+    assert part.strikes == 0 and part.gold_seen == part.gold_correct == 5
+    assert part.status == "active"
+
+
+def test_gold_positions_are_spread_not_fixed(make_study):
+    """Over many workers gold checks land at many different positions, never two in a row,
+    each worker with their own pattern, and at a rate that falls with experience."""
+    n_workers, n_items = 60, 24
+    study = make_study(
+        gold_bundle(n_items, 20, redundancy=n_workers),
+        gold_rate_start=0.4,
+        gold_rate_end=0.05,
+        gold_rate_halflife=6,
+    )
+    rng = random.Random(12345)
+    patterns = []
+    for w in range(n_workers):
+        part = services.participation_enter(study=study, platform="link", external_id=f"w{w}")
+        seq = []
+        while len(seq) < n_items and (a := services.assignment_next(participation=part, rng=rng)):
+            seq.append(a.item.is_gold)
+            services.annotation_submit(
+                annotator=part.annotator, token=a.token, answer=answer_for(a, correct=True)
+            )
+        patterns.append(tuple(seq))
+    positions = Counter(i for p in patterns for i, g in enumerate(p) if g)
+    assert len(positions) >= 15  # many distinct slots carry gold
+    assert max(positions.values()) < 0.6 * n_workers  # no slot is gold for most workers
+    assert len(set(patterns)) >= 0.9 * n_workers  # patterns differ between workers
+    assert not any(a and b for p in patterns for a, b in zip(p, p[1:], strict=False))
+    early = sum(positions[i] for i in range(6)) / (6 * n_workers)
+    late = sum(positions[i] for i in range(n_items - 6, n_items)) / (6 * n_workers)
+    assert early > 2 * late
+
+
+# --- pages ---------------------------------------------------------------------------
+def test_qualification_pages_then_work(qualified_study):
+    study, test = qualified_study
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=webq")
+    intro = client.get(f"/w/{study.public_id}/instructions/").content.decode()
+    assert "short test of 10 questions" in intro and "You need 9 correct" in intro
+    assert client.get(f"/w/{study.public_id}/task/").url.endswith("/qualify/")
+    page = client.get(f"/w/{study.public_id}/qualify/").content.decode()
+    assert "Test question 1 of 10" in page
+    assert re.findall(r'name="answer" value="(\w+)"', page) == ["left", "right"]
+
+
+def test_multi_turn_input_is_shown_as_a_conversation(make_study):
+    study = make_study(
+        bundle(
+            [
+                {
+                    "id": "c",
+                    "input": [
+                        {"role": "user", "content": "Hi <b>there</b>"},
+                        {"role": "assistant", "content": "Hello"},
+                        {"role": "user", "content": "Tell a joke"},
+                    ],
+                    "outputs": {"m1": "A joke", "m2": "Another"},
+                }
+            ],
+            {"kind": "pairwise"},
+        )
+    )
+    client = Client()
+    client.get(f"/w/{study.public_id}/?worker=x")
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert page.count('class="turn turn-user"') == 2 and "turn-assistant" in page
+    assert "Hi &lt;b&gt;there&lt;/b&gt;" in page
+
+
+def test_admin_participation_view_and_actions(make_study):
+    study = make_study(completion_code="OK1")
+    part = services.participation_enter(study=study, platform="prolific", external_id="adm")
+    for _ in range(2):
+        a = services.assignment_next(participation=part)
+        services.annotation_submit(
+            annotator=part.annotator,
+            token=a.token,
+            answer="left",
+            time_spent_ms=3000,
+            now=a.issued_at + timedelta(seconds=10),
+        )
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.login(username="boss", password="x" * 12)
+    page = client.get("/admin/annotator/participation/").content.decode()
+    assert "adm" in page and "100%" in page and "3.0" in page and "OK1" in page
+    client.post(
+        "/admin/annotator/participation/", {"action": "block", "_selected_action": [part.pk]}
+    )
+    assert Participation.objects.get().status == "blocked"
+    assert set(Annotation.objects.values_list("is_flagged", flat=True)) == {True}
+    client.post(
+        "/admin/annotator/participation/", {"action": "approve", "_selected_action": [part.pk]}
+    )
+    assert Participation.objects.get().review == "approved"
+
+
+def test_prolific_redirect_keeps_code_encoded(make_study):
+    study = make_study(completion_code="A&B C", items_per_worker=1)
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=enc")
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    token = re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
+    client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    url = client.get(f"/w/{study.public_id}/end/").url
+    assert parse_qs(urlsplit(url).query) == {"cc": ["A&B C"]}
