@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -19,7 +20,6 @@ from .models import Participation, Study
 
 SESSION_KEY = "humeval_participations"
 QUALIFICATION_ANSWERS = (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE)
-PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
 MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 PLATFORM_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,100}")
@@ -272,7 +272,7 @@ def end(request: HttpRequest, study_id) -> HttpResponse:
     }[outcome["kind"]]
     platform = participation.annotator.platform
     if platform == "prolific" and code:
-        return redirect(f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}")
+        return redirect(f"{settings.HUMEVAL_PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}")
     context = {"study": study, "outcome": outcome, "code": code, "platform": platform}
     if platform == "mturk" and participation.return_url in MTURK_HOSTS:
         context["mturk_action"] = participation.return_url + "/mturk/externalSubmit"

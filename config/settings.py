@@ -166,7 +166,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product defaults ------------------------------------------------------------------------
-HUMEVAL_LEASE_SECONDS = int(os.environ.get("HUMEVAL_LEASE_SECONDS", "1800"))
+HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
+    "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
+)
 
 LOGGING = {
     "version": 1,

@@ -40,3 +40,16 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture
+def base_url(live_server) -> str:
+    """The live server by address: this machine's Chromium resolves no host names."""
+    return live_server.url.replace("localhost", "127.0.0.1")
+
+
+@pytest.fixture
+def prolific_url(base_url, settings) -> str:
+    """Prolific's completion page, stood in for by a path of the live server."""
+    settings.HUMEVAL_PROLIFIC_COMPLETE_URL = f"{base_url}/prolific-complete"
+    return settings.HUMEVAL_PROLIFIC_COMPLETE_URL

@@ -13,7 +13,7 @@ from tests.services import require_postgres_and_redis
 
 
 @pytest.mark.django_db(transaction=True)
-def test_worker_annotates_three_items_and_export_returns_them(live_server, page, make_study):
+def test_worker_annotates_three_items_and_export_returns_them(base_url, page, make_study):
     require_postgres_and_redis()
     study = make_study(
         bundle(
@@ -37,7 +37,7 @@ def test_worker_annotates_three_items_and_export_returns_them(live_server, page,
 
     requests_seen: list[str] = []
     page.on("request", lambda r: requests_seen.append(r.url + (r.post_data or "")))
-    page.goto(f"{live_server.url}/w/{study.public_id}/?worker=prolific-123")
+    page.goto(f"{base_url}/w/{study.public_id}/?worker=prolific-123")
     page.click("text=Start")
     expected, lefts = [], []
     for step, choice in enumerate(["left", "right", "tie"]):
@@ -56,7 +56,7 @@ def test_worker_annotates_three_items_and_export_returns_them(live_server, page,
     assert not any("system-" in url for url in requests_seen)
 
     request = urllib.request.Request(
-        f"{live_server.url}/api/studies/{study.pk}/annotations/",
+        f"{base_url}/api/studies/{study.pk}/annotations/",
         headers={"Authorization": f"Token {token.key}", "Accept": "application/json"},
     )
     with urllib.request.urlopen(request) as response:  # noqa: S310 - the live test server
