@@ -50,6 +50,7 @@ STUDY_OPTIONS = {
     "gold_rate_end": float,
     "gold_rate_halflife": int,
     "max_strikes": int,
+    "collection": str,
 }
 
 
@@ -626,6 +627,13 @@ def _validate_spec(spec: StudySpec) -> None:
     for key, low in (("redundancy", 1), ("batch_size", 1), ("lease_seconds", 30)):
         if key in opts and opts[key] < low:
             errors.add(f"study: '{key}' must be at least {low}")
+    if opts.get("collection", "all") not in ("all", "adaptive"):
+        errors.add("study: 'collection' must be 'all' or 'adaptive'")
+    if opts.get("collection") == "adaptive" and opts.get("kind") != StudyKind.PAIRWISE:
+        errors.add("study: adaptive collection needs a pairwise study")
+    if opts.get("collection") == "adaptive" and spec.annotations:
+        errors.add("study: an adaptive study starts without labels; import this file with "
+                   "collection 'all' to analyse its labels")
     if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
         errors.add("study: 'gamma' must be in (0, 0.5]")
     if not spec.inputs:

@@ -72,6 +72,12 @@ class Study(models.Model):
         null=True, blank=True, help_text="Most items one worker may annotate (empty: no limit)."
     )
     is_active = models.BooleanField(default=True, help_text="Accepting workers.")
+    collection = models.CharField(
+        max_length=10,
+        choices=[("all", "All items at once"), ("adaptive", "Adaptive rounds (protocol)")],
+        default="all",
+        help_text="'adaptive': the protocol releases items in rounds and retires decided pairs.",
+    )
     # --- crowd workflow -------------------------------------------------------------------
     open_links = models.BooleanField(
         default=False,

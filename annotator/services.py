@@ -41,7 +41,7 @@ from .models import (
     Study,
     System,
 )
-from .signals import annotation_submitted
+from .signals import annotation_submitted, study_created
 
 log = logging.getLogger(__name__)
 BULK = 2000
@@ -116,9 +116,14 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         by_input.setdefault(out.input_id, {})[out.system.name] = out
     expected = {inp.pk: r.expected_answer for inp, r in zip(inputs, spec.inputs, strict=True)}
     gold = {inp.pk for inp, r in zip(inputs, spec.inputs, strict=True) if r.is_gold}
-    items = items_create_static(study, inputs, by_input, spec.systems, expected, gold)
+    if study.collection == "all":
+        items = items_create_static(study, inputs, by_input, spec.systems, expected, gold)
+    else:  # adaptive: the protocol releases items in rounds; gold checks exist from the start
+        gold_inputs = [inp for inp in inputs if inp.pk in gold]
+        items = items_create_static(study, gold_inputs, by_input, spec.systems, expected, gold)
     if spec.annotations:
         _import_annotations(study, spec, inputs, items)
+    study_created.send(sender=Study, study=study)
     return study
 
 

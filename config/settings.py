@@ -100,6 +100,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
+# A task whose worker died is delivered again after this long (Redis keeps it unacked);
+# the protocol also re-queues undecided complete rounds whenever a worker starts.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
 CELERY_ACCEPT_CONTENT = ["json"]
 
 # --- Auth, i18n, static ------------------------------------------------------------------

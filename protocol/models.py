@@ -1,9 +1,59 @@
-"""System pairs under test and the rounds that collect evidence on them."""
+"""The adaptive protocol's state: settings, system pairs under test, rounds, decisions."""
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
 from annotator.models import Study, System
+
+
+class ProtocolConfig(models.Model):
+    """How an adaptive study decides (Deriu et al. 2023, Algorithms 1-2, and the corrections
+    beyond the paper; see ``protocol.simulation.ProtocolSettings``) and its budget ledger."""
+
+    class Allocation(models.TextChoices):
+        UNIFORM = "uniform", "N inputs for every open pair (the paper)"
+        ADAPTIVE = "adaptive", "Where it most changes decisions"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="protocol")
+    paper = models.BooleanField(
+        default=False, help_text="Run Algorithm 2 exactly as published (fixed γ at every look)."
+    )
+    allocation = models.CharField(
+        max_length=10, choices=Allocation.choices, default=Allocation.ADAPTIVE
+    )
+    rope_delta = models.FloatField(
+        default=0.05,
+        validators=[MinValueValidator(0), MaxValueValidator(0.5)],
+        help_text="Retire a pair as practically equivalent when P(|p> − p<| < δ) > 1 − γ.",
+    )
+    futility = models.FloatField(
+        default=0.05,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Retire a pair whose chance of being decided within its inputs and the "
+        "budget falls below this.",
+    )
+    metric_judge = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Judge or metric whose ratings enter the decision (Algorithm 1); empty: "
+        "humans only.",
+    )
+    metric_dead_zone = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0)],
+        help_text="Score differences within ± this count as a draw (Definition 5).",
+    )
+    seed = models.BigIntegerField(default=0, help_text="Seeds input order and the sampler.")
+    #: The ledger: annotations committed to released items (items × redundancy). Items are
+    #: only released while this stays within the study's budget, and an item never takes
+    #: more annotations than its redundancy, so the study never collects more than B.
+    committed = models.PositiveIntegerField(default=0, editable=False)
+    #: The calibrated boundary constant, fixed once the first round is decided.
+    boundary_constant = models.FloatField(null=True, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return f"protocol of {self.study}"
 
 
 class SystemPair(models.Model):
@@ -45,7 +95,10 @@ class Round(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
     state = models.CharField(max_length=8, choices=State.choices, default=State.OPEN)
+    items = models.PositiveIntegerField(default=0)
+    committed = models.PositiveIntegerField(default=0, help_text="Annotations released.")
     opened_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -56,3 +109,24 @@ class Round(models.Model):
 
     def __str__(self) -> str:
         return f"{self.study} round {self.number}"
+
+
+class Decision(models.Model):
+    """What the decision function said about one pair after one round; written once."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="decisions")
+    pair = models.ForeignKey(SystemPair, on_delete=models.CASCADE, related_name="decisions")
+    theta = models.FloatField()
+    outcome = models.CharField(max_length=12, choices=SystemPair.State.choices)
+    human_counts = models.JSONField(help_text="[n>, n=, n<] so far.")
+    metric_counts = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "pair"], name="decision_once_per_round")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pair} after {self.round}"

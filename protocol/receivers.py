@@ -1,0 +1,26 @@
+"""What the protocol does when the annotator app reports an event (connected in ready())."""
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from annotator.models import Study
+from annotator.signals import annotation_submitted, study_created
+
+from . import services
+from .tasks import decide_round
+
+
+@receiver(study_created)
+def start_adaptive_study(sender, study: Study, **kwargs) -> None:
+    if study.collection == "adaptive":
+        services.protocol_start(study)
+
+
+@receiver(annotation_submitted)
+def close_complete_round(sender, annotation, **kwargs) -> None:
+    item = annotation.item
+    if item.round_number is None or item.is_gold:
+        return
+    if services.round_close_if_complete(item.study_id, item.round_number):
+        study_id, number = item.study_id, item.round_number
+        transaction.on_commit(lambda: decide_round.delay(study_id, number))

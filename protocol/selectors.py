@@ -1,0 +1,191 @@
+"""Reads the protocol needs: evidence per pair, the partial order, the dashboard."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from django.db.models import Count, Q
+
+from annotator.models import Annotation, Input, Item, JudgeRating, Output, Study
+
+from .decision import preferences_from_scores
+from .models import Round, SystemPair
+
+#: A pairwise label in system order → index into [n>, n=, n<].
+LABEL_INDEX = {"A": 0, "tie": 1, "both_good": 1, "both_bad": 1, "B": 2}
+#: Preference code (+1 a better, 0 draw, −1 b better) → the same index.
+CODE_INDEX = {1: 0, 0: 1, -1: 2}
+
+
+def pair_inputs(study: Study, pair: SystemPair) -> set[int]:
+    """Inputs with outputs from both systems of the pair (its pool); gold inputs excluded."""
+    gold = Item.objects.filter(study=study, is_gold=True).values("input_id")
+    with_a = Output.objects.filter(system=pair.system_a).values("input_id")
+    with_b = Output.objects.filter(system=pair.system_b).values("input_id")
+    return set(
+        Input.objects.filter(study=study, pk__in=with_a)
+        .filter(pk__in=with_b)
+        .exclude(pk__in=gold)
+        .values_list("pk", flat=True)
+    )
+
+
+def pair_items(study: Study, pair: SystemPair):
+    return Item.objects.filter(
+        study=study,
+        is_gold=False,
+        output_a__system=pair.system_a,
+        output_b__system=pair.system_b,
+    )
+
+
+def human_labels(study: Study, pair: SystemPair) -> dict[int, list[int]]:
+    """Per input, the human labels of the pair as indices into [>, =, <]; flagged labels
+    (workers blocked after gold checks) and gold items left out."""
+    labels: dict[int, list[int]] = defaultdict(list)
+    rows = Annotation.objects.filter(
+        study=study,
+        is_flagged=False,
+        item__is_gold=False,
+        item__output_a__system=pair.system_a,
+        item__output_b__system=pair.system_b,
+    ).values_list("item__input_id", "value")
+    for input_id, value in rows:
+        if value in LABEL_INDEX:
+            labels[input_id].append(LABEL_INDEX[value])
+    return labels
+
+
+def metric_labels(study: Study, pair: SystemPair, judge: str, dead_zone: float) -> dict[int, int]:
+    """Per input, the metric's preference for the pair as an index into [>, =, <]: from a
+    preference rating (either orientation) or from two scalar scores by the sign of their
+    difference (Definition 5, with an optional dead zone)."""
+    a, b = pair.system_a_id, pair.system_b_id
+    out: dict[int, int] = {}
+    ratings = JudgeRating.objects.filter(study=study, judge=judge, criterion="")
+    for input_id, system, label in ratings.filter(
+        Q(system_id=a, other_system_id=b) | Q(system_id=b, other_system_id=a)
+    ).values_list("input_id", "system_id", "label"):
+        index = LABEL_INDEX.get(label)
+        if index is not None and system == b:
+            index = 2 - index  # the rating's A is the pair's b
+        if index is not None:
+            out[input_id] = index
+    scores: dict[int, dict[int, float]] = defaultdict(dict)
+    for input_id, system, score in ratings.filter(
+        other_system=None, system_id__in=[a, b], score__isnull=False
+    ).values_list("input_id", "system_id", "score"):
+        scores[input_id][system] = score
+    both = [i for i, s in scores.items() if a in s and b in s and i not in out]
+    if both:
+        codes = preferences_from_scores(
+            np.array([scores[i][a] for i in both]),
+            np.array([scores[i][b] for i in both]),
+            dead_zone,
+        )
+        out.update({i: CODE_INDEX[int(c)] for i, c in zip(both, codes, strict=True)})
+    return out
+
+
+def pair_evidence(
+    study: Study, pair: SystemPair, judge: str = "", dead_zone: float = 0.0
+) -> dict[str, Any]:
+    """Counts for Algorithm 1: human ``[n>, n=, n<]``; with a metric, the confusion
+    ``n[c, c']`` (metric said c, a human c') on human-rated inputs, counted per human label,
+    and the metric-only counts ``m`` on inputs no human rated for this pair (never the
+    metric ratings of human-rated inputs again)."""
+    humans = human_labels(study, pair)
+    human = np.zeros(3, dtype=np.int64)
+    for labels in humans.values():
+        human += np.bincount(labels, minlength=3)
+    evidence: dict[str, Any] = {"human": human, "confusion": None, "metric": None}
+    if judge:
+        metric = metric_labels(study, pair, judge, dead_zone)
+        confusion = np.zeros((3, 3), dtype=np.int64)
+        only = np.zeros(3, dtype=np.int64)
+        itemised = set(pair_items(study, pair).values_list("input_id", flat=True))
+        for input_id, c in metric.items():
+            if input_id in itemised:
+                for c_human in humans.get(input_id, []):
+                    confusion[c, c_human] += 1
+            else:
+                only[c] += 1
+        evidence["confusion"], evidence["metric"] = confusion, only
+    return evidence
+
+
+def partial_order(study: Study) -> dict[str, Any]:
+    """Systems and the decided ``winner → loser`` edges, with each system's layer (the
+    longest chain of wins above it), for drawing the partial order."""
+    names = dict(study.systems.values_list("pk", "name"))
+    edges = []
+    for pair in SystemPair.objects.filter(study=study, state=SystemPair.State.DECIDED):
+        loser = pair.system_b_id if pair.winner_id == pair.system_a_id else pair.system_a_id
+        edges.append((pair.winner_id, loser))
+    layer = dict.fromkeys(names, 0)
+    for _ in range(len(names)):  # longest path in a DAG by relaxation
+        changed = False
+        for winner, loser in edges:
+            if layer[loser] < layer[winner] + 1:
+                layer[loser] = layer[winner] + 1
+                changed = True
+        if not changed:
+            break
+    return {
+        "systems": [{"name": names[pk], "layer": layer[pk]} for pk in sorted(names, key=names.get)],
+        "edges": [{"winner": names[w], "loser": names[lo]} for w, lo in edges],
+    }
+
+
+def dashboard(study: Study) -> dict[str, Any]:
+    """The pair matrix (state, θ, counts), budget spent per round and the partial order."""
+    config = getattr(study, "protocol", None)
+    pairs = []
+    for pair in SystemPair.objects.filter(study=study).select_related(
+        "system_a", "system_b", "winner"
+    ):
+        pairs.append(
+            {
+                "system_a": pair.system_a.name,
+                "system_b": pair.system_b.name,
+                "state": pair.state,
+                "winner": pair.winner.name if pair.winner else None,
+                "theta": pair.theta,
+                "human_counts": pair.evidence.get("human"),
+                "metric_counts": pair.evidence.get("metric"),
+                "outcome": pair.evidence.get("outcome"),
+                "decided_in_round": pair.decided_in_round,
+            }
+        )
+    collected = dict(
+        Item.objects.filter(study=study, is_gold=False, round_number__isnull=False)
+        .values("round_number")
+        .annotate(n=Count("annotations", filter=Q(annotations__source="platform")))
+        .values_list("round_number", "n")
+    )
+    rounds, spent = [], 0
+    for rnd in Round.objects.filter(study=study).order_by("number"):
+        spent += collected.get(rnd.number, 0)
+        rounds.append(
+            {
+                "number": rnd.number,
+                "state": rnd.state,
+                "items": rnd.items,
+                "committed": rnd.committed,
+                "collected": collected.get(rnd.number, 0),
+                "spent_so_far": spent,
+            }
+        )
+    return {
+        "study": study.pk,
+        "budget": study.budget,
+        "committed": config.committed if config else 0,
+        "spent": spent,
+        "paper_protocol": config.paper if config else None,
+        "metric_judge": (config.metric_judge or None) if config else None,
+        "pairs": pairs,
+        "rounds": rounds,
+        "partial_order": partial_order(study),
+    }

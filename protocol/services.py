@@ -1,0 +1,223 @@
+"""Every write of the adaptive protocol: start a study, open rounds within the budget,
+close a complete round, decide it exactly once and open the next."""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import replace
+from itertools import combinations
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from annotator.models import Item, Output, Study
+
+from . import rounds, selectors
+from .models import Decision, ProtocolConfig, Round, SystemPair
+from .simulation import ProtocolSettings
+
+log = logging.getLogger(__name__)
+BIG = 10**12
+
+
+def protocol_settings(study: Study, config: ProtocolConfig) -> ProtocolSettings:
+    """The replay's settings for a live study: N = the study's batch size (inputs per
+    pair per round), γ = its significance level."""
+    base = ProtocolSettings(gamma=study.gamma, batch=study.batch_size)
+    if config.paper:
+        return ProtocolSettings.paper_protocol(gamma=study.gamma, batch=study.batch_size)
+    return replace(
+        base, allocation=config.allocation, rope_delta=config.rope_delta, futility=config.futility
+    )
+
+
+@transaction.atomic
+def protocol_start(study: Study) -> Round | None:
+    """Create the system pairs of an adaptive study and open round 1 (idempotent)."""
+    config, _ = ProtocolConfig.objects.get_or_create(study=study)
+    if Round.objects.filter(study=study).exists():
+        return Round.objects.filter(study=study).order_by("number").last()
+    systems = list(study.systems.order_by("name"))
+    SystemPair.objects.bulk_create(
+        SystemPair(study=study, system_a=a, system_b=b) for a, b in combinations(systems, 2)
+    )
+    return round_open(study, 1)
+
+
+def _budget_left(study: Study, config: ProtocolConfig) -> int:
+    return BIG if study.budget is None else max(study.budget - config.committed, 0)
+
+
+def round_open(study: Study, number: int) -> Round | None:
+    """Release the items of round ``number``: for each open pair, as many of its unused
+    inputs as the allocation gives it (highest priority first where inputs have one,
+    else in a seeded random order), each item with the study's redundancy. The budget
+    ledger is locked and charged ``items × redundancy``; nothing is released beyond the
+    budget. With nothing left to release the open pairs close as exhausted."""
+    config = ProtocolConfig.objects.select_for_update().get(study=study)
+    settings = protocol_settings(study, config)
+    pairs = list(
+        SystemPair.objects.filter(study=study, state=SystemPair.State.OPEN).select_related(
+            "system_a", "system_b"
+        )
+    )
+    if not pairs:
+        return None
+    redundancy = study.redundancy
+    unused = []
+    for pair in pairs:
+        used = set(selectors.pair_items(study, pair).values_list("input_id", flat=True))
+        unused.append(sorted(selectors.pair_inputs(study, pair) - used))
+    weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
+    give = rounds.round_allocation(
+        weights,
+        np.array([len(u) for u in unused]),
+        _budget_left(study, config) // redundancy,
+        settings,
+        first=number == 1,
+    )
+    if give.sum() == 0:
+        SystemPair.objects.filter(pk__in=[p.pk for p in pairs]).update(
+            state=SystemPair.State.EXHAUSTED
+        )
+        return None
+    rnd = Round.objects.create(study=study, number=number)
+    rng = random.Random(f"{config.seed}:{study.pk}:{number}")
+    priority = dict(study.inputs.values_list("pk", "priority"))
+    outputs = {
+        (o.input_id, o.system_id): o
+        for o in Output.objects.filter(input__study=study).only("pk", "input_id", "system_id")
+    }
+    new = []
+    for pair, inputs, n in zip(pairs, unused, give, strict=True):
+        rng.shuffle(inputs)
+        inputs.sort(key=lambda i: -(priority[i] if priority[i] is not None else -np.inf))
+        new += [
+            Item(
+                study=study,
+                input_id=i,
+                round_number=number,
+                redundancy=redundancy,
+                output_a=outputs[(i, pair.system_a_id)],
+                output_b=outputs[(i, pair.system_b_id)],
+            )
+            for i in inputs[: int(n)]
+        ]
+    Item.objects.bulk_create(new)
+    charge = len(new) * redundancy
+    ProtocolConfig.objects.filter(pk=config.pk).update(committed=F("committed") + charge)
+    Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
+    rnd.refresh_from_db()
+    return rnd
+
+
+def round_close_if_complete(study_id: int, number: int) -> bool:
+    """Mark the round complete when every item has all its annotations; one conditional
+    UPDATE, so only one caller ever sees the transition. Returns whether it closed now
+    (the caller then has the decision run after commit)."""
+    incomplete = Item.objects.filter(
+        study_id=study_id,
+        round_number=OuterRef("number"),
+        is_active=True,
+        is_gold=False,
+        n_done__lt=F("redundancy"),
+    )
+    return bool(
+        Round.objects.filter(study_id=study_id, number=number, state=Round.State.OPEN)
+        .exclude(Exists(incomplete))
+        .update(state=Round.State.CLOSED, closed_at=timezone.now())
+    )
+
+
+@transaction.atomic
+def round_decide(study_id: int, number: int) -> bool:
+    """Decide every open pair after a complete round (Algorithm 1 inside Algorithm 2),
+    retire the decided, equivalent, futile and exhausted pairs, and open the next round.
+
+    Idempotent: the round row is locked and only a ``closed`` round is decided, in one
+    transaction, so a repeated or redelivered task, or one whose worker died mid-way,
+    decides it exactly once. Returns whether this call decided it.
+    """
+    try:
+        rnd = Round.objects.select_for_update().get(study_id=study_id, number=number)
+    except Round.DoesNotExist:
+        return False
+    if rnd.state != Round.State.CLOSED:
+        return False
+    study = Study.objects.get(pk=study_id)
+    config = ProtocolConfig.objects.select_for_update().get(study=study)
+    settings = protocol_settings(study, config)
+    pairs = list(SystemPair.objects.filter(study=study, state=SystemPair.State.OPEN))
+    if pairs:
+        _decide_pairs(study, config, settings, rnd, pairs)
+    Round.objects.filter(pk=rnd.pk).update(state=Round.State.DECIDED, decided_at=timezone.now())
+    round_open(study, number + 1)
+    return True
+
+
+def _decide_pairs(study, config, settings, rnd, pairs) -> None:
+    r = study.redundancy
+    evidence = [
+        selectors.pair_evidence(study, p, config.metric_judge, config.metric_dead_zone)
+        for p in pairs
+    ]
+    human = np.array([e["human"] for e in evidence])
+    confusion = metric = None
+    if config.metric_judge:
+        confusion = np.array([e["confusion"] for e in evidence])
+        metric = np.array([e["metric"] for e in evidence])
+    used = np.array([selectors.pair_items(study, p).count() for p in pairs]) * r
+    pool = np.array([len(selectors.pair_inputs(study, p)) for p in pairs]) * r
+    rng = np.random.default_rng([config.seed, study.pk, rnd.number])
+    post = rounds.posterior(human, confusion, metric, settings, rng)
+    constant = config.boundary_constant
+    if not settings.paper and constant is None:
+        constant = rounds.boundary_constant(settings, int(pool.max()), settings.batch * r, human)
+        ProtocolConfig.objects.filter(pk=config.pk).update(boundary_constant=constant)
+    budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk))
+    result = rounds.decide_round(post, used, pool, budget_left, settings, constant=constant)
+    state_of = {
+        rounds.OPEN: SystemPair.State.OPEN,
+        rounds.DECIDED: SystemPair.State.DECIDED,
+        rounds.EQUIVALENT: SystemPair.State.EQUIVALENT,
+        rounds.FUTILE: SystemPair.State.EXHAUSTED,
+        rounds.EXHAUSTED: SystemPair.State.EXHAUSTED,
+    }
+    decisions = []
+    for k, pair in enumerate(pairs):
+        outcome = str(result.outcome[k])
+        pair.state = state_of[outcome]
+        pair.theta = float(result.theta[k])
+        if outcome == rounds.DECIDED:
+            pair.winner_id = pair.system_a_id if result.decision[k] > 0 else pair.system_b_id
+        if pair.state != SystemPair.State.OPEN:
+            pair.decided_in_round = rnd.number
+        metric_k = metric[k].tolist() if metric is not None else []
+        pair.evidence = {
+            "human": human[k].tolist(),
+            "metric": metric_k,
+            "confusion": confusion[k].tolist() if confusion is not None else [],
+            "mean_p": result.mean_p[k].round(6).tolist(),
+            "weight": float(result.weight[k]),
+            "outcome": outcome,
+            "round": rnd.number,
+            "used": int(used[k]),
+            "pool": int(pool[k]),
+        }
+        decisions.append(
+            Decision(
+                round=rnd,
+                pair=pair,
+                theta=pair.theta,
+                outcome=pair.state,
+                human_counts=human[k].tolist(),
+                metric_counts=metric_k,
+            )
+        )
+    SystemPair.objects.bulk_update(
+        pairs, ["state", "theta", "winner", "decided_in_round", "evidence"]
+    )
+    Decision.objects.bulk_create(decisions)

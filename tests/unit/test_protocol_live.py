@@ -1,0 +1,81 @@
+"""The adaptive protocol run live through the services (SQLite, eager tasks)."""
+
+import pytest
+
+from annotator import services
+from annotator.models import Annotation, Item
+from protocol.models import Decision, ProtocolConfig, Round, SystemPair
+from tests.protocol_sim import adaptive_bundle, run_workers
+
+
+def make(budget=None, **options):
+    study = services.study_import(
+        adaptive_bundle(**options, **({"budget": budget} if budget else {})), filename="a.jsonl"
+    )
+    return study, ProtocolConfig.objects.get(study=study)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_adaptive_study_starts_with_round_one_only():
+    study, config = make()
+    assert SystemPair.objects.filter(study=study).count() == 6
+    assert list(Round.objects.values_list("number", "state", "items")) == [(1, "open", 30)]
+    assert Item.objects.filter(study=study).count() == 30  # batch 5 × 6 pairs
+    assert config.committed == 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rounds_run_until_every_pair_is_retired():
+    study, config = make()
+    run_workers(study)
+    assert not SystemPair.objects.filter(state="open").exists()
+    rounds = list(Round.objects.order_by("number").values_list("state", flat=True))
+    assert set(rounds) == {"decided"}
+    # one decision per open pair per round, never twice
+    for rnd in Round.objects.all():
+        assert rnd.decisions.count() == len(set(rnd.decisions.values_list("pair", flat=True)))
+    s1_s3 = SystemPair.objects.get(system_a__name="s1", system_b__name="s3")
+    assert (s1_s3.state, s1_s3.winner.name) == ("decided", "s1")
+    # no decided pair is inverted against the simulated truth
+    for pair in SystemPair.objects.filter(state="decided"):
+        loser = pair.system_b if pair.winner_id == pair.system_a_id else pair.system_a
+        assert pair.winner.name < loser.name or pair.winner.name == "s2" and loser.name in "s3s4"
+    config.refresh_from_db()
+    assert Annotation.objects.filter(study=study).count() == config.committed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_budget_is_never_overspent_and_ends_exactly_spent():
+    study, config = make(budget=47)  # not a multiple of a round
+    run_workers(study)
+    config.refresh_from_db()
+    collected = Annotation.objects.filter(study=study).count()
+    assert collected <= 47 and config.committed <= 47
+    open_left = SystemPair.objects.filter(state="open").count()
+    assert open_left == 0
+    exhausted = SystemPair.objects.filter(state="exhausted").count()
+    assert collected == 47 or exhausted == 0  # spent exactly, or everything decided first
+
+
+@pytest.mark.django_db(transaction=True)
+def test_paper_protocol_gives_n_to_every_open_pair():
+    study, config = make()
+    config.paper = True
+    config.save()
+    run_workers(study, n_workers=1, per_worker=30)  # complete round 1 only
+    first = Round.objects.get(number=1)
+    assert first.state == "decided"
+    second = Round.objects.get(number=2)
+    still_open = Decision.objects.filter(round=first, outcome="open").count()
+    assert second.items == 5 * still_open
+
+
+@pytest.mark.django_db(transaction=True)
+def test_decide_is_idempotent():
+    from protocol.services import round_decide
+
+    study, config = make()
+    run_workers(study, n_workers=1, per_worker=30)
+    n = Decision.objects.count()
+    assert round_decide(study.pk, 1) is False
+    assert Decision.objects.count() == n
