@@ -1,0 +1,174 @@
+"""Benchmark of the analysis core on a large synthetic Likert study.
+
+Generates 100,000 items x 10 human annotations on a 5-point scale plus one judge label per item
+(1,000,000 + 100,000 rows) into a temporary directory, times ``pandas.read_csv`` of the files,
+then times the full set of core analyses on them (encoding included, one-off imports of
+scipy/statsmodels/krippendorff excluded and reported separately), and prints both times, their
+ratio and the peak resident memory. Exits 1 if the ratio exceeds 10 or the peak exceeds
+4 GiB.
+
+    python bench/analysis.py [--items 100000] [--annotators 10] [--n-boot 1000] [--repeat 3]
+
+The machine is shared, so each part is timed ``--repeat`` times and the fastest run is kept
+(as ``timeit`` does); the memoised bootstrap weights are cleared before every analysis run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analysis import agreement, perception  # noqa: E402
+from analysis.aggregation import (  # noqa: E402
+    LabelCounts,
+    _cached_weights,
+    likert_summary,
+    majority_vote,
+)
+
+LABELS = [1, 2, 3, 4, 5]
+MAX_RATIO = 10.0
+MAX_PEAK_BYTES = 4 * 1024**3
+
+
+def generate(directory: Path, n_items: int, per_item: int, seed: int = 7) -> tuple[Path, Path]:
+    """Write annotations.csv (item, annotator, label) and judges.csv (item, judge, label).
+
+    Each item has a latent quality; a human label is the rounded quality plus annotator noise,
+    the judge's label the rounded quality plus a bias and less noise, both clipped to 1..5.
+    Each item gets ``per_item`` distinct annotators from a pool of 300.
+    """
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(3.0, 1.0, size=n_items)
+    ids = np.char.add("item-", np.char.zfill(np.arange(n_items).astype(str), 6))
+    item = np.repeat(ids, per_item)
+    pool = 300
+    start = rng.integers(0, pool, size=n_items)
+    annotator = (np.repeat(start, per_item) + np.tile(np.arange(per_item), n_items)) % pool
+    noise = rng.normal(0.0, 0.9, size=n_items * per_item)
+    label = np.clip(np.rint(np.repeat(quality, per_item) + noise), 1, 5).astype(int)
+    ann = pd.DataFrame(
+        {
+            "item": item,
+            "annotator": np.char.add("ann-", np.char.zfill(annotator.astype(str), 3)),
+            "label": label,
+        }
+    )
+    judge_label = np.clip(np.rint(quality + 0.3 + rng.normal(0.0, 0.7, size=n_items)), 1, 5)
+    jud = pd.DataFrame({"item": ids, "judge": "llm-judge", "label": judge_label.astype(int)})
+    ann_path, jud_path = directory / "annotations.csv", directory / "judges.csv"
+    ann.to_csv(ann_path, index=False)
+    jud.to_csv(jud_path, index=False)
+    return ann_path, jud_path
+
+
+def run_report(ann: pd.DataFrame, jud: pd.DataFrame, n_boot: int) -> dict[str, float]:
+    """The core analyses a study report runs; returns seconds per step."""
+    steps: dict[str, float] = {}
+
+    def timed(name, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        steps[name] = time.perf_counter() - t0
+        return out
+
+    kw = {"n_boot": n_boot, "seed": 0}
+    lc = timed("encode", lambda: LabelCounts.from_frames(ann, jud, labels=LABELS))
+    timed("majority_vote", lambda: majority_vote(lc))
+    timed("likert_summary", lambda: likert_summary(lc))
+    timed("loo_inner", lambda: agreement.loo_agreement_inner(lc, **kw))
+    timed("loo_outer", lambda: agreement.loo_agreement_outer(lc, **kw))
+    timed("percentage_agreement", lambda: agreement.percentage_agreement(lc, **kw))
+    timed("alpha_ordinal", lambda: agreement.krippendorff_alpha(lc, level="ordinal", **kw))
+    timed("alpha_interval", lambda: agreement.krippendorff_alpha(lc, level="interval", **kw))
+    timed("fleiss", lambda: agreement.fleiss_kappa(lc, **kw))
+    timed("randolph", lambda: agreement.randolph_kappa(lc, **kw))
+    timed("judge_vs_majority", lambda: agreement.judge_vs_majority(lc, **kw))
+    timed("judge_correlations", lambda: agreement.judge_correlations(lc, **kw))
+    timed("binned_jsd", lambda: perception.binned_jsd(lc, **kw))
+    timed(
+        "stratified_pa",
+        lambda: agreement.stratified_agreement(lc, level="ordinal", **kw),
+    )
+    timed(
+        "stratified_unique",
+        lambda: agreement.stratified_agreement(lc, level="ordinal", by="n_unique", **kw),
+    )
+    timed("perception_chart", lambda: perception.ordinal_perception_chart(lc))
+    return steps
+
+
+def import_libraries() -> float:
+    """Import the libraries the analysis functions load lazily; returns the seconds it took.
+
+    pandas is imported before ``read_csv`` is timed, and likewise these one-off imports are
+    done before the analysis is timed (a worker process pays them once, not per report).
+    """
+    t0 = time.perf_counter()
+    import krippendorff  # noqa: F401
+    import scipy.spatial.distance  # noqa: F401
+    import scipy.special  # noqa: F401
+    import scipy.stats  # noqa: F401
+    import statsmodels.stats.inter_rater  # noqa: F401
+
+    return time.perf_counter() - t0
+
+
+def _fmt(times: list[float]) -> str:
+    return ", ".join(f"{t:.3f}" for t in times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--annotators", type=int, default=10)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="time each part this often and keep the fastest"
+    )
+    args = parser.parse_args(argv)
+    read_times, analysis_times, runs = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        ann_path, jud_path = generate(Path(tmp), args.items, args.annotators)
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            ann = pd.read_csv(ann_path)
+            jud = pd.read_csv(jud_path)
+            read_times.append(time.perf_counter() - t0)
+    import_s = import_libraries()
+    for _ in range(args.repeat):
+        _cached_weights.cache_clear()  # no resample weights carried over between runs
+        t0 = time.perf_counter()
+        runs.append(run_report(ann, jud, args.n_boot))
+        analysis_times.append(time.perf_counter() - t0)
+    read_s, analysis_s = min(read_times), min(analysis_times)
+    steps = runs[int(np.argmin(analysis_times))]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    ratio = analysis_s / read_s
+    print(f"rows: {len(ann):,} annotations + {len(jud):,} judge labels, n_boot={args.n_boot}")
+    for name, sec in steps.items():
+        print(f"  {name:<22} {sec:8.3f} s")
+    print(f"read_csv:  {read_s:.3f} s (fastest of {args.repeat}: {_fmt(read_times)})")
+    print(f"analysis:  {analysis_s:.3f} s (fastest of {args.repeat}: {_fmt(analysis_times)})")
+    print(f"ratio:     {ratio:.2f} (limit {MAX_RATIO:g})")
+    print(
+        f"one-off library imports (not timed above): {import_s:.3f} s; "
+        f"ratio if they were counted: {(analysis_s + import_s) / read_s:.2f}"
+    )
+    print(f"peak RSS:  {peak / 1024**3:.2f} GiB (limit 4 GiB)")
+    ok = ratio <= MAX_RATIO and peak <= MAX_PEAK_BYTES
+    print("OK" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
