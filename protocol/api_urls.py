@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401 - the protocol API routes go here
+from django.urls import path
 
-urlpatterns: list = []
+from .api import ProtocolStateView
+
+urlpatterns = [
+    path("studies/<int:pk>/protocol/", ProtocolStateView.as_view(), name="study-protocol"),
+]

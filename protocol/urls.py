@@ -1,5 +1,9 @@
-from django.urls import path  # noqa: F401 - the dashboard routes go here
+from django.urls import path
+
+from . import views
 
 app_name = "protocol"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("studies/<int:pk>/protocol/", views.dashboard, name="dashboard"),
+]

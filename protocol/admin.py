@@ -1,0 +1,41 @@
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+
+from .models import Decision, ProtocolConfig, Round, SystemPair
+
+
+@admin.register(ProtocolConfig)
+class ProtocolConfigAdmin(admin.ModelAdmin):
+    list_display = ["study", "paper", "allocation", "metric_judge", "committed", "dashboard"]
+    readonly_fields = ["committed", "boundary_constant", "dashboard"]
+
+    @admin.display(description="dashboard")
+    def dashboard(self, obj: ProtocolConfig) -> str:
+        url = reverse("protocol:dashboard", args=[obj.study_id])
+        return format_html('<a href="{}">pairs, rounds and partial order</a>', url)
+
+
+class ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SystemPair)
+class SystemPairAdmin(ReadOnly):
+    list_display = ["study", "system_a", "system_b", "state", "winner", "theta", "decided_in_round"]
+    list_filter = ["study", "state"]
+
+
+@admin.register(Round)
+class RoundAdmin(ReadOnly):
+    list_display = ["study", "number", "state", "items", "committed", "opened_at", "decided_at"]
+    list_filter = ["study", "state"]
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnly):
+    list_display = ["round", "pair", "theta", "outcome", "human_counts", "created_at"]
