@@ -34,13 +34,9 @@ from .decision import (
     sample_posterior,
 )
 
-OPEN, DECIDED, EQUIVALENT, FUTILE, EXHAUSTED = (
-    "open",
-    "decided",
-    "equivalent",
-    "futile",
-    "exhausted",
-)
+OPEN, DECIDED, EQUIVALENT, FUTILE = "open", "decided", "equivalent", "futile"
+#: Closed undecided because the pair's inputs, or the study's budget, are used up.
+EXHAUSTED, BUDGET = "exhausted", "budget"
 
 
 @dataclass(frozen=True)
@@ -171,12 +167,15 @@ def decide_round(
         decision = decide_with_thresholds(theta, upper, lower)
     outcome[decision != 0] = DECIDED
     undecided = decision == 0
-    if not settings.paper:
-        if settings.rope_delta > 0 and undecided.any():
-            equivalent = undecided & (rope_probability(post, settings.rope_delta) > 1.0 - gamma)
-            outcome[equivalent] = EQUIVALENT
-            undecided &= ~equivalent
-        if undecided.any() and (settings.futility > 0 or settings.allocation == "adaptive"):
+    if not settings.paper and settings.rope_delta > 0 and undecided.any():
+        equivalent = undecided & (rope_probability(post, settings.rope_delta) > 1.0 - gamma)
+        outcome[equivalent] = EQUIVALENT
+        undecided &= ~equivalent
+    for done, why in ((used >= pool, EXHAUSTED), (np.full(k, budget_left <= 0), BUDGET)):
+        outcome[undecided & done] = why
+        undecided &= ~done
+    if not settings.paper and undecided.any():
+        if settings.futility > 0 or settings.allocation == "adaptive":
             remaining = np.minimum(pool - used, max(budget_left, 0))
             up_f, lo_f = thresholds(
                 (used + remaining) / np.maximum(pool, 1),
@@ -187,15 +186,13 @@ def decide_round(
             weight = predictive_decision_probability(
                 post, remaining, up_f, lo_f, prior_var=prior_var
             )
-            if settings.futility > 0:
-                futile = (
-                    undecided
-                    & (weight < settings.futility)
-                    & (used / np.maximum(pool, 1) >= settings.futility_min_fraction)
-                )
-                outcome[futile] = FUTILE
-                undecided &= ~futile
-    outcome[undecided & (used >= pool)] = EXHAUSTED
+        if settings.futility > 0:
+            futile = (
+                undecided
+                & (weight < settings.futility)
+                & (used / np.maximum(pool, 1) >= settings.futility_min_fraction)
+            )
+            outcome[futile] = FUTILE
     return RoundDecision(decision, outcome.astype(str), theta, post.mean_p(), weight)
 
 

@@ -80,9 +80,11 @@ def round_open(study: Study, number: int) -> Round | None:
         first=number == 1,
     )
     if give.sum() == 0:
-        SystemPair.objects.filter(pk__in=[p.pk for p in pairs]).update(
-            state=SystemPair.State.EXHAUSTED
-        )
+        why = "budget" if _budget_left(study, config) // redundancy == 0 else "inputs"
+        for pair in pairs:
+            pair.state = SystemPair.State.EXHAUSTED
+            pair.evidence = {**pair.evidence, "outcome": why}
+        SystemPair.objects.bulk_update(pairs, ["state", "evidence"])
         return None
     rnd = Round.objects.create(study=study, number=number)
     rng = random.Random(f"{config.seed}:{study.pk}:{number}")
@@ -185,6 +187,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         rounds.EQUIVALENT: SystemPair.State.EQUIVALENT,
         rounds.FUTILE: SystemPair.State.EXHAUSTED,
         rounds.EXHAUSTED: SystemPair.State.EXHAUSTED,
+        rounds.BUDGET: SystemPair.State.EXHAUSTED,
     }
     decisions = []
     for k, pair in enumerate(pairs):

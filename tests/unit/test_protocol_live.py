@@ -53,8 +53,9 @@ def test_budget_is_never_overspent_and_ends_exactly_spent():
     assert collected <= 47 and config.committed <= 47
     open_left = SystemPair.objects.filter(state="open").count()
     assert open_left == 0
-    exhausted = SystemPair.objects.filter(state="exhausted").count()
-    assert collected == 47 or exhausted == 0  # spent exactly, or everything decided first
+    by_budget = [p.evidence.get("outcome") == "budget" for p in SystemPair.objects.all()]
+    assert collected == 47 or not any(by_budget)  # spent exactly, or closed before it ran out
+    assert any(by_budget)  # 47 is too small for these pairs: the budget binds here
 
 
 @pytest.mark.django_db(transaction=True)

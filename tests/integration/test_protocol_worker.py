@@ -1,0 +1,103 @@
+"""The adaptive protocol with a real Celery worker: rounds are decided by the worker,
+pairs retire, the budget holds; a worker killed mid-decision leaves the round to be
+decided exactly once after restart."""
+
+import threading
+import time
+
+import pytest
+from django.db import connection, connections, transaction
+
+from annotator import services
+from annotator.models import Annotation, Item
+from protocol.models import Decision, ProtocolConfig, Round, SystemPair
+from tests.protocol_sim import adaptive_bundle, run_workers
+from tests.services import CeleryWorker, wait_for
+
+
+def work_until_done(study, timeout: float = 120) -> None:
+    """Simulated workers annotate whatever is released; wait for the worker's decisions
+    between rounds; stop when no pair is open."""
+    deadline = time.monotonic() + timeout
+    seed = 0
+    while SystemPair.objects.filter(study=study, state="open").exists():
+        assert time.monotonic() < deadline, "the protocol did not finish in time"
+        seed += 1
+        run_workers(study, n_workers=50, seed=seed)
+        open_round = Round.objects.filter(study=study).order_by("-number").first()
+        wait_for(
+            lambda r=open_round: (
+                Round.objects.get(pk=r.pk).state == "decided"
+                or Item.objects.filter(study=study, n_taken__lt=1, is_gold=False).exists()
+            ),
+            timeout=60,
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_decides_rounds_until_pairs_retire_within_budget(celery_worker):
+    study = services.study_import(adaptive_bundle(budget=120), filename="a.jsonl")
+    work_until_done(study)
+    config = ProtocolConfig.objects.get(study=study)
+    collected = Annotation.objects.filter(study=study).count()
+    assert collected == config.committed <= 120
+    # the budget is spent exactly, or every pair was closed by the decision function
+    # (decided, equivalent, or futile) before the budget ran out
+    by_budget = [p.evidence.get("outcome") == "budget" for p in SystemPair.objects.all()]
+    assert collected == 120 or not any(by_budget)
+    assert set(Round.objects.filter(study=study).values_list("state", flat=True)) == {"decided"}
+    for rnd in Round.objects.filter(study=study):
+        pairs = list(rnd.decisions.values_list("pair", flat=True))
+        assert len(pairs) == len(set(pairs))
+    assert SystemPair.objects.get(study=study, system_a__name="s1", system_b__name="s3").winner
+    assert "protocol.decide_round" in celery_worker.log.read_text()
+
+
+def blocked_on_round_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query ILIKE '%%protocol_round%%FOR UPDATE%%'"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_killed_worker_mid_decision_decides_round_exactly_once(tmp_path):
+    study = services.study_import(adaptive_bundle(), filename="a.jsonl")
+    # round 1 is completed while no worker runs: its decision waits in Redis
+    run_workers(study, n_workers=1, per_worker=30)
+    assert Round.objects.get(study=study, number=1).state == "closed"
+    held, release = threading.Event(), threading.Event()
+
+    def hold_round_lock() -> None:
+        with transaction.atomic():
+            Round.objects.select_for_update().get(study=study, number=1)
+            held.set()
+            release.wait(120)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_round_lock)
+    holder.start()
+    held.wait(10)
+    worker = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "first.log")
+    worker.start()
+    try:
+        wait_for(blocked_on_round_lock, timeout=60)  # the task is inside round_decide
+        worker.kill()  # kill -9, mid-decision
+    finally:
+        release.set()
+        holder.join(30)
+    assert Round.objects.get(study=study, number=1).state == "closed"
+    assert not Decision.objects.exists()
+    restarted = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "second.log")
+    restarted.start()
+    try:
+        wait_for(lambda: Round.objects.get(study=study, number=1).state == "decided", timeout=60)
+        time.sleep(2)  # any duplicate delivery has had its chance
+    finally:
+        restarted.stop()
+    first = Round.objects.get(study=study, number=1)
+    assert first.decisions.count() == 6
+    assert Decision.objects.filter(round__number=1).count() == 6
+    assert Round.objects.filter(study=study, number=2).count() == 1
