@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from . import selectors, services
+from . import selectors, services, throttle
 from .choices import RawAnswer
 from .errors import ServiceError, WorkerBlocked
 from .invites import invite_worker
@@ -40,9 +40,15 @@ def _participation(request: HttpRequest, study: Study) -> Participation | None:
     return Participation.objects.select_related("annotator", "study").filter(pk=pk).first()
 
 
+def _too_many(request: HttpRequest) -> HttpResponse:
+    return _message(request, "Too many requests", "Please wait a minute before trying again.", 429)
+
+
 def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
     """Remember the participation in the session, then go to the instructions (first
     visit) or straight back to work (a returning worker resumes)."""
+    if not throttle.allow("entry", throttle.client_ip(request), settings.HUMEVAL_THROTTLE_ENTRY):
+        return _too_many(request)
     if not study.is_active:
         return _message(request, "Study closed", "This study is not accepting workers.", 410)
     try:
@@ -232,6 +238,8 @@ def task(request: HttpRequest, study_id) -> HttpResponse:
 
 
 def _submit(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
+    if not throttle.allow("submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT):
+        return _too_many(request)
     post = request.POST
     scores = {
         key.removeprefix("score-"): value for key, value in post.items() if key.startswith("score-")

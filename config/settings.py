@@ -56,6 +56,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "annotator.middleware.WorkerPageCSP",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -89,6 +90,16 @@ else:
     # Reconnect transparently after a PostgreSQL restart.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache (throttle counters) ------------------------------------------------------------
+_cache_url = os.environ.get("HUMEVAL_CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        if _cache_url
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 # --- Celery ---------------------------------------------------------------------------
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
@@ -157,6 +168,14 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("HUMEVAL_THROTTLE_API_ANON", "60/min"),
+        "user": os.environ.get("HUMEVAL_THROTTLE_API_USER", "1200/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "humeval API",
@@ -169,6 +188,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product defaults ------------------------------------------------------------------------
+HUMEVAL_THROTTLE_ENTRY = os.environ.get("HUMEVAL_THROTTLE_ENTRY", "30/min")
+HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
 HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
     "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
 )
