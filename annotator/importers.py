@@ -632,8 +632,10 @@ def _validate_spec(spec: StudySpec) -> None:
     if opts.get("collection") == "adaptive" and opts.get("kind") != StudyKind.PAIRWISE:
         errors.add("study: adaptive collection needs a pairwise study")
     if opts.get("collection") == "adaptive" and spec.annotations:
-        errors.add("study: an adaptive study starts without labels; import this file with "
-                   "collection 'all' to analyse its labels")
+        errors.add(
+            "study: an adaptive study starts without labels; import this file with "
+            "collection 'all' to analyse its labels"
+        )
     if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
         errors.add("study: 'gamma' must be in (0, 0.5]")
     if not spec.inputs:
