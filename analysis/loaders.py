@@ -1,0 +1,916 @@
+"""Read label files into the frames of :mod:`analysis.report` (pure: no Django, no database).
+
+Three kinds of file hold human labels:
+
+* the platform's own **label export** (``manage.py export_labels`` or
+  ``GET /api/studies/{id}/annotations/``) as JSON Lines (``.jsonl``), a JSON array (``.json``)
+  or CSV (``.csv``), columns as in ``annotator.selectors.LABEL_FIELDS``. A pairwise row has a
+  ``label`` (``A``/``B``/``tie``/``both_good``/``both_bad``, system order); a Likert row has
+  ``scores`` (an object criterion -> value) in JSON, ``score_<criterion>`` columns in CSV.
+  Cells the CSV export prefixed with ``'`` against spreadsheet formulas are restored. An
+  optional ``priority`` column (the input's priority score) enables the prioritisation check.
+* a **Judge-Bench** JSON file (Bavaresco et al. 2025): ``annotations`` declare the judged
+  properties (``categorical`` with ``labels_list``; ``graded``/``continuous`` with ``worst`` and
+  ``best``) and every instance holds ``individual_human_scores`` per property, the i-th score
+  attributed to annotator i. A file whose instances all have ``output_a`` and ``output_b`` and
+  that judges one categorical property whose labels name the preferred output (``model_a``,
+  ``b``, ``tie``, ...) is read as pairwise preferences, as the platform's importer does.
+* **judge files** (``--judge``), see :func:`read_judges` and :func:`attach_judges`.
+
+Malformed input raises :class:`ValueError` naming the file and line (or record).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.aggregation import PAIRWISE_LABELS
+from analysis.report import Property
+
+__all__ = [
+    "JUDGE_COLUMNS",
+    "Dataset",
+    "attach_judges",
+    "load_dataset",
+    "load_judges",
+    "parse_labels_option",
+    "read_judges",
+    "with_labels",
+]
+
+#: Columns of a judge file (JSONL keys or CSV header); see :func:`read_judges`.
+JUDGE_COLUMNS = ("judge", "item", "input_id", "system", "system_b", "criterion", "label", "score")
+
+PREFERENCE_PROPERTY = "preference"
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_MAX_ERRORS = 20
+
+
+@dataclass
+class Dataset:
+    """Frames and property declarations read from one file (see :mod:`analysis.report`)."""
+
+    annotations: pd.DataFrame
+    items: pd.DataFrame
+    properties: list[Property]
+    title: str = ""
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+class _Errors:
+    def __init__(self, path: Path) -> None:
+        self.path, self.messages = path, []
+
+    def add(self, where: str, message: str) -> None:
+        self.messages.append(f"{self.path}: {where}: {message}")
+
+    def raise_if_any(self) -> None:
+        if self.messages:
+            more = len(self.messages) - _MAX_ERRORS
+            text = "\n".join(self.messages[:_MAX_ERRORS])
+            raise ValueError(text + (f"\n... and {more} more" if more > 0 else ""))
+
+
+def load_dataset(path: str | Path) -> Dataset:
+    """Read a label export (``.jsonl``, ``.csv``, ``.json`` array) or a Judge-Bench ``.json``."""
+    path = Path(path)
+    text = _read_text(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _export_dataset(_csv_rows(path, text), path, csv_cells=True)
+    if suffix == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+        if isinstance(doc, list):
+            return _export_dataset(_list_rows(path, doc), path, csv_cells=False)
+        return _judgebench(doc, path)
+    return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the file ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty")
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Label exports
+# --------------------------------------------------------------------------------------------
+
+
+def _jsonl_rows(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
+    errors = _Errors(path)
+    records, where = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.add(f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(record, dict):
+            errors.add(f"line {number}", "not a JSON object")
+            continue
+        records.append(record)
+        where.append(f"line {number}")
+    errors.raise_if_any()
+    return pd.DataFrame.from_records(records), where
+
+
+def _list_rows(path: Path, doc: list) -> tuple[pd.DataFrame, list[str]]:
+    errors = _Errors(path)
+    for i, record in enumerate(doc):
+        if not isinstance(record, dict):
+            errors.add(f"record {i}", "not a JSON object")
+    errors.raise_if_any()
+    return pd.DataFrame.from_records(doc), [f"record {i}" for i in range(len(doc))]
+
+
+def _csv_rows(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+    except (pd.errors.ParserError, csv.Error) as exc:
+        raise ValueError(f"{path}: malformed CSV ({exc})") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty") from None
+    return frame, [f"line {i + 2}" for i in range(len(frame))]
+
+
+def _uncell(values: pd.Series) -> pd.Series:
+    """Undo the export's spreadsheet guard: ``'=x`` -> ``=x`` (only before a formula prefix)."""
+    s = values.astype(object)
+    strs = s.map(lambda v: isinstance(v, str) and len(v) > 1 and v[0] == "'")
+    if not strs.any():
+        return s
+    fix = s[strs].map(lambda v: v[1:] if v[1:].startswith(_FORMULA_PREFIXES) else v)
+    s = s.copy()
+    s[strs] = fix
+    return s
+
+
+def _blank(values: pd.Series) -> np.ndarray:
+    """Missing: None, NaN or empty text."""
+    v = values.astype(object)
+    return (v.isna() | (v.map(lambda x: isinstance(x, str) and not x.strip()))).to_numpy()
+
+
+def _as_ids(values: pd.Series) -> pd.Series:
+    """Item ids as integers when every id is a whole number (as the database has them)."""
+    text = values.astype(str).str.strip()
+    if len(text) and text.str.fullmatch(r"-?\d+").all():
+        return text.astype(np.int64)
+    return values.astype(object)
+
+
+def _as_bool(values: pd.Series, col: str, where: list[str], errors: _Errors) -> np.ndarray:
+    """True/false cells (JSON booleans, or CSV ``True``/``False`` text; empty is false)."""
+    v = values.astype(object)
+    if v.map(lambda x: isinstance(x, bool | np.bool_)).all():
+        return v.to_numpy(dtype=bool)
+    text = v.map(lambda x: "" if x is None else str(x)).str.strip().str.lower()
+    true = text.isin(["true", "1", "yes", "t"]).to_numpy()
+    false = text.isin(["false", "0", "no", "f", "", "none", "nan"]).to_numpy()
+    for i in np.flatnonzero(~(true | false))[:_MAX_ERRORS]:
+        errors.add(where[i], f"{col} must be true or false, got {v.iloc[i]!r}")
+    return true
+
+
+def _export_dataset(
+    parsed: tuple[pd.DataFrame, list[str]], path: Path, *, csv_cells: bool
+) -> Dataset:
+    rows, where = parsed
+    errors = _Errors(path)
+    if not len(rows):
+        raise ValueError(f"{path}: the file holds no labels")
+    score_cols = [c for c in rows.columns if str(c).startswith("score_")]
+    missing = [c for c in ("item_id", "annotator") if c not in rows.columns]
+    if "label" not in rows.columns and "scores" not in rows.columns and not score_cols:
+        missing.append("label or scores")
+    if missing:
+        raise ValueError(
+            f"{path}: not a label export: missing {', '.join(missing)} "
+            "(see annotator.selectors.LABEL_FIELDS)"
+        )
+    if csv_cells:
+        for col in ("input_id", "system_a", "system_b", "annotator", "item_id"):
+            if col in rows.columns:
+                rows[col] = _uncell(rows[col])
+        for col in score_cols:
+            rows[col] = _uncell(rows[col])
+    no_item = _blank(rows["item_id"])
+    no_annotator = _blank(rows["annotator"])
+    for i in np.flatnonzero(no_item | no_annotator)[:_MAX_ERRORS]:
+        errors.add(where[i], "every label needs an item_id and an annotator")
+    errors.raise_if_any()
+    item = _as_ids(rows["item_id"])
+    flagged = (
+        _as_bool(rows["flagged"], "flagged", where, errors)
+        if "flagged" in rows.columns
+        else np.zeros(len(rows), dtype=bool)
+    )
+    gold = (
+        _as_bool(rows["is_gold"], "is_gold", where, errors)
+        if "is_gold" in rows.columns
+        else np.zeros(len(rows), dtype=bool)
+    )
+
+    def col(name: str) -> np.ndarray:
+        if name not in rows.columns:
+            return np.full(len(rows), None, dtype=object)
+        v = rows[name].astype(object).to_numpy().copy()
+        v[_blank(rows[name])] = None
+        return v
+
+    base = {
+        "item": item.to_numpy(),
+        "annotator": rows["annotator"].astype(str).to_numpy(),
+        "flagged": flagged,
+        "is_gold": gold,
+        "raw": col("raw_answer"),
+        "source": col("source"),
+        "annotation": col("annotation_id"),
+    }
+    frames = []
+    properties: list[Property] = []
+    label = col("label")
+    has_label = np.array([v is not None for v in label])
+    if has_label.any():
+        bad = has_label & ~np.isin(label.astype(str), PAIRWISE_LABELS)
+        for i in np.flatnonzero(bad)[:_MAX_ERRORS]:
+            errors.add(where[i], f"label {label[i]!r} is not one of {list(PAIRWISE_LABELS)}")
+        sel = has_label & ~bad
+        frames.append(
+            pd.DataFrame(
+                {k: v[sel] for k, v in base.items()}
+                | {"label": label[sel].astype(str), "property": PREFERENCE_PROPERTY}
+            )
+        )
+        observed = set(label[sel].astype(str)) | {"A", "B"}
+        properties.append(
+            Property(
+                PREFERENCE_PROPERTY,
+                "pairwise",
+                tuple(x for x in PAIRWISE_LABELS if x in observed),
+                title="Pairwise preference",
+                labels_inferred=True,
+            )
+        )
+    criteria = _score_columns(rows, score_cols, where, errors)
+    for name, (pos, values) in criteria.items():
+        frames.append(
+            pd.DataFrame({k: v[pos] for k, v in base.items()} | {"label": values, "property": name})
+        )
+        properties.append(_inferred_property(name, values))
+    errors.raise_if_any()
+    if not frames:
+        raise ValueError(f"{path}: no row has a label or scores")
+    annotations = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    items = pd.DataFrame(
+        {
+            "item": item.to_numpy(),
+            "input_id": col("input_id"),
+            "system_a": col("system_a"),
+            "system_b": col("system_b"),
+            "is_gold": gold,
+        }
+    )
+    if "priority" in rows.columns:
+        prio = pd.to_numeric(pd.Series(col("priority")), errors="coerce")
+        items["priority"] = prio.to_numpy()
+    items = items.drop_duplicates("item", ignore_index=True)
+    return Dataset(annotations, items, properties, title=path.name, source=str(path))
+
+
+def _score_columns(
+    rows: pd.DataFrame, score_cols: list[str], where: list[str], errors: _Errors
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Criterion -> (row positions, values) from a ``scores`` object or ``score_*`` columns."""
+    found: dict[str, tuple[list[int], list[Any]]] = {}
+    if "scores" in rows.columns:
+        for i, scores in enumerate(rows["scores"].astype(object).to_numpy()):
+            if scores is None or (isinstance(scores, float) and math.isnan(scores)):
+                continue
+            if not isinstance(scores, dict):
+                errors.add(where[i], "scores must be an object of criterion -> value")
+                continue
+            for name, value in scores.items():
+                if value is None or value == "":
+                    continue
+                if isinstance(value, bool) or not isinstance(value, int | float | str):
+                    errors.add(where[i], f"score of {name!r} must be a number or a label")
+                    continue
+                pos, vals = found.setdefault(str(name), ([], []))
+                pos.append(i)
+                vals.append(value)
+    for column in score_cols:
+        name = column.removeprefix("score_")
+        cells = rows[column].astype(str).to_numpy()
+        keep = np.flatnonzero(np.char.str_len(cells.astype(str)) > 0)
+        pos, vals = found.setdefault(name, ([], []))
+        pos.extend(keep.tolist())
+        vals.extend(cells[keep].tolist())
+    out = {}
+    for name, (pos, vals) in found.items():
+        if pos:
+            out[name] = (np.asarray(pos, dtype=np.int64), _typed(vals))
+    return out
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    try:
+        return float(str(v).strip())
+    except ValueError:
+        return None
+
+
+def _typed(values: list[Any]) -> np.ndarray:
+    """Numbers (ints when whole) if every value is numeric, else text labels."""
+    nums = [_number(v) for v in values]
+    if all(x is not None and math.isfinite(x) for x in nums):
+        if all(float(x).is_integer() for x in nums):
+            return np.asarray([int(x) for x in nums], dtype=np.int64)
+        return np.asarray(nums, dtype=np.float64)
+    return np.asarray([str(v) for v in values], dtype=object)
+
+
+def _inferred_property(name: str, values: np.ndarray) -> Property:
+    if values.dtype.kind in "iu":
+        lo, hi = int(values.min()), int(values.max())
+        labels: tuple = tuple(range(lo, hi + 1)) if hi - lo <= 100 else tuple(np.unique(values))
+        return Property(name, "ordinal", labels, title=name, labels_inferred=True)
+    if values.dtype.kind == "f":
+        labels = tuple(float(x) for x in np.unique(values))
+        return Property(name, "ordinal", labels, title=name, labels_inferred=True)
+    return Property(
+        name, "categorical", tuple(sorted(set(values.tolist()))), title=name, labels_inferred=True
+    )
+
+
+def parse_labels_option(text: str) -> tuple[str, tuple[Hashable, ...]]:
+    """``NAME=l1,l2,...`` -> (NAME, labels); numbers become numbers (``1,2,3`` or ``1:5``)."""
+    name, sep, rest = text.partition("=")
+    if not sep or not name.strip() or not rest.strip():
+        raise ValueError(f"--labels wants NAME=l1,l2,... or NAME=lo:hi, got {text!r}")
+    rest = rest.strip()
+    if re.fullmatch(r"-?\d+:-?\d+", rest):
+        lo, hi = (int(x) for x in rest.split(":"))
+        return name.strip(), tuple(range(min(lo, hi), max(lo, hi) + 1))
+    parts = [p.strip() for p in rest.split(",") if p.strip()]
+    return name.strip(), tuple(_typed(parts).tolist())
+
+
+def with_labels(dataset: Dataset, overrides: Mapping[str, Sequence[Hashable]]) -> Dataset:
+    """Declare the label set of some properties (an export does not carry the scale)."""
+    props = []
+    known = {p.name for p in dataset.properties}
+    unknown = set(overrides) - known
+    if unknown:
+        raise ValueError(f"--labels: unknown properties {sorted(unknown)}; known: {sorted(known)}")
+    for p in dataset.properties:
+        if p.name in overrides:
+            p = replace(p, labels=tuple(overrides[p.name]), labels_inferred=False)
+        props.append(p)
+    return replace(dataset, properties=props)
+
+
+# --------------------------------------------------------------------------------------------
+# Judge-Bench
+# --------------------------------------------------------------------------------------------
+
+_TIE_WORDS = ("tie", "equal", "same", "both", "draw", "neither")
+
+
+def _preference_of(label: str) -> str | None:
+    """Which output a Judge-Bench pairwise label prefers (the platform importer's rule)."""
+    low = str(label).strip().lower()
+    if low in ("a", "model_a", "output_a", "response_a", "system_a") or low.endswith("_a"):
+        return "A"
+    if low in ("b", "model_b", "output_b", "response_b", "system_b") or low.endswith("_b"):
+        return "B"
+    if any(word in low for word in _TIE_WORDS):
+        return "tie"
+    return None
+
+
+def _judgebench(doc: Any, path: Path) -> Dataset:
+    errors = _Errors(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
+        raise ValueError(
+            f"{path}: a Judge-Bench file is an object with an 'instances' list "
+            "(a label export in JSON is a list of rows)"
+        )
+    declared = doc.get("annotations")
+    if not isinstance(declared, list) or not declared:
+        raise ValueError(f"{path}: a Judge-Bench file declares its properties in 'annotations'")
+    specs: dict[str, dict] = {}
+    for i, prop in enumerate(declared):
+        where = f"annotations[{i}]"
+        if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
+            errors.add(where, "each judged property needs a 'metric' name")
+            continue
+        category = prop.get("category")
+        if category == "categorical":
+            if not isinstance(prop.get("labels_list"), list) or len(prop["labels_list"]) < 2:
+                errors.add(where, f"'{prop['metric']}': categorical needs a 'labels_list'")
+                continue
+        elif category in ("graded", "continuous"):
+            if not all(_is_num(prop.get(k)) for k in ("worst", "best")):
+                errors.add(where, f"'{prop['metric']}': graded needs numeric 'worst' and 'best'")
+                continue
+        else:
+            errors.add(where, f"'{prop['metric']}': unknown category {category!r}")
+            continue
+        if prop["metric"] in specs:
+            errors.add(where, f"property '{prop['metric']}' declared twice")
+        specs[prop["metric"]] = prop
+    errors.raise_if_any()
+    instances = doc["instances"]
+    pairwise = (
+        bool(instances)
+        and len(specs) == 1
+        and next(iter(specs.values()))["category"] == "categorical"
+        and all(
+            isinstance(inst, dict)
+            and isinstance(inst.get("instance"), dict)
+            and {"output_a", "output_b"} <= inst["instance"].keys()
+            for inst in instances
+        )
+    )
+    label_map: dict[str, str] = {}
+    if pairwise:
+        prop = next(iter(specs.values()))
+        label_map = {str(x): _preference_of(x) for x in prop["labels_list"]}
+        pairwise = all(v is not None for v in label_map.values())
+    items, rows, seen = [], [], {}
+    for index, inst in enumerate(instances):
+        where = f"instances[{index}]"
+        if not isinstance(inst, dict):
+            errors.add(where, "each instance must be an object")
+            continue
+        ident = str(inst.get("id", index))
+        if ident in seen:
+            errors.add(where, f"duplicate id '{ident}' (first at instances[{seen[ident]}])")
+            continue
+        seen[ident] = index
+        system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
+        items.append({"item": ident, "input_id": ident, "system_a": system_a, "system_b": system_b})
+        judged = inst.get("annotations") or {}
+        if not isinstance(judged, dict):
+            errors.add(where, "'annotations' must be an object of property -> scores")
+            continue
+        for metric, entry in judged.items():
+            if metric not in specs:
+                errors.add(where, f"property '{metric}' is not declared in 'annotations'")
+                continue
+            scores = (entry or {}).get("individual_human_scores") or []
+            if not isinstance(scores, list):
+                errors.add(where, f"'{metric}': individual_human_scores must be a list")
+                continue
+            for position, score in enumerate(scores):
+                if score is None:
+                    continue
+                value = _jb_value(score, specs[metric], label_map if pairwise else None)
+                if value is None:
+                    errors.add(
+                        where + f" (id '{ident}')",
+                        f"'{metric}' score {score!r} is outside its scale or labels_list",
+                    )
+                    continue
+                rows.append((ident, str(position), value, metric))
+    errors.raise_if_any()
+    annotations = pd.DataFrame(rows, columns=["item", "annotator", "label", "property"])
+    if not len(annotations):
+        raise ValueError(f"{path}: no instance has individual_human_scores")
+    properties = []
+    for metric, prop in specs.items():
+        values = annotations.loc[annotations["property"] == metric, "label"]
+        if pairwise:
+            mapped = set(label_map.values())
+            labels = tuple(x for x in PAIRWISE_LABELS if x in mapped)
+            properties.append(
+                Property(metric, "pairwise", labels, title=metric, label_map=label_map)
+            )
+        elif prop["category"] == "categorical":
+            labels = tuple(str(x) for x in prop["labels_list"])
+            properties.append(Property(metric, "categorical", labels, title=metric))
+        else:
+            lo, hi = sorted((prop["worst"], prop["best"]))
+            whole = float(lo).is_integer() and float(hi).is_integer() and hi - lo <= 100
+            if whole and all(float(v).is_integer() for v in values):
+                labels = tuple(range(int(lo), int(hi) + 1))
+            else:
+                labels = tuple(sorted({float(v) for v in values} | {float(lo), float(hi)}))
+            properties.append(Property(metric, "ordinal", labels, title=metric))
+    if any(p.kind == "ordinal" for p in properties):
+        annotations["label"] = annotations["label"].astype(object)
+    title = str(doc.get("dataset") or path.name)
+    return Dataset(
+        annotations, pd.DataFrame(items), properties, title=title, source=str(path), notes=[]
+    )
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _jb_value(score: Any, prop: dict, label_map: dict | None) -> Hashable | None:
+    if prop["category"] == "categorical":
+        text = str(score)
+        if text not in map(str, prop["labels_list"]):
+            return None
+        return label_map[text] if label_map is not None else text
+    if not _is_num(score):
+        return None
+    lo, hi = sorted((prop["worst"], prop["best"]))
+    if not lo <= score <= hi:
+        return None
+    return int(score) if float(score).is_integer() else float(score)
+
+
+# --------------------------------------------------------------------------------------------
+# Judge files
+# --------------------------------------------------------------------------------------------
+
+
+def read_judges(path: str | Path) -> pd.DataFrame:
+    """Read a judge file: one judge label per JSONL line, CSV row or JSON array element.
+
+    Columns (:data:`JUDGE_COLUMNS`):
+
+    * ``judge`` (required) -- the judge's name;
+    * either ``item`` (the export's ``item_id`` or the Judge-Bench instance id; a pairwise
+      label is then in the item's own A/B order) or ``input_id`` and ``system`` (plus
+      ``system_b`` for a preference between ``system`` and ``system_b``, in that order);
+    * ``criterion`` -- the property (Likert criterion or Judge-Bench metric); optional when
+      the data have a single property, or for preferences;
+    * ``label`` -- a preference ``A``/``B``/``tie`` (or the preferred system's name, or a
+      Judge-Bench label such as ``model_a``), or a categorical label; or ``score`` -- a number
+      on the criterion's scale. A ``score`` per output without ``criterion`` is a metric: in
+      pairwise data two outputs' scores become a preference by the sign of their difference.
+
+    This is the format ``manage.py import_ratings`` reads, plus ``item``. Returns the records
+    with a ``where`` column (file and line) for messages; raises :class:`ValueError` with the
+    file and line of every malformed record.
+    """
+    path = Path(path)
+    text = _read_text(path)
+    errors = _Errors(path)
+    records: list[tuple[str, dict]] = []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        try:
+            for row in reader:
+                if None in row:
+                    errors.add(f"line {reader.line_num}", "wrong number of fields")
+                    continue
+                records.append(
+                    (f"line {reader.line_num}", {k: v for k, v in row.items() if v != ""})
+                )
+        except csv.Error as exc:
+            errors.add(f"line {reader.line_num}", f"malformed CSV ({exc})")
+    elif path.suffix.lower() == ".json":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(doc, list):
+            raise ValueError(f"{path}: a JSON judge file is a list of objects")
+        records = [(f"record {i}", r) for i, r in enumerate(doc)]
+    else:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((f"line {number}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                errors.add(f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+    out = []
+    for where, record in records:
+        if not isinstance(record, dict):
+            errors.add(where, "not an object")
+            continue
+        row = _judge_record(record, where, errors)
+        if row is not None:
+            out.append(row)
+    errors.raise_if_any()
+    if not out:
+        raise ValueError(f"{path}: the file holds no judge labels")
+    frame = pd.DataFrame(out, columns=[*JUDGE_COLUMNS, "where"])
+    frame["where"] = [f"{path.name} {w}" for w in frame["where"]]
+    return frame
+
+
+def _text(record: dict, key: str) -> str | None:
+    v = record.get(key)
+    if v is None or isinstance(v, bool) or not isinstance(v, str | int | float):
+        return None
+    text = str(v).strip()
+    return text or None
+
+
+def _judge_record(record: dict, where: str, errors: _Errors) -> dict | None:
+    judge = _text(record, "judge")
+    if not judge:
+        errors.add(where, "no 'judge'")
+        return None
+    item = record.get("item")
+    item = None if item is None or (isinstance(item, str) and not item.strip()) else item
+    input_id, system = _text(record, "input_id"), _text(record, "system")
+    if item is None and not (input_id and system):
+        errors.add(where, "give 'item', or 'input_id' and 'system'")
+        return None
+    score = None
+    if record.get("score") not in (None, ""):
+        score = _number(record["score"])
+        if score is None or not math.isfinite(score):
+            errors.add(where, f"score {record['score']!r} is not a finite number")
+            return None
+    label = _text(record, "label")
+    if label is None and score is None:
+        errors.add(where, "give a 'label' or a 'score'")
+        return None
+    system_b = _text(record, "system_b")
+    if system_b and system_b == system:
+        errors.add(where, "'system' and 'system_b' must differ")
+        return None
+    return {
+        "judge": judge,
+        "item": item,
+        "input_id": input_id,
+        "system": system,
+        "system_b": system_b,
+        "criterion": _text(record, "criterion") or _text(record, "property"),
+        "label": label,
+        "score": score,
+        "where": where,
+    }
+
+
+_PREFERENCE_WORDS = {
+    "a": "A",
+    "b": "B",
+    "tie": "tie",
+    "draw": "tie",
+    "=": "tie",
+    "both_good": "both_good",
+    "both_bad": "both_bad",
+}
+_FLIP = {"A": "B", "B": "A"}
+
+
+def _preference(label: str | None, system: str | None, system_b: str | None, prop: Property):
+    """A judge's preference in the order (``system``, ``system_b``)."""
+    if label is None:
+        return None
+    if label in prop.label_map:
+        return prop.label_map[label]
+    low = label.strip().lower()
+    if low in _PREFERENCE_WORDS:
+        return _PREFERENCE_WORDS[low]
+    if system and low == system.lower():
+        return "A"
+    if system_b and low == system_b.lower():
+        return "B"
+    return None
+
+
+def _scale_value(label: str | None, score: float | None, prop: Property) -> Hashable | None:
+    """A judge's value on a Likert or categorical property, or None if outside its labels."""
+    if prop.kind == "ordinal":
+        x = score if score is not None else _number(label)
+        if x is None:
+            return None
+        for v in prop.labels:
+            if float(v) == x:
+                return v
+        return None
+    if label is not None:
+        text = label
+    elif score is not None and float(score).is_integer():
+        text = str(int(score))
+    else:
+        text = str(score)
+    for v in prop.labels:
+        if str(v) == text:
+            return v
+    return None
+
+
+def attach_judges(
+    records: pd.DataFrame, items: pd.DataFrame, properties: Sequence[Property]
+) -> tuple[pd.DataFrame, list[str]]:
+    """Map judge records (:func:`read_judges` columns) onto items and properties.
+
+    A preference between ``system`` and ``system_b`` on ``input_id`` goes to every item that
+    shows that input with those two systems; where the item's A is ``system_b`` the label is
+    flipped (A <-> B; ties stay). A score or label of one output on a criterion goes to the
+    Likert item of that output. Per-output metric scores without a criterion become
+    preferences by the sign of their difference (A if A's score is higher, tie if equal).
+
+    Returns the judge frame (``item``, ``judge``, ``label``, ``property``) and notes that count
+    the records left out and why (unknown item, label outside the property's set, ...).
+    """
+    props = {p.name: p for p in properties}
+    pairwise = [p for p in properties if p.kind == "pairwise"]
+    single = [p for p in properties if p.kind != "pairwise"]
+    info: dict[Hashable, tuple[Any, Any, Any]] = {}
+    by_pair: dict[tuple[str, frozenset], list[Hashable]] = {}
+    by_output: dict[tuple[str, str], list[Hashable]] = {}
+    pairs_of_input: dict[str, list[Hashable]] = {}
+
+    def column(name: str) -> np.ndarray:
+        if name in items.columns:
+            return items[name].to_numpy()
+        return np.full(len(items), None, dtype=object)
+
+    for it, inp, sa, sb in zip(
+        column("item"), column("input_id"), column("system_a"), column("system_b"), strict=True
+    ):
+        inp, sa, sb = _clean(inp), _clean(sa), _clean(sb)
+        info[it] = (inp, sa, sb)
+        if inp is None or sa is None:
+            continue
+        if sb is not None:
+            by_pair.setdefault((str(inp), frozenset((str(sa), str(sb)))), []).append(it)
+            pairs_of_input.setdefault(str(inp), []).append(it)
+        else:
+            by_output.setdefault((str(inp), str(sa)), []).append(it)
+    int_ids = len(info) > 0 and all(isinstance(k, int | np.integer) for k in info)
+
+    out_item: list[Hashable] = []
+    out_judge: list[str] = []
+    out_label: list[Hashable] = []
+    out_prop: list[str] = []
+    problems: dict[tuple[str, str], list[str]] = {}
+
+    def emit(item: Hashable, judge: str, label: Hashable, prop: Property) -> None:
+        out_item.append(item)
+        out_judge.append(judge)
+        out_label.append(label)
+        out_prop.append(prop.name)
+
+    def problem(judge: str, why: str, where: str) -> None:
+        problems.setdefault((judge, why), []).append(where)
+
+    metric: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
+    for r in records.to_dict("records"):
+        judge, where = str(r["judge"]), str(r.get("where") or "")
+        crit = _clean(r.get("criterion"))
+        label, score = _clean(r.get("label")), _clean(r.get("score"))
+        system, system_b = _clean(r.get("system")), _clean(r.get("system_b"))
+        if crit is not None and crit not in props:
+            problem(judge, f"unknown criterion '{crit}'", where)
+            continue
+        item = _clean(r.get("item"))
+        if item is not None:
+            key = _item_key(item, int_ids)
+            if key not in info:
+                problem(judge, "unknown item", where)
+                continue
+            _, sa, sb = info[key]
+            prop = props[crit] if crit else _default(sb is not None, pairwise, single)
+            if prop is None:
+                problem(judge, "several properties: name one in 'criterion'", where)
+                continue
+            if prop.kind == "pairwise":
+                value = _preference(label, system, system_b, prop)
+                if value is not None and system is not None and str(system) == str(sb):
+                    value = _FLIP.get(value, value)
+            else:
+                value = _scale_value(label, score, prop)
+            if value is None or value not in prop.labels:
+                problem(judge, f"label outside the labels of '{prop.name}'", where)
+                continue
+            emit(key, judge, value, prop)
+            continue
+        if system_b is not None:
+            prop = props[crit] if crit else (pairwise[0] if len(pairwise) == 1 else None)
+            if prop is None or prop.kind != "pairwise":
+                problem(judge, "a preference needs pairwise data", where)
+                continue
+            value = _preference(label, system, system_b, prop)
+            if value is None or value not in prop.labels:
+                problem(judge, f"label outside the labels of '{prop.name}'", where)
+                continue
+            matches = by_pair.get((str(r["input_id"]), frozenset((system, system_b))))
+            if not matches:
+                problem(judge, "no item shows this input with these two systems", where)
+                continue
+            for it in matches:
+                emit(it, judge, value if info[it][1] == system else _FLIP.get(value, value), prop)
+            continue
+        if crit is None and label is None and score is not None:
+            metric.setdefault((judge, str(r["input_id"])), {})[system] = (float(score), where)
+            continue
+        prop = props[crit] if crit else (single[0] if len(single) == 1 else None)
+        if prop is None or prop.kind == "pairwise":
+            problem(judge, "a label of one output needs a Likert or categorical criterion", where)
+            continue
+        value = _scale_value(label, score, prop)
+        if value is None:
+            problem(judge, f"label outside the labels of '{prop.name}'", where)
+            continue
+        matches = by_output.get((str(r["input_id"]), system))
+        if not matches:
+            problem(judge, "no item shows this input's output of this system", where)
+            continue
+        for it in matches:
+            emit(it, judge, value, prop)
+    for (judge, input_id), scores in metric.items():  # per-output metric scores
+        wheres = [w for _, w in scores.values()]
+        if len(pairwise) != 1:
+            problem(judge, "metric scores without a criterion are not on a label scale", wheres[0])
+            continue
+        prop = pairwise[0]
+        used = False
+        for it in pairs_of_input.get(input_id, []):
+            _, sa, sb = info[it]
+            if str(sa) in scores and str(sb) in scores:
+                diff = scores[str(sa)][0] - scores[str(sb)][0]
+                value = "A" if diff > 0 else "B" if diff < 0 else "tie"
+                if value not in prop.labels:
+                    problem(judge, f"label outside the labels of '{prop.name}'", wheres[0])
+                    continue
+                emit(it, judge, value, prop)
+                used = True
+        if not used:
+            problem(judge, "metric scores that complete no pair of an item", wheres[0])
+    frame = pd.DataFrame(
+        {
+            "item": pd.Series(out_item, dtype=object),
+            "judge": pd.Series(out_judge, dtype=object),
+            "label": pd.Series(out_label, dtype=object),
+            "property": pd.Series(out_prop, dtype=object),
+        }
+    )
+    if int_ids and len(frame):
+        frame["item"] = frame["item"].astype(np.int64)
+    notes = [
+        f"judge '{judge}': {len(wheres)} rating(s) left out: {why} (e.g. {wheres[0]})"
+        for (judge, why), wheres in sorted(problems.items())
+    ]
+    return frame, notes
+
+
+def _clean(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, str):
+        v = v.strip()
+        return v or None
+    return v
+
+
+def _item_key(item: Any, int_ids: bool) -> Hashable:
+    if int_ids:
+        try:
+            return int(str(item).strip())
+        except ValueError:
+            return item
+    return str(item)
+
+
+def _default(is_pair: bool, pairwise: list[Property], single: list[Property]) -> Property | None:
+    group = pairwise if is_pair else single
+    return group[0] if len(group) == 1 else None
+
+
+def load_judges(paths: Iterable[str | Path], dataset: Dataset) -> tuple[pd.DataFrame, list[str]]:
+    """Read judge files and attach them to ``dataset``'s items (see :func:`attach_judges`)."""
+    frames, notes = [], []
+    for path in paths:
+        frame, more = attach_judges(read_judges(path), dataset.items, dataset.properties)
+        frames.append(frame)
+        notes += more
+    if not frames:
+        return pd.DataFrame(columns=["item", "judge", "label", "property"]), notes
+    return pd.concat(frames, ignore_index=True), notes

@@ -1,0 +1,835 @@
+"""The study report: every figure of the analysis core, for every judged property, as one
+JSON-serialisable dict (pure: no Django, no I/O).
+
+Input frames
+------------
+``annotations`` -- one row per human label of one property (a Likert annotation with two
+criteria is two rows):
+
+* ``item``, ``annotator``, ``label`` (required; see :mod:`analysis.aggregation`);
+* ``property`` -- the property the label answers (optional when there is only one property);
+* ``flagged`` -- the label's worker was blocked after gold checks (optional, default false);
+  flagged labels are left out unless ``include_flagged=True``, and counted either way;
+* ``is_gold`` -- the item is a gold check (optional); gold labels are always left out;
+* ``raw`` -- the answer in display order (``left``/``right``/``tie``/...) for labels collected
+  on the platform; ``source`` -- ``platform`` or ``import`` (both optional, used by the
+  position-bias check);
+* ``annotation`` -- the annotation id (optional; excluded labels are counted per annotation
+  when it is present, else per row).
+
+``items`` (optional) -- one row per item: ``item``, ``input_id``, ``system_a``, ``system_b``
+(missing for a Likert item, whose output is ``system_a``'s) and ``priority`` (the input's
+priority score, optional).
+
+``judges`` (optional) -- ``item``, ``judge``, ``label`` and ``property``, labels in the
+orientation of the item (see :func:`analysis.loaders.attach_judges`).
+
+Properties
+----------
+A :class:`Property` declares what one label answers: a pairwise preference (labels ``A``,
+``B``, ``tie``, ``both_good``, ``both_bad`` in system order), an ordinal Likert criterion
+(numeric labels) or a categorical criterion. Its kind fixes the level of Krippendorff's alpha
+(Krippendorff 2011): nominal for pairwise and categorical labels, ordinal for Likert and
+graded scales, interval in addition on request.
+
+Output
+------
+:func:`build_report` returns plain dicts, lists, strings, numbers, booleans and ``None``.
+A statistic is ``{"value", "low", "high", "n", "n_boot", "reason"}``: ``value`` is ``None``
+exactly when the statistic is undefined, and ``reason`` then says why (never a NaN).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from analysis import agreement, perception
+from analysis.aggregation import (
+    PAIRWISE_LABELS,
+    Estimate,
+    LabelCounts,
+    likert_summary,
+    pairwise_win_rates,
+    position_bias,
+    prioritisation_check,
+    soft_vote,
+)
+
+__all__ = ["REPORT_SCHEMA", "Property", "build_report", "estimate_dict", "json_safe"]
+
+REPORT_SCHEMA = "humeval.report/1"
+
+Kind = Literal["pairwise", "ordinal", "categorical"]
+
+_KINDS = ("pairwise", "ordinal", "categorical")
+
+
+@dataclass(frozen=True)
+class Property:
+    """One judged property: what a label answers and which labels it may take.
+
+    Attributes
+    ----------
+    name:
+        Key in the ``property`` column of the frames (a criterion name, or ``preference``).
+    kind:
+        ``"pairwise"`` (preference in system order), ``"ordinal"`` (Likert, graded) or
+        ``"categorical"``.
+    labels:
+        The declared label set in order (for ordinal data: increasing numbers). Chance
+        agreement of Randolph's kappa counts this set.
+    title:
+        The question as workers saw it, for display.
+    labels_inferred:
+        The label set was read from the data, not declared by the study (a label export
+        does not carry the scale); shown as a note in the report.
+    label_map:
+        Raw label -> label (e.g. Judge-Bench ``model_a`` -> ``A``), applied to judge labels.
+    """
+
+    name: str
+    kind: Kind
+    labels: tuple[Hashable, ...]
+    title: str = ""
+    labels_inferred: bool = False
+    label_map: Mapping[str, Hashable] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"property {self.name!r}: kind must be one of {_KINDS}")
+        labels = tuple(self.labels)
+        object.__setattr__(self, "labels", labels)
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"property {self.name!r}: labels contain duplicates {list(labels)}")
+        if self.kind == "pairwise":
+            extra = [x for x in labels if x not in PAIRWISE_LABELS]
+            if extra:
+                raise ValueError(
+                    f"property {self.name!r}: pairwise labels must be among "
+                    f"{list(PAIRWISE_LABELS)}, got {extra}"
+                )
+        if self.kind == "ordinal":
+            if not all(_is_number(x) for x in labels):
+                raise ValueError(f"property {self.name!r}: ordinal labels must be numbers")
+            if any(b <= a for a, b in zip(labels, labels[1:], strict=False)):
+                raise ValueError(f"property {self.name!r}: ordinal labels must be increasing")
+
+    @property
+    def level(self) -> str:
+        """Level of measurement for Krippendorff's alpha."""
+        return "ordinal" if self.kind == "ordinal" else "nominal"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "title": self.title or self.name,
+            "labels": list(self.labels),
+            "labels_inferred": self.labels_inferred,
+            "level": self.level,
+        }
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float | np.integer | np.floating) and not isinstance(x, bool)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON helpers
+# --------------------------------------------------------------------------------------------
+
+
+def json_safe(obj: Any) -> Any:
+    """Plain Python for ``json.dumps(..., allow_nan=False)``: numpy scalars become numbers,
+    NaN, infinities and ``pd.NA`` become ``None`` (callers attach the reason), tuples lists."""
+    if obj is None or isinstance(obj, bool | str):
+        return obj
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | np.ndarray | pd.Index):
+        return [json_safe(v) for v in obj]
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    return str(obj)
+
+
+def estimate_dict(est: Estimate, **extra: Any) -> dict[str, Any]:
+    """An :class:`~analysis.aggregation.Estimate` as a dict, ``extra`` keys first."""
+    return {**extra, **json_safe(est.as_dict())}
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    obj = frame.astype(object).where(frame.notna(), None)
+    return [json_safe(r) for r in obj.to_dict("records")]
+
+
+def _with_reason(rows: list[dict[str, Any]], fields: Sequence[str], why: str) -> None:
+    """Give rows whose ``fields`` are missing a reason (unless they already have one)."""
+    for row in rows:
+        if any(row.get(f) is None for f in fields) and not row.get("reason"):
+            row["reason"] = why
+        row.setdefault("reason", "")
+
+
+# --------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------
+
+
+def build_report(
+    annotations: pd.DataFrame,
+    properties: Sequence[Property],
+    *,
+    judges: pd.DataFrame | None = None,
+    items: pd.DataFrame | None = None,
+    threshold: float = 0.1,
+    include_flagged: bool = False,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    interval: bool = False,
+    title: str = "",
+    source: str = "",
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Build the study report (see the module docstring for the frames and the output).
+
+    Parameters
+    ----------
+    threshold:
+        Soft-vote tie threshold on ``|p_A - p_B|`` (ORA Section 3.4; 0.1 between model
+        families, 0.2 within one).
+    include_flagged:
+        Keep labels of workers blocked after gold checks (they are counted either way).
+    n_boot:
+        Bootstrap resamples over items for every interval (0: no intervals); also the number
+        of random orders of the prioritisation check.
+    seed:
+        Seed of the bootstrap; every statistic of a property uses the same resamples.
+    interval:
+        Also report Krippendorff's alpha at the interval level for numeric properties.
+
+    Returns the report as a JSON-serialisable dict (``schema``: :data:`REPORT_SCHEMA`).
+    """
+    started = time.perf_counter()
+    if not 0 <= threshold <= 1:
+        raise ValueError("threshold must be within [0, 1]")
+    if n_boot < 0:
+        raise ValueError("n_boot must be 0 or more")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be within (0, 1)")
+    if not properties:
+        raise ValueError("no properties to report on")
+    names = [p.name for p in properties]
+    if len(set(names)) != len(names):
+        raise ValueError(f"property names must be distinct: {names}")
+    for col in ("item", "annotator", "label"):
+        if col not in annotations.columns:
+            raise ValueError(f"annotations need an {col!r} column")
+    if "property" not in annotations.columns and len(properties) > 1:
+        raise ValueError("annotations need a 'property' column when there are several properties")
+
+    ann, excluded = _exclude(annotations, include_flagged, properties[0].name)
+    item_meta = _item_meta(items)
+    ann_by_prop = _split(ann, properties)
+    judge_by_prop = _split(judges, properties) if judges is not None and len(judges) else {}
+    opts = _Opts(threshold, n_boot, seed, confidence, interval)
+
+    sections = []
+    for prop in properties:  # loop over the few properties
+        sections.append(
+            _property_section(
+                prop,
+                ann_by_prop.get(prop.name, ann.iloc[:0]),
+                judge_by_prop.get(prop.name),
+                item_meta,
+                excluded["per_property"].get(prop.name, {}),
+                opts,
+            )
+        )
+    all_notes = list(notes)
+    if excluded["flagged"]:
+        verb = "included" if include_flagged else "excluded"
+        hint = "" if include_flagged else " (include them with --include-flagged)"
+        all_notes.append(
+            f"{excluded['flagged']} flagged label(s) of workers blocked after gold checks "
+            f"{verb}{hint}."
+        )
+    if excluded["gold"]:
+        all_notes.append(f"{excluded['gold']} label(s) on gold check items excluded.")
+    for prop in properties:
+        if prop.labels_inferred:
+            all_notes.append(
+                f"{prop.name}: the label set {list(prop.labels)} was read from the data, not "
+                "declared by the study; Randolph's kappa counts these labels."
+            )
+    judge_names = sorted({j["judge"] for sec in sections for j in sec.get("judges", [])})
+    report = {
+        "schema": REPORT_SCHEMA,
+        "title": title,
+        "source": source,
+        "settings": {
+            "threshold": threshold,
+            "include_flagged": include_flagged,
+            "n_boot": n_boot,
+            "seed": seed,
+            "confidence": confidence,
+            "interval": interval,
+        },
+        "counts": {
+            "annotations": _n_annotations(ann),
+            "labels": int(len(ann)),
+            **_overall_counts(ann, sections),
+            "flagged": excluded["flagged"],
+            "flagged_excluded": 0 if include_flagged else excluded["flagged"],
+            "gold_excluded": excluded["gold"],
+            "judges": judge_names,
+        },
+        "notes": all_notes,
+        "properties": sections,
+        "elapsed_seconds": round(time.perf_counter() - started, 3),
+    }
+    return json_safe(report)
+
+
+def _overall_counts(ann: pd.DataFrame, sections: list[dict[str, Any]]) -> dict[str, int]:
+    """Items and annotators over all properties (taken from the section when there is one)."""
+    if len(sections) == 1 and "counts" in sections[0] and "property" not in ann.columns:
+        return {k: sections[0]["counts"][k] for k in ("items", "annotators")}
+    return {"items": int(ann["item"].nunique()), "annotators": int(ann["annotator"].nunique())}
+
+
+def _n_annotations(ann: pd.DataFrame) -> int:
+    """Annotations (one annotator on one item; a Likert annotation may rate several criteria)."""
+    if "annotation" in ann.columns:
+        return int(ann["annotation"].nunique())
+    if "property" not in ann.columns:
+        return int(len(ann))
+    return int(len(ann[["item", "annotator"]].drop_duplicates()))
+
+
+@dataclass(frozen=True)
+class _Opts:
+    threshold: float
+    n_boot: int
+    seed: int
+    confidence: float
+    interval: bool
+
+    @property
+    def kw(self) -> dict[str, Any]:
+        return {"n_boot": self.n_boot, "seed": self.seed, "confidence": self.confidence}
+
+
+def _count(frame: pd.DataFrame, mask: np.ndarray) -> int:
+    if not mask.any():
+        return 0
+    if "annotation" in frame.columns:
+        return int(pd.unique(frame["annotation"].to_numpy()[mask]).size)
+    return int(mask.sum())
+
+
+def _bool_column(frame: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return frame[col].fillna(False).astype(bool).to_numpy()
+
+
+def _exclude(
+    annotations: pd.DataFrame, include_flagged: bool, only: str
+) -> tuple[pd.DataFrame, dict]:
+    """Drop gold labels always and flagged labels unless asked; count both, per property."""
+    gold = _bool_column(annotations, "is_gold")
+    flagged = _bool_column(annotations, "flagged") & ~gold
+    drop = gold | (flagged if not include_flagged else False)
+    per_property: dict[str, dict[str, int]] = {}
+    if (gold.any() or flagged.any()) and "property" in annotations.columns:
+        props = annotations["property"].to_numpy()
+        for name in pd.unique(props[gold | flagged]):
+            sel = props == name
+            per_property[str(name)] = {
+                "flagged": int((flagged & sel).sum()),
+                "gold": int((gold & sel).sum()),
+            }
+    elif gold.any() or flagged.any():
+        per_property[only] = {"flagged": int(flagged.sum()), "gold": int(gold.sum())}
+    info = {
+        "flagged": _count(annotations, flagged),
+        "gold": _count(annotations, gold),
+        "per_property": per_property,
+    }
+    if not drop.any():
+        return annotations, info
+    return annotations.loc[~drop], info
+
+
+def _split(frame: pd.DataFrame | None, properties: Sequence[Property]) -> dict[str, pd.DataFrame]:
+    if frame is None:
+        return {}
+    if "property" not in frame.columns:
+        return {properties[0].name: frame}
+    groups = frame.groupby("property", sort=False).indices
+    return {str(k): frame.take(v) for k, v in groups.items()}
+
+
+def _item_meta(items: pd.DataFrame | None) -> pd.DataFrame | None:
+    if items is None or not len(items):
+        return None
+    if "item" not in items.columns:
+        raise ValueError("items need an 'item' column")
+    return items.drop_duplicates("item").set_index("item")
+
+
+# --------------------------------------------------------------------------------------------
+# One property
+# --------------------------------------------------------------------------------------------
+
+
+def _property_section(
+    prop: Property,
+    ann: pd.DataFrame,
+    jud: pd.DataFrame | None,
+    items: pd.DataFrame | None,
+    excluded: dict[str, int],
+    opts: _Opts,
+) -> dict[str, Any]:
+    section: dict[str, Any] = {**prop.as_dict(), "notes": []}
+    if prop.labels_inferred:
+        section["notes"].append("label set read from the data, not declared by the study")
+    ann = ann.loc[ann["label"].notna()]
+    known = ann["label"].isin(prop.labels).to_numpy()
+    if not known.all():
+        bad = pd.unique(ann["label"].to_numpy()[~known])[:5]
+        section["notes"].append(
+            f"{int((~known).sum())} label(s) outside the declared set {list(prop.labels)} "
+            f"were left out, e.g. {[str(b) for b in bad]}"
+        )
+        ann = ann.loc[known]
+    if jud is not None:
+        jud = jud.loc[jud["label"].notna() & jud["label"].isin(prop.labels)]
+        if not len(jud):
+            jud = None
+    section["excluded"] = {"flagged": excluded.get("flagged", 0), "gold": excluded.get("gold", 0)}
+    if not len(ann):
+        section["empty"] = "no human labels for this property"
+        section["counts"] = {"labels": 0, "items": 0, "annotators": 0}
+        return section
+    lc = LabelCounts.from_frames(ann, jud, labels=list(prop.labels))
+    if any(c.sum() == 0 for c in lc.judges.values()):  # judges of items no human rated here
+        lc = LabelCounts(
+            items=lc.items,
+            labels=lc.labels,
+            human=lc.human,
+            judges={k: c for k, c in lc.judges.items() if c.sum() > 0},
+        )
+    section["counts"] = _counts(ann, lc)
+    section["label_distribution"] = _distribution(lc)
+    section["reliability"] = _reliability(lc, prop, opts)
+    lc_pw = _pairwise_counts(lc) if prop.kind == "pairwise" else None
+    outcomes = None
+    if prop.kind == "pairwise":
+        outcomes = soft_vote(lc_pw, threshold=opts.threshold)
+        section["pairwise"] = _pairwise(outcomes, items, opts)
+        section["position_bias"] = _position_bias(ann)
+        section["prioritisation"] = _prioritisation(outcomes, items, opts)
+    if prop.kind == "ordinal":
+        section["likert"] = _likert(lc, items)
+    section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
+    section["perception"] = _perception(lc, lc_pw, prop)
+    return section
+
+
+def _counts(ann: pd.DataFrame, lc: LabelCounts) -> dict[str, Any]:
+    per_item = lc.human.sum(axis=1)
+    return {
+        "labels": int(per_item.sum()),
+        "items": int(lc.n_items),
+        "annotators": int(ann["annotator"].nunique()),
+        "labels_per_item": {
+            "min": int(per_item.min()),
+            "median": float(np.median(per_item)),
+            "max": int(per_item.max()),
+        },
+        "items_with_two_or_more": int((per_item >= 2).sum()),
+    }
+
+
+def _distribution(lc: LabelCounts) -> list[dict[str, Any]]:
+    totals = lc.human.sum(axis=0)
+    n = totals.sum()
+    return [
+        {"label": label, "count": int(c), "share": float(c / n) if n else 0.0}
+        for label, c in zip(lc.labels, totals, strict=True)
+    ]
+
+
+def _pairwise_counts(lc: LabelCounts) -> LabelCounts:
+    """The same counts on the full pairwise label set, as soft voting and the pairwise
+    perception chart expect (zero columns for labels the study did not allow)."""
+    if list(lc.labels) == list(PAIRWISE_LABELS):
+        return lc
+    pos = [PAIRWISE_LABELS.index(x) for x in lc.labels]
+
+    def pad(c: np.ndarray) -> np.ndarray:
+        out = np.zeros((c.shape[0], len(PAIRWISE_LABELS)), dtype=c.dtype)
+        out[:, pos] = c
+        return out
+
+    return LabelCounts(
+        items=lc.items,
+        labels=pd.Index(PAIRWISE_LABELS),
+        human=pad(lc.human),
+        judges={k: pad(v) for k, v in lc.judges.items()},
+    )
+
+
+_RELIABILITY_TITLES = {
+    "krippendorff_alpha": "Krippendorff's alpha",
+    "fleiss_kappa": "Fleiss' kappa",
+    "randolph_kappa": "Randolph's kappa",
+    "percentage_agreement": "Percentage agreement",
+    "loo_inner": "Leave-one-out agreement (inner)",
+}
+
+
+def _reliability(lc: LabelCounts, prop: Property, opts: _Opts) -> list[dict[str, Any]]:
+    """Human-human reliability, each with its percentile bootstrap interval over items."""
+    kw = opts.kw
+    rows = [
+        estimate_dict(
+            agreement.krippendorff_alpha(lc, level=prop.level, **kw),
+            metric="krippendorff_alpha",
+            level=prop.level,
+            source="Krippendorff 2011",
+        )
+    ]
+    if opts.interval:
+        if lc.values is not None:
+            est = agreement.krippendorff_alpha(lc, level="interval", **kw)
+        else:
+            est = Estimate.undefined("the interval level needs numeric labels")
+        rows.append(
+            estimate_dict(
+                est, metric="krippendorff_alpha", level="interval", source="Krippendorff 2011"
+            )
+        )
+    rows += [
+        estimate_dict(
+            agreement.fleiss_kappa(lc, **kw), metric="fleiss_kappa", source="Fleiss 1971"
+        ),
+        estimate_dict(
+            agreement.randolph_kappa(lc, **kw),
+            metric="randolph_kappa",
+            source=f"Randolph 2005 (chance 1/{len(lc.labels)})",
+        ),
+        estimate_dict(
+            agreement.percentage_agreement(lc, reference="mode", **kw),
+            metric="percentage_agreement",
+            reference="mode",
+            source="Beyond Correlation A.4, Eq. 3",
+        ),
+    ]
+    if prop.kind == "ordinal":
+        rows.append(
+            estimate_dict(
+                agreement.percentage_agreement(lc, reference="median", **kw),
+                metric="percentage_agreement",
+                reference="median",
+                source="Beyond Correlation Section 3.1 (share of the median label)",
+            )
+        )
+    rows.append(
+        estimate_dict(
+            agreement.loo_agreement_inner(lc, **kw),
+            metric="loo_inner",
+            source="HREF Appendix D.4, Algorithm 1",
+        )
+    )
+    for row in rows:
+        row["title"] = _RELIABILITY_TITLES[row["metric"]]
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Pairwise: soft vote, win rates, position bias, prioritisation
+# --------------------------------------------------------------------------------------------
+
+
+def _pairwise(outcomes: pd.DataFrame, items: pd.DataFrame | None, opts: _Opts) -> dict[str, Any]:
+    counts = outcomes["outcome"].value_counts()
+    out: dict[str, Any] = {
+        "threshold": opts.threshold,
+        "source": "ORA Section 3.4 (soft voting); HREF Section 3 (expected win rate)",
+        "outcomes": {k: int(counts.get(k, 0)) for k in ("A", "B", "tie")},
+    }
+    if items is None or not {"system_a", "system_b"} <= set(items.columns):
+        out["pairs"] = []
+        out["pairs_reason"] = "no system names for the items: win rates need them"
+        return out
+    pairs = items.reindex(outcomes["item"])[["system_a", "system_b"]].reset_index()
+    pairs = pairs.rename(columns={pairs.columns[0]: "item"})
+    known = pairs["system_a"].notna() & pairs["system_b"].notna()
+    if not known.any():
+        out["pairs"] = []
+        out["pairs_reason"] = "no system names for the items: win rates need them"
+        return out
+    rates = pairwise_win_rates(
+        outcomes.loc[known.to_numpy()],
+        pairs.loc[known],
+        n_boot=opts.n_boot,
+        seed=opts.seed,
+        confidence=opts.confidence,
+    )
+    rows = _records(rates)
+    why = (
+        "no bootstrap interval: n_boot=0"
+        if opts.n_boot == 0
+        else "no bootstrap interval could be formed"
+    )
+    _with_reason(rows, ["expected_win_rate_low", "expected_win_rate_high"], why)
+    out["pairs"] = rows
+    if not known.all():
+        out["pairs_note"] = f"{int((~known).sum())} item(s) without system names left out"
+    return out
+
+
+def _position_bias(ann: pd.DataFrame) -> dict[str, Any]:
+    """Share of left-hand choices among platform labels that chose a side (binomial test)."""
+    out: dict[str, Any] = {"source": "two-sided exact binomial test vs 1/2 (scipy.stats)"}
+    if "raw" not in ann.columns:
+        out["reason"] = "no display-order answers in the data: position bias cannot be checked"
+        return out
+    mask = ann["raw"].notna().to_numpy().copy()
+    if "source" in ann.columns:
+        mask &= (ann["source"] == "platform").to_numpy()
+    if not mask.any():
+        out["reason"] = (
+            "no labels collected on the platform (imported labels have no display order)"
+        )
+        return out
+    frame = position_bias(ann.loc[mask, ["annotator", "raw"]], rater="annotator")
+    rows = _records(frame)
+    overall, raters = rows[0], rows[1:]
+    tested = [r for r in raters if r["p_value"] is not None]
+    if tested:
+        from statsmodels.stats.multitest import multipletests
+
+        holm = multipletests([r["p_value"] for r in tested], method="holm")[1]
+        for r, p in zip(tested, holm, strict=True):
+            r["p_holm"] = float(p)
+    for r in raters:
+        r.setdefault("p_holm", None)
+    out["overall"] = overall
+    out["annotators"] = raters
+    out["holm"] = "p_holm: Holm-adjusted over annotators (Holm 1979)"
+    return out
+
+
+def _prioritisation(
+    outcomes: pd.DataFrame, items: pd.DataFrame | None, opts: _Opts
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"source": "ORA Section 3.4, random baseline"}
+    if items is None or "priority" not in items.columns:
+        out["reason"] = "no input has a priority score"
+        return out
+    prio = pd.to_numeric(items["priority"].reindex(outcomes["item"]), errors="coerce").to_numpy(
+        dtype=np.float64
+    )
+    has = np.isfinite(prio)
+    if not has.any():
+        out["reason"] = "no input has a priority score"
+        return out
+    frame = pd.DataFrame(
+        {"priority": prio[has], "is_tie": (outcomes["outcome"].to_numpy() == "tie")[has]}
+    )
+    table = prioritisation_check(frame, n_orders=opts.n_boot, seed=opts.seed)
+    rows = _records(table)
+    _with_reason(
+        rows,
+        ["random_mean", "random_std"],
+        "too few random orders (n_boot) for a mean and standard deviation",
+    )
+    out["rows"] = rows
+    out["n_items"] = int(has.sum())
+    out["n_ties"] = int(frame["is_tie"].sum())
+    if not has.all():
+        out["note"] = f"{int((~has).sum())} item(s) without a priority score left out"
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Likert summaries
+# --------------------------------------------------------------------------------------------
+
+
+def _likert(lc: LabelCounts, items: pd.DataFrame | None) -> dict[str, Any]:
+    """Per-system summaries of item medians and means (and the pooled rating distribution)."""
+    summ = likert_summary(lc)
+    vals = lc.ordinal_values()
+    if items is not None and "system_a" in items.columns:
+        system = items["system_a"].reindex(lc.items).astype(object).to_numpy()
+        system = np.where(pd.isna(system), "(unknown system)", system).astype(str)
+    else:
+        system = np.full(lc.n_items, "all items", dtype=object)
+    code, names = pd.factorize(system, sort=True)
+    rows = []
+    groups = [("all", np.ones(lc.n_items, dtype=bool))] if len(names) > 1 else []
+    groups += [(str(name), code == j) for j, name in enumerate(names)]
+    for name, sel in groups:  # loop over systems
+        c = lc.human[sel]
+        dist = c.sum(axis=0)
+        n_ratings = int(dist.sum())
+        rows.append(
+            {
+                "system": name,
+                "n_items": int(sel.sum()),
+                "n_ratings": n_ratings,
+                "mean_rating": float(dist @ vals / n_ratings),
+                "mean_of_item_means": float(summ["mean"].to_numpy()[sel].mean()),
+                "median_of_item_medians": float(np.median(summ["median"].to_numpy()[sel])),
+                "distribution": [int(x) for x in dist],
+                "reason": "",
+            }
+        )
+    return {"labels": list(lc.labels), "systems": rows}
+
+
+# --------------------------------------------------------------------------------------------
+# Human vs judge
+# --------------------------------------------------------------------------------------------
+
+
+def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str, Any]:
+    kw = opts.kw
+    jc = lc.judges[name]
+    both = (lc.human.sum(axis=1) > 0) & (jc.sum(axis=1) > 0)
+    out: dict[str, Any] = {
+        "judge": name,
+        "n_items": int(both.sum()),
+        "n_labels": int(jc.sum()),
+        "loo_outer": estimate_dict(
+            agreement.loo_agreement_outer(lc, judge=name, **kw),
+            metric="loo_outer",
+            source="HREF Appendix D.4, Algorithm 1 (outer)",
+        ),
+    }
+    if prop.kind == "ordinal":
+        corr = agreement.judge_correlations(lc, judge=name, aggregate="median", **kw)
+        out["correlations"] = _records(corr)
+        out["correlations_source"] = (
+            "human median vs judge label per item (Judge-Bench Section 4; scipy.stats)"
+        )
+    else:
+        vs = agreement.judge_vs_majority(lc, judge=name, **kw)
+        out["vs_majority"] = _records(vs)
+        out["vs_majority_source"] = "judge vs human majority; Cohen 1960 (Judge-Bench Section 4)"
+    binning = "median" if prop.kind == "ordinal" else "mode"
+    jsd = perception.binned_jsd(lc, judge=name, binning=binning, **kw)
+    bins = _records(jsd.bins)
+    out["binned_jsd"] = {
+        **estimate_dict(jsd.estimate, metric="binned_jsd", binning=binning),
+        "source": "Beyond Correlation Section 3.2, Eq. 1-2 (JS distance, Appendix A.7)",
+        "bins": bins,
+    }
+    level = "ordinal" if prop.kind == "ordinal" else "nominal"
+    strat = agreement.stratified_agreement(lc, judge=name, level=level, **kw)
+    out["stratified"] = {
+        "level": level,
+        "by": "percentage_agreement",
+        "source": "Beyond Correlation Section 3.1 (HH vs HM per stratum of human agreement)",
+        "rows": _records(strat),
+    }
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Perception charts
+# --------------------------------------------------------------------------------------------
+
+
+def _chart_dict(frame: pd.DataFrame, labels: list) -> dict[str, Any]:
+    """Tidy chart frame (bin, bin_items, bin_share, source, label, count, proportion) -> bins
+    with per-source count and proportion vectors over ``labels``."""
+    bins = []
+    k = len(labels)
+    sources = list(pd.unique(frame["source"]))
+    n_bins = len(frame) // (k * len(sources)) if len(frame) else 0
+    for b in range(n_bins):  # frames are ordered by source, then bin, then label
+        entry: dict[str, Any] = {"sources": []}
+        for s_idx, source in enumerate(sources):
+            start = (s_idx * n_bins + b) * k
+            block = frame.iloc[start : start + k]
+            if s_idx == 0:
+                entry["bin"] = json_safe(block["bin"].iloc[0])
+                entry["items"] = float(block["bin_items"].iloc[0])
+                entry["share"] = float(block["bin_share"].iloc[0])
+                entry["reason"] = "" if entry["items"] > 0 else "no items in this bin"
+            entry["sources"].append(
+                {
+                    "source": str(source),
+                    "counts": [float(x) for x in block["count"]],
+                    "proportions": [float(x) for x in block["proportion"]],
+                }
+            )
+        bins.append(entry)
+    return {"labels": json_safe(labels), "bins": bins}
+
+
+def _perception(lc: LabelCounts, lc_pw: LabelCounts | None, prop: Property) -> dict[str, Any]:
+    if prop.kind == "ordinal":
+        frame = perception.ordinal_perception_chart(lc)
+        out = _chart_dict(frame, list(lc.labels))
+        out["binning"] = "human median (split ties 1/2-1/2)"
+        out["source"] = "Beyond Correlation Section 3.3.1, Fig. 3"
+    elif prop.kind == "pairwise":
+        frame = perception.pairwise_perception_chart(lc_pw)
+        out = _chart_dict(frame, ["A", "B", "tie"])
+        out["binning"] = "human majority A / B / tie (equal votes: tie)"
+        out["source"] = "Beyond Correlation Section 3.3.2, Fig. 4"
+    else:
+        if not lc.judges:
+            return {"reason": "no judge labels: the perception chart compares humans and judges"}
+        keys, w = perception.bin_weights(lc.human, lc.labels, "mode", "split")
+        size = w.sum(axis=0)
+        bins = []
+        for b, key in enumerate(keys):  # pooled distributions per human-majority bin
+            sources = []
+            for source, counts in {"human": lc.human, **lc.judges}.items():
+                pooled = w[:, b] @ counts
+                tot = pooled.sum()
+                sources.append(
+                    {
+                        "source": str(source),
+                        "counts": [float(x) for x in pooled],
+                        "proportions": [float(x / tot) if tot else 0.0 for x in pooled],
+                    }
+                )
+            bins.append(
+                {
+                    "bin": json_safe(key),
+                    "items": float(size[b]),
+                    "share": float(size[b] / size.sum()) if size.sum() else 0.0,
+                    "reason": "" if size[b] > 0 else "no items in this bin",
+                    "sources": sources,
+                }
+            )
+        out = {"labels": json_safe(list(lc.labels)), "bins": bins}
+        out["binning"] = "human majority (tied modes split)"
+        out["source"] = "Beyond Correlation Section 3.3 (nominal)"
+    if not lc.judges:
+        out["note"] = "no judge labels: humans only"
+    return out
