@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401 - the report API routes go here
+from django.urls import path
 
-urlpatterns: list = []
+from .api import StudyReportView
+
+urlpatterns = [
+    path("studies/<int:pk>/report/", StudyReportView.as_view(), name="analysis-study-report"),
+]

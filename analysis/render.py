@@ -417,6 +417,7 @@ def _short(text: Any, limit: int) -> str:
 
 
 REPORT_CSS = """
+.hv-options { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; margin: .5rem 0; }
 .hv-report { font-size: 15px; }
 .hv-report h2 { text-transform: none; letter-spacing: 0; color: inherit; font-size: 1.25rem; }
 .hv-report h3 { font-size: 1rem; margin: 1.25rem 0 .25rem; }

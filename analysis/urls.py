@@ -1,5 +1,9 @@
-from django.urls import path  # noqa: F401 - the report page routes go here
+from django.urls import path
+
+from . import views
 
 app_name = "analysis"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("studies/<int:pk>/report/", views.study_report, name="report"),
+]

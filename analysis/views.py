@@ -1,0 +1,57 @@
+"""The study report page (HTML with inline SVG charts). Login required; a user sees the
+reports of the studies the API lets them read (``studies_visible_to``), others get 404."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.safestring import mark_safe
+
+from analysis import selectors
+from analysis.render import render_html
+from annotator.selectors import studies_visible_to
+
+MAX_N_BOOT = 10_000
+
+
+class ReportOptionsForm(forms.Form):
+    """Query parameters of the report (the same as the API's)."""
+
+    threshold = forms.FloatField(
+        min_value=0, max_value=1, required=False, initial=0.1, help_text="soft-vote tie threshold"
+    )
+    include_flagged = forms.BooleanField(required=False, label="include flagged labels")
+    n_boot = forms.IntegerField(
+        min_value=0, max_value=MAX_N_BOOT, required=False, initial=1000, label="bootstrap resamples"
+    )
+    interval = forms.BooleanField(required=False, label="interval alpha")
+
+    def options(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "threshold": 0.1 if data.get("threshold") is None else data["threshold"],
+            "include_flagged": bool(data.get("include_flagged")),
+            "n_boot": 1000 if data.get("n_boot") is None else data["n_boot"],
+            "interval": bool(data.get("interval")),
+        }
+
+
+@login_required
+def study_report(request: HttpRequest, pk: int) -> HttpResponse:
+    study = get_object_or_404(studies_visible_to(request.user), pk=pk)
+    form = ReportOptionsForm(request.GET)
+    if form.is_valid():
+        options = form.options()
+        report = selectors.study_report(study, **options)
+        # render_html escapes every piece of text that comes from the data
+        report_html = mark_safe(render_html(report))  # noqa: S308
+    else:
+        options, report_html = None, ""
+    return render(
+        request,
+        "analysis/report.html",
+        {"study": study, "form": form, "options": options, "report_html": report_html},
+        status=200 if options is not None else 400,
+    )

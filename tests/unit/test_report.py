@@ -1,0 +1,291 @@
+"""The study report from the database: selectors, page, API, ``manage.py analyze`` and the
+round trip through ``export_labels`` and ``python -m analysis report``."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from analysis import agreement, selectors
+from analysis.__main__ import main as cli_main
+from analysis.aggregation import pairwise_win_rates, soft_vote
+from annotator import services
+from annotator.models import Annotation, Item, Participation
+from tests.conftest import active_markup, bundle, pairwise_bundle
+
+HOSTILE = "<script>alert(1)</script>"
+N_BOOT = 200
+
+
+def annotate(study, workers=("w1", "w2", "w3"), seed=0, likert=None) -> None:
+    """Every worker labels until nothing is left; answers drawn with a fixed seed."""
+    rng = random.Random(seed)
+    for name in workers:
+        part = services.participation_enter(study=study, platform="link", external_id=name)
+        while (a := services.assignment_next(participation=part)) is not None:
+            if likert is None:
+                answer = rng.choices(["left", "right", "tie"], weights=[5, 3, 2])[0]
+                services.annotation_submit(annotator=part.annotator, token=a.token, answer=answer)
+            else:
+                services.annotation_submit(
+                    annotator=part.annotator, token=a.token, scores=likert(rng)
+                )
+
+
+def client_for(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+JUDGE_PAIRWISE = "\n".join(
+    json.dumps(r)
+    for r in [
+        {"judge": "gpt", "input_id": f"in{i}", "system": s, "system_b": t, "label": lab}
+        for i in range(3)
+        for (s, t), lab in zip(
+            [("s1", "s2"), ("s3", "s1"), ("s3", "s2")],  # two stored against the items' order
+            ["A", "B", "tie"] if i % 2 else ["s2", "A", "B"],
+            strict=True,
+        )
+    ]
+    + [
+        {"judge": "bleu", "input_id": f"in{i}", "system": s, "score": (i * 7 + k) % 5 / 10}
+        for i in range(3)
+        for k, s in enumerate(("s1", "s2", "s3"))
+    ]
+).encode()
+
+
+@pytest.fixture
+def researcher(db):
+    return User.objects.create_user("res", password="x" * 12)
+
+
+@pytest.fixture
+def pairwise(make_study, researcher):
+    study = make_study(pairwise_bundle(n_inputs=3, systems=("s1", "s2", "s3")), redundancy=3)
+    study.researchers.add(researcher)
+    annotate(study)
+    services.judge_ratings_import(study, JUDGE_PAIRWISE, filename="judges.jsonl")
+    return study
+
+
+def comparable(report: dict) -> list[dict]:
+    """The figures of a report, without what names its origin (title, source, notes)."""
+    drop = {"title", "notes", "labels_inferred"}
+    return [{k: v for k, v in p.items() if k not in drop} for p in report["properties"]]
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_report_figures_equal_the_core_on_the_study_frames(pairwise):
+    report = selectors.study_report(pairwise, n_boot=N_BOOT)
+    data = selectors.study_dataset(pairwise)
+    ann = data.annotations
+    assert len(ann) == 27 and not ann["flagged"].any()
+    prop = report["properties"][0]
+    assert prop["labels"] == ["A", "B", "tie"]
+    alpha = agreement.krippendorff_alpha(ann, level="nominal", labels=prop["labels"], n_boot=N_BOOT)
+    got = prop["reliability"][0]
+    assert (got["metric"], got["level"]) == ("krippendorff_alpha", "nominal")
+    assert got["value"] == pytest.approx(alpha.value) and got["high"] == pytest.approx(alpha.high)
+    rates = pairwise_win_rates(soft_vote(ann), data.items, n_boot=N_BOOT)
+    assert [r["expected_win_rate"] for r in prop["pairwise"]["pairs"]] == pytest.approx(
+        rates["expected_win_rate"].tolist()
+    )
+    assert {j["judge"] for j in prop["judges"]} == {"gpt", "bleu"}
+    assert prop["position_bias"]["overall"]["n"] == 27 - prop["label_distribution"][2]["count"]
+    assert prop["prioritisation"]["reason"] == "no input has a priority score"
+
+
+def test_judge_preference_in_reverse_orientation_is_flipped(make_study):
+    study = make_study(pairwise_bundle(n_inputs=2, systems=("alpha", "beta")))
+    item = Item.objects.get(study=study, input__external_id="in0")
+    assert (item.output_a.system.name, item.output_b.system.name) == ("alpha", "beta")
+    ratings = (
+        b'{"judge": "j", "input_id": "in0", "system": "beta", "system_b": "alpha", "label": "A"}\n'
+        b'{"judge": "j", "input_id": "in1", "system": "alpha", "system_b": "beta", "label": "A"}\n'
+        b'{"judge": "k", "input_id": "in0", "system": "beta", "system_b": "alpha", '
+        b'"label": "beta"}\n'
+    )
+    services.judge_ratings_import(study, ratings, filename="r.jsonl")
+    data = selectors.study_dataset(study)
+    frame, notes = selectors.study_judges(study, data)
+    got = {(r.judge, r.item): r.label for r in frame.itertuples()}
+    in1 = Item.objects.get(study=study, input__external_id="in1").pk
+    # "beta is better" stored as (beta, alpha) = A becomes B on the item whose A is alpha
+    assert got == {("j", item.pk): "B", ("j", in1): "A", ("k", item.pk): "B"}
+    assert notes == []
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_export_round_trip_gives_the_same_numbers(pairwise, tmp_path, capsys, fmt):
+    labels = tmp_path / f"labels.{fmt}"
+    judges = tmp_path / "judges.jsonl"
+    judges.write_bytes(JUDGE_PAIRWISE)
+    call_command("export_labels", pairwise.pk, format=fmt, output=str(labels))
+    out = io.StringIO()
+    call_command("analyze", pairwise.pk, "--json", "--n-boot", str(N_BOOT), stdout=out)
+    from_db = json.loads(out.getvalue())
+    capsys.readouterr()
+    assert (
+        cli_main(
+            ["report", str(labels), "--judge", str(judges), "--json"] + ["--n-boot", str(N_BOOT)]
+        )
+        == 0
+    )
+    from_file = json.loads(capsys.readouterr().out)
+    assert comparable(from_file) == comparable(from_db)
+    assert from_file["counts"] == from_db["counts"]
+    assert from_db["properties"][0]["judges"][0]["n_items"] == 9
+
+
+def test_likert_round_trip_through_csv(make_study, tmp_path, capsys):
+    study = make_study(
+        bundle(
+            [
+                {"id": f"q{i}", "input": f"question {i}", "outputs": {"m1": f"a{i}", "m2": f"b{i}"}}
+                for i in range(5)
+            ],
+            {
+                "kind": "likert",
+                "redundancy": 3,
+                "criteria": [
+                    {"name": "fluency", "label": "How fluent?", "scale": [1, 5]},
+                    {"name": "safe", "label": "Is it safe?", "labels": ["yes", "no"]},
+                ],
+            },
+        )
+    )
+    annotate(
+        study,
+        workers=("a", "b", "c"),
+        likert=lambda rng: {"fluency": rng.randint(2, 5), "safe": rng.choice(["yes", "no"])},
+    )
+    ratings = "\n".join(
+        json.dumps({"judge": "llm", "input_id": f"q{i}", "system": s, "criterion": c, **v})
+        for i in range(5)
+        for s in ("m1", "m2")
+        for c, v in (("fluency", {"score": 1 + (i + len(s)) % 5}), ("safe", {"label": "yes"}))
+    )
+    services.judge_ratings_import(study, ratings.encode(), filename="r.jsonl")
+    (tmp_path / "judge.jsonl").write_text(ratings)
+    call_command("export_labels", study.pk, format="csv", output=str(tmp_path / "labels.csv"))
+    out = io.StringIO()
+    call_command("analyze", study.pk, "--json", "--n-boot", "100", stdout=out)
+    from_db = json.loads(out.getvalue())
+    args = ["report", str(tmp_path / "labels.csv"), "--judge", str(tmp_path / "judge.jsonl")]
+    assert (
+        cli_main(
+            [
+                *args,
+                "--json",
+                "--n-boot",
+                "100",
+                "--labels",
+                "fluency=1:5",
+                "--labels",
+                "safe=yes,no",
+            ]
+        )
+        == 0
+    )
+    from_file = json.loads(capsys.readouterr().out)
+    assert [p["name"] for p in from_db["properties"]] == ["fluency", "safe"]
+    assert comparable(from_file) == comparable(from_db)
+    fluency = from_db["properties"][0]
+    assert fluency["level"] == "ordinal" and fluency["judges"][0]["judge"] == "llm"
+    assert {r["system"] for r in fluency["likert"]["systems"]} == {"all", "m1", "m2"}
+    assert from_db["properties"][1]["level"] == "nominal"
+
+
+def test_flagged_labels_are_excluded_by_default_and_counted(pairwise):
+    part = Participation.objects.get(study=pairwise, annotator__external_id="w2")
+    services.participation_set_blocked(part, True)
+    n_flagged = Annotation.objects.filter(study=pairwise, is_flagged=True).count()
+    assert n_flagged > 0
+    gold = Item.objects.filter(study=pairwise).first()
+    Item.objects.filter(pk=gold.pk).update(is_gold=True)
+    n_gold = Annotation.objects.filter(item=gold).count()
+    n_gold_flagged = Annotation.objects.filter(item=gold, is_flagged=True).count()
+    default = selectors.study_report(pairwise, n_boot=0)
+    assert default["counts"]["flagged_excluded"] == n_flagged - n_gold_flagged
+    assert default["counts"]["gold_excluded"] == n_gold
+    assert default["counts"]["labels"] == 27 - n_flagged - n_gold + n_gold_flagged
+    assert any("flagged label(s)" in note and "excluded" in note for note in default["notes"])
+    included = selectors.study_report(pairwise, include_flagged=True, n_boot=0)
+    assert included["counts"]["labels"] == 27 - n_gold
+    assert included["counts"]["flagged_excluded"] == 0
+
+
+def test_api_permissions_and_parameters(pairwise, researcher, make_study):
+    url = f"/api/studies/{pairwise.pk}/report/"
+    assert APIClient().get(url).status_code == 401
+    stranger = User.objects.create_user("stranger", password="x" * 12)
+    other = make_study(name="theirs")
+    other.researchers.add(stranger)
+    assert client_for(stranger).get(url).status_code == 404
+    assert client_for(researcher).get(f"/api/studies/{other.pk}/report/").status_code == 404
+    response = client_for(researcher).get(url, {"n_boot": N_BOOT, "threshold": 0.2})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["settings"]["threshold"] == 0.2
+    ann = selectors.study_dataset(pairwise).annotations
+    alpha = agreement.krippendorff_alpha(ann, labels=["A", "B", "tie"], n_boot=0)
+    assert body["properties"][0]["reliability"][0]["value"] == pytest.approx(alpha.value)
+    staff = User.objects.create_user("staff", password="x" * 12, is_staff=True)
+    assert client_for(staff).get(url, {"n_boot": 0, "include_flagged": "true"}).status_code == 200
+    assert client_for(staff).get(url, {"threshold": 2}).status_code == 400
+    assert client_for(staff).get(url, {"n_boot": 10**6}).status_code == 400
+    schema = client_for(staff).get("/api/schema/", {"format": "json"})
+    assert "/api/studies/{id}/report/" in schema.json()["paths"]
+
+
+def test_page_renders_svg_and_escapes_hostile_names(make_study, researcher, client):
+    study = make_study(pairwise_bundle(n_inputs=3, systems=(HOSTILE, "beta")), redundancy=2)
+    study.researchers.add(researcher)
+    annotate(study, workers=("w1", "w2"))
+    url = f"/studies/{study.pk}/report/"
+    anonymous = client.get(url)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/admin/login/")
+    client.force_login(researcher)
+    page = client.get(url, {"n_boot": 50})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "<svg" in html and active_markup(html) == []
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and HOSTILE not in html
+    assert "Krippendorff" in html
+    assert client.get(url, {"threshold": "lots"}).status_code == 400
+    stranger = User.objects.create_user("stranger", password="x" * 12)
+    client.force_login(stranger)
+    assert client.get(url).status_code == 404
+
+
+def test_undefined_values_show_their_reason(make_study, researcher, client):
+    study = make_study(pairwise_bundle(n_inputs=3), redundancy=1)
+    study.researchers.add(researcher)
+    annotate(study, workers=("only",))
+    client.force_login(researcher)
+    html = client.get(f"/studies/{study.pk}/report/", {"n_boot": 20}).content.decode()
+    assert "undefined" in html and "no item has two or more labels" in html
+    assert "NaN" not in html and "nan" not in html.replace("nanc", "")
+    out = io.StringIO()
+    call_command("analyze", study.pk, "--n-boot", "20", stdout=out)
+    text = out.getvalue()
+    assert "Krippendorff's alpha (nominal)   undefined" in text
+    assert "no item has two or more labels" in text
+    empty = make_study(name="nothing yet")
+    report = selectors.study_report(empty, n_boot=0)
+    assert report["properties"][0]["empty"] == "no human labels for this property"
+    assert "the study has no labels yet" in report["notes"]
