@@ -570,6 +570,8 @@ def _reliability(lc: LabelCounts, prop: Property, opts: _Opts) -> list[dict[str,
 
 
 def _pairwise(outcomes: pd.DataFrame, items: pd.DataFrame | None, opts: _Opts) -> dict[str, Any]:
+    """Soft-voted outcomes (ORA Section 3.4: tie when ``|p_A - p_B| <= threshold``) and per
+    system pair the win, tie and expected win rate ``(wins + ties / 2) / n`` (HREF Section 3)."""
     counts = outcomes["outcome"].value_counts()
     out: dict[str, Any] = {
         "threshold": opts.threshold,
@@ -642,6 +644,8 @@ def _position_bias(ann: pd.DataFrame) -> dict[str, Any]:
 def _prioritisation(
     outcomes: pd.DataFrame, items: pd.DataFrame | None, opts: _Opts
 ) -> dict[str, Any]:
+    """Tie rate among the top k% of items by their input's priority vs ``n_boot`` random
+    orders (ORA Section 3.4, "Random Baseline")."""
     out: dict[str, Any] = {"source": "ORA Section 3.4, random baseline"}
     if items is None or "priority" not in items.columns:
         out["reason"] = "no input has a priority score"
@@ -714,6 +718,10 @@ def _likert(lc: LabelCounts, items: pd.DataFrame | None) -> dict[str, Any]:
 
 
 def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str, Any]:
+    """Human vs one judge: outer leave-one-out agreement (HREF Algorithm 1), Cohen's kappa vs
+    the human majority (nominal) or rank/linear correlations with the human median (ordinal)
+    (Judge-Bench Section 4), binned JSD (Beyond Correlation Eq. 1-2) and the stratified
+    HH/HM table (Beyond Correlation Section 3.1)."""
     kw = opts.kw
     jc = lc.judges[name]
     both = (lc.human.sum(axis=1) > 0) & (jc.sum(axis=1) > 0)
