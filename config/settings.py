@@ -114,6 +114,20 @@ CELERY_TASK_SERIALIZER = "json"
 # A task whose worker died is delivered again after this long (Redis keeps it unacked);
 # the protocol also re-queues undecided complete rounds whenever a worker starts.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 600}
+# A submit whose follow-up cannot be queued (Redis down) is still stored: publishing gives
+# up quickly, and the periodic sweep below queues the work once the broker is back.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+_sweep = float(os.environ.get("HUMEVAL_SWEEP_SECONDS", "60"))
+CELERY_BEAT_SCHEDULE = {
+    "recover-rounds": {"task": "protocol.recover_rounds", "schedule": _sweep},
+    "release-expired-leases": {"task": "annotator.release_expired_leases", "schedule": _sweep},
+}
 CELERY_ACCEPT_CONTENT = ["json"]
 
 # --- Auth, i18n, static ------------------------------------------------------------------

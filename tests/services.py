@@ -46,8 +46,8 @@ def database_url_for(name: str) -> str:
 class CeleryWorker:
     """A real ``celery worker`` process on the test database."""
 
-    def __init__(self, database: str, log: Path) -> None:
-        self.database, self.log, self.proc = database, log, None
+    def __init__(self, database: str, log: Path, beat: bool = False) -> None:
+        self.database, self.log, self.proc, self.beat = database, log, None, beat
 
     def start(self) -> None:
         env = {**os.environ, "DATABASE_URL": database_url_for(self.database)}
@@ -66,6 +66,7 @@ class CeleryWorker:
                 "--without-mingle",
                 "-n",
                 f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
+                *(["-B", "-s", str(self.log.with_suffix(".beat"))] if self.beat else []),
             ],
             cwd=ROOT,
             env=env,
