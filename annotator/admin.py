@@ -42,6 +42,7 @@ class StudyAdmin(admin.ModelAdmin):
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
     readonly_fields = [
+        "evidence_links",
         "public_id",
         "config_version",
         "worker_link",
@@ -70,6 +71,7 @@ class StudyAdmin(admin.ModelAdmin):
             "Collection",
             {
                 "fields": [
+                    "collection",
                     "redundancy",
                     "items_per_worker",
                     "lease_seconds",
@@ -79,7 +81,35 @@ class StudyAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        ("Status", {"fields": ["progress_table", "config_version", "public_id", "source"]}),
+        (
+            "Crowd workers",
+            {
+                "fields": [
+                    "open_links",
+                    "qualification",
+                    "completion_code",
+                    "fail_code",
+                    "no_work_code",
+                    "gold_rate_start",
+                    "gold_rate_end",
+                    "gold_rate_halflife",
+                    "max_strikes",
+                    "entry_links",
+                ]
+            },
+        ),
+        (
+            "Status",
+            {
+                "fields": [
+                    "progress_table",
+                    "evidence_links",
+                    "config_version",
+                    "public_id",
+                    "source",
+                ]
+            },
+        ),
     ]
 
     @admin.display(description="progress")
@@ -103,6 +133,18 @@ class StudyAdmin(admin.ModelAdmin):
             p["leased"],
             p["workers"],
             p["imported"],
+        )
+
+    @admin.display(description="evidence")
+    def evidence_links(self, study: Study) -> str:
+        if not study.pk:
+            return "—"
+        report = reverse("analysis:report", args=[study.pk])
+        if study.collection != "adaptive":
+            return format_html('<a href="{}">Report</a>', report)
+        dashboard = reverse("protocol:dashboard", args=[study.pk])
+        return format_html(
+            '<a href="{}">Report</a> · <a href="{}">Protocol dashboard</a>', report, dashboard
         )
 
     @admin.display(description="worker link")

@@ -56,6 +56,13 @@ def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study)
         "batch_size": 10,
         "budget": "",
         "gamma": 0.05,
+        "collection": "all",
+        "open_links": "on",
+        "completion_code": "CODE-7",
+        "gold_rate_start": 0.3,
+        "gold_rate_end": 0.05,
+        "gold_rate_halflife": 20,
+        "max_strikes": 3,
         "is_active": "on",
         "description": "",
         "criteria-TOTAL_FORMS": 0,
@@ -65,6 +72,7 @@ def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study)
     assert response.status_code == 302, response.content.decode()[:2000]
     study.refresh_from_db()
     assert (study.question, study.config_version) == ("Which is more helpful?", 2)
+    assert (study.completion_code, study.gold_rate_start) == ("CODE-7", 0.3)
 
 
 def test_admin_cannot_edit_annotations(admin_client):

@@ -67,3 +67,7 @@ class Command(BaseCommand):
             f"'{host}/api/studies/{studies[0].pk}/annotations/?format=csv'"
         )
         out(f"API docs:    {host}/api/docs/")
+        out("")
+        out("Reports (log in as admin first):")
+        for study in studies:
+            out(f"  {host}/studies/{study.pk}/report/")
