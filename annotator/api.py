@@ -26,6 +26,8 @@ from .serializers import (
     StudySerializer,
 )
 
+REJECTED = OpenApiResponse(description="The file was rejected; `errors` lists why.")
+
 
 class LabelPagination(CursorPagination):
     """Cursor pages; for CSV and JSONL the rows are the body and the next page is in ``Link``."""
@@ -90,12 +92,24 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             .order_by("id")
         )
 
+    def _upload(self, request, form_class, store, result) -> Response:
+        """Validate the upload form, hand the file to ``store``; a rejected file answers 400
+        with every reason and nothing stored."""
+        form = form_class(data=request.data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        try:
+            stored = store(upload.read(), upload.name, form.validated_data)
+        except ImportRejected as exc:
+            return Response(
+                {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(result(stored), status=status.HTTP_201_CREATED)
+
     @extend_schema(
         request={"multipart/form-data": ImportSerializer},
-        responses={
-            201: ImportResultSerializer,
-            400: OpenApiResponse(description="The file was rejected; `errors` lists why."),
-        },
+        responses={201: ImportResultSerializer, 400: REJECTED},
     )
     @action(
         detail=False,
@@ -106,29 +120,19 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         serializer_class=ImportSerializer,
     )
     def import_study(self, request):
-        form = ImportSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        upload = form.validated_data["file"]
-        overrides = {
-            k: form.validated_data[k] for k in ("name", "kind") if k in form.validated_data
-        }
-        try:
-            study = services.study_import(
-                upload.read(), filename=upload.name, overrides=overrides, owner=request.user
+        def store(data: bytes, name: str, fields: dict):
+            overrides = {k: fields[k] for k in ("name", "kind") if k in fields}
+            return services.study_import(
+                data, filename=name, overrides=overrides, owner=request.user
             )
-        except ImportRejected as exc:
-            return Response(
-                {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        return Response(ImportResultSerializer(study).data, status=status.HTTP_201_CREATED)
+
+        return self._upload(
+            request, ImportSerializer, store, lambda s: ImportResultSerializer(s).data
+        )
 
     @extend_schema(
         request={"multipart/form-data": RatingsImportSerializer},
-        responses={
-            201: RatingsImportResultSerializer,
-            400: OpenApiResponse(description="The file was rejected; `errors` lists why."),
-        },
+        responses={201: RatingsImportResultSerializer, 400: REJECTED},
     )
     @action(
         detail=True,
@@ -140,19 +144,10 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def import_ratings(self, request, pk=None):
         """Add metric or LLM-judge ratings to a study you may read."""
         study = self.get_object()
-        form = RatingsImportSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        upload = form.validated_data["file"]
-        try:
-            count = services.judge_ratings_import(
-                study,
-                upload.read(),
-                filename=upload.name,
-                judge=form.validated_data.get("judge", ""),
+
+        def store(data: bytes, name: str, fields: dict) -> int:
+            return services.judge_ratings_import(
+                study, data, filename=name, judge=fields.get("judge", "")
             )
-        except ImportRejected as exc:
-            return Response(
-                {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        return Response({"imported": count}, status=status.HTTP_201_CREATED)
+
+        return self._upload(request, RatingsImportSerializer, store, lambda n: {"imported": n})
