@@ -77,12 +77,14 @@ def test_authorisation_matrix(world):
         "/w/{s.public_id}/end/": (deny, ok, ok, deny, deny, deny),
         # researchers' pages: login, then per-study permission
         "/studies/{s.pk}/protocol/": (login, login, login, gone, ok, ok),
+        "/studies/{s.pk}/report/": (login, login, login, gone, ok, ok),
         "/admin/annotator/study/": (login, login, login, login, login, ok),
         "/admin/annotator/annotation/": (login, login, login, login, login, ok),
         # API: token required; other studies do not exist for you
         "/api/studies/{s.pk}/": (401, 401, 401, gone, ok, ok),
         "/api/studies/{s.pk}/annotations/": (401, 401, 401, gone, ok, ok),
         "/api/studies/{s.pk}/protocol/": (401, 401, 401, gone, ok, ok),
+        "/api/studies/{s.pk}/report/": (401, 401, 401, gone, ok, ok),
     }
     got = status_matrix(study, clients, expected)
     assert got == expected
