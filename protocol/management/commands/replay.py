@@ -1,0 +1,106 @@
+"""``python manage.py replay``: the budgeted protocol replayed on fully rated data."""
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from django.core.management.base import BaseCommand, CommandError
+
+from protocol import simulation
+
+#: The platform's labels (system order) in the replay's vocabulary.
+EXPORT_LABELS = {"A": "a", "B": "b", "tie": "tie", "both_good": "tie", "both_bad": "tie"}
+
+
+def read_export(path: Path) -> pd.DataFrame:
+    """A label export (``export_labels`` CSV or JSONL) as ``input, system_a, system_b, label``;
+    flagged labels and gold items left out."""
+    if path.suffix == ".csv":
+        rows = pd.read_csv(path, dtype=str, keep_default_na=False)
+    else:
+        rows = pd.read_json(path, lines=True, dtype=False)
+    need = {"input_id", "system_a", "system_b", "label"}
+    if not need <= set(rows.columns):
+        raise ValueError(f"{path}: an export needs columns {sorted(need)}")
+    for column in ("flagged", "is_gold"):
+        if column in rows:
+            rows = rows[~rows[column].astype(str).str.lower().isin(["true", "1"])]
+    rows = rows[rows["label"].isin(list(EXPORT_LABELS)) & (rows["system_b"].astype(str) != "")]
+    return pd.DataFrame({
+        "input": rows["input_id"], "system_a": rows["system_a"], "system_b": rows["system_b"],
+        "label": rows["label"].map(EXPORT_LABELS),
+    })  # fmt: skip
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay the budgeted protocol (Deriu et al. 2023, Algorithm 2; --paper for the exact "
+        "algorithm) on fully rated data and print Correct / Inversion / Omission / Insertion, "
+        "mean KL divergence and the fraction of annotations used, averaged over random orders."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--mqm", help="WMT21 MQM scores (system mqm_avg_score seg_id)")
+        source.add_argument("--judgebench", help="Judge-Bench JSON with a pairwise property")
+        source.add_argument("--export", help="this platform's label export (CSV or JSONL)")
+        source.add_argument("--frame", help="CSV with columns input,system_a,system_b,label")
+        parser.add_argument("--systems", help="comma-separated systems (MQM; default: the "
+                            "paper's eleven)")  # fmt: skip
+        parser.add_argument("--batch", type=int, nargs="+", default=[10], help="N per round")
+        parser.add_argument("--gamma", type=float, default=0.05)
+        parser.add_argument("--repeats", type=int, default=20)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--budget", type=float, default=None,
+                            help="<=1: fraction of the pool; >1: annotations")  # fmt: skip
+        parser.add_argument("--metric-mu", dest="mu", default=None,
+                            help="simulate a metric with this mixture matrix (Appendix E), "
+                            f"rows ';', e.g. {simulation.PAPER_MU!r}")  # fmt: skip
+        parser.add_argument("--dead-zone", type=float, default=0.0)
+        parser.add_argument("--paper", action="store_true", help="Algorithm 2 exactly")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        frame_path = options["frame"]
+        with tempfile.TemporaryDirectory() as tmp:
+            if options["export"]:
+                try:
+                    frame = read_export(Path(options["export"]))
+                except (OSError, ValueError) as exc:
+                    raise CommandError(str(exc)) from None
+                frame_path = str(Path(tmp) / "frame.csv")
+                frame.to_csv(frame_path, index=False)
+            argv = self._argv(options, frame_path)
+            parsed = simulation.build_parser().parse_args(argv)
+            try:
+                results = simulation.run_from_args(parsed)
+            except (OSError, ValueError) as exc:
+                raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(results if len(results) > 1 else results[0], indent=2))
+        else:
+            self.stdout.write(simulation.render_table(results))
+
+    @staticmethod
+    def _argv(options: dict, frame_path: str | None) -> list[str]:
+        argv: list[str] = []
+        if options["mqm"]:
+            argv += ["--mqm", options["mqm"]]
+        elif options["judgebench"]:
+            argv += ["--judgebench", options["judgebench"]]
+        else:
+            argv += ["--frame", frame_path]
+        if options["systems"]:
+            argv += ["--systems", *[s.strip() for s in options["systems"].split(",") if s.strip()]]
+        argv += ["--batch", *map(str, options["batch"]), "--gamma", str(options["gamma"]),
+                 "--repeats", str(options["repeats"]), "--seed", str(options["seed"]),
+                 "--dead-zone", str(options["dead_zone"])]  # fmt: skip
+        if options["budget"] is not None:
+            argv += ["--budget", str(options["budget"])]
+        if options["mu"]:
+            argv += ["--mu", options["mu"]]
+        if options["paper"]:
+            argv.append("--paper")
+        return argv
