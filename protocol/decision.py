@@ -1,0 +1,744 @@
+"""Bayesian pairwise decision function of Deriu et al. (2023), vectorised over system pairs.
+
+Reference: J. Deriu, P. von Däniken, D. Tuggener, M. Cieliebak (2023), "Correction of Errors in
+Preference Ratings from Automated Metrics for Text Generation" (Findings of ACL 2023).
+
+Notation (paper Definitions 1-3 and Section 3):
+
+* a preference label is one of ``>`` (output of system *a* preferred, a *win*), ``=`` (a draw)
+  and ``<`` (output of system *b* preferred, a *loss*).  Count vectors are always ordered
+  ``(>, =, <)``; labels are encoded as ``+1 / 0 / -1`` (:data:`WIN`, :data:`DRAW`, :data:`LOSS`);
+* ``p = (p>, p=, p<)`` is the true (oracle / human) preference distribution of the pair;
+* ``mu[c, c']`` is the mixture matrix (paper Eq. 1-2): the probability that the metric says ``c``
+  when the oracle says ``c'``.  Rows are metric labels, columns are true labels and every column
+  sums to one, so the metric-label distribution is ``mu @ p`` (Appendix A, "Mixture");
+* ``theta = P(p> > p< | data)``; Algorithm 1 says *a* wins if ``theta > 1 - gamma/2``, *b* wins if
+  ``theta < gamma/2`` and the pair is undecided otherwise.
+
+Inputs, one row per pair:
+
+* ``human_counts`` (n_pairs, 3): every human (oracle) label of the pair, including those on inputs
+  that the metric rated too (Appendix A, "Using annotations multiple times");
+* ``confusion`` (n_pairs, 3, 3): ``confusion[k, c, c']`` counts inputs rated by both, where the
+  metric said ``c`` and the humans ``c'`` (Section 3.3);
+* ``metric_counts`` (n_pairs, 3): metric labels on inputs that *no* human rated.  Metric labels of
+  human-rated inputs must not be counted here again (Appendix A).
+
+Human-only posterior (Eq. 3): ``p ~ Dir(n + 1)``.  Since ``p> / (p> + p<) ~ Beta(n>+1, n<+1)``,
+``theta = 1 - I_{1/2}(n>+1, n<+1)`` exactly (:func:`theta_human`).
+
+With a metric (Sections 3.2-3.3, Algorithm 1) the posterior of ``(p, mu)`` has no closed form.
+The paper samples it with NUTS; :func:`sample_posterior` uses a conjugate data-augmentation Gibbs
+sampler instead (design notes in ``docs/protocol.md``):
+
+1. latent true labels of the metric-only inputs, aggregated as a 3x3 table ``z`` (metric label ×
+   true label): row ``c`` is ``Multinomial(m_c, mu[c, :] * p / sum)``, so a step costs the same for
+   10 or 10,000 metric-only inputs;
+2. ``p | z ~ Dir(n + t + 1)`` with ``t = z.sum(axis=0)`` the latent true-label totals, and every
+   column ``mu[:, c'] | z ~ Dir(confusion[:, c'] + z[:, c'] + 1)`` (Eq. 4 with the latent table);
+3. a Metropolis "ridge" move that redraws ``mu`` from the confusion-only posterior while holding
+   ``q = mu @ p`` fixed (``p`` follows as ``mu^{-1} q``).  When metric-only inputs dominate, the
+   posterior is a thin ridge ``mu @ p ≈ m / |M|`` along which plain data augmentation crawls; the
+   move jumps along it (made only for pairs whose metric-only inputs outnumber the doubly rated
+   ones).
+
+Chains run until the Monte Carlo standard error of ``theta`` (spread of the chain means) is below
+``tol`` or a cap is reached; the error is returned per pair (``PosteriorDraws.mcse``).
+
+Given ``z`` the posterior of ``p`` is exactly ``Dir(n + t + 1)`` (it does not depend on ``mu``),
+so the sampler returns the Dirichlet parameters ``alpha = n + t + 1`` of every kept sweep and all
+summaries are Rao-Blackwellised averages of exact Dirichlet functionals: ``theta`` is the mean of
+``1 - I_{1/2}(alpha>, alpha<)``, the posterior mean of ``p`` the mean of ``alpha / sum(alpha)``.
+The human-only posterior is the special case of a single draw ``alpha = n + 1``.
+
+Beyond the paper (its "Limitations"): :func:`rope_probability` (region of practical equivalence
+on ``p> - p<``), :func:`predictive_decision_probability` (futility: chance that the pair can still
+be decided once the remaining inputs are annotated) and an O'Brien-Fleming-type sequential
+boundary calibrated by simulation under the null (:func:`boundary_thresholds`,
+:func:`calibrate_boundary`) that keeps the false-decision rate over all looks near ``gamma``.
+
+This module is pure: numpy and scipy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import betainc, ndtr, ndtri
+
+__all__ = [
+    "DRAW",
+    "LABELS",
+    "LOSS",
+    "WIN",
+    "Decision",
+    "PosteriorDraws",
+    "boundary_thresholds",
+    "calibrate_boundary",
+    "counts_from_labels",
+    "decide",
+    "decide_with_thresholds",
+    "human_posterior",
+    "kl_divergence",
+    "posterior_mean_p",
+    "posterior_mode_p",
+    "predictive_decision_probability",
+    "preferences_from_scores",
+    "rope_probability",
+    "sample_posterior",
+    "theta_human",
+    "theta_with_metric",
+]
+
+WIN = 1
+"""Label: the output of system *a* is preferred (``>``, Definition 1)."""
+DRAW = 0
+"""Label: no preference (``=``)."""
+LOSS = -1
+"""Label: the output of system *b* is preferred (``<``)."""
+LABELS: tuple[int, int, int] = (WIN, DRAW, LOSS)
+"""Label order of every count vector: ``(>, =, <)``."""
+
+
+class Decision(IntEnum):
+    """Outcome of Algorithm 1 for a pair (a, b)."""
+
+    B_WINS = -1
+    UNDECIDED = 0
+    A_WINS = 1
+
+
+# --------------------------------------------------------------------------------------------
+# Labels and counts
+# --------------------------------------------------------------------------------------------
+
+
+def preferences_from_scores(
+    score_a: ArrayLike, score_b: ArrayLike, dead_zone: float = 0.0
+) -> NDArray[np.int8]:
+    """Preference labels from scalar scores by the sign of the difference (Definition 5).
+
+    ``+1`` if ``score_a - score_b > dead_zone``, ``-1`` if it is ``< -dead_zone`` and ``0``
+    (draw) otherwise.  With ``dead_zone=0`` this is exactly Definition 5; a positive dead zone is
+    the "minimal threshold" the paper mentions under "Conversion to Preference Ratings".  Likert
+    studies pass the two outputs' mean ratings per input.  A NaN score gives ``0``, so unrated
+    inputs must be dropped before, not passed in.
+    """
+    if dead_zone < 0:
+        raise ValueError("dead_zone must be >= 0")
+    diff = np.asarray(score_a, dtype=float) - np.asarray(score_b, dtype=float)
+    out = np.zeros(diff.shape, dtype=np.int8)
+    out[diff > dead_zone] = WIN
+    out[diff < -dead_zone] = LOSS
+    return out
+
+
+def counts_from_labels(labels: ArrayLike) -> NDArray[np.int64]:
+    """Count vector ``(n>, n=, n<)`` of a 1-D array of labels in ``{+1, 0, -1}`` (Section 3.1)."""
+    lab = np.asarray(labels).ravel()
+    return np.array([(lab == WIN).sum(), (lab == DRAW).sum(), (lab == LOSS).sum()], dtype=np.int64)
+
+
+def _as_counts(counts: ArrayLike, name: str) -> NDArray[np.float64]:
+    arr = np.asarray(counts, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"{name} must have shape (n_pairs, 3), got {arr.shape}")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative")
+    return arr
+
+
+# --------------------------------------------------------------------------------------------
+# Exact human-only posterior (Section 3.1, Eq. 3)
+# --------------------------------------------------------------------------------------------
+
+
+def _theta_from_alpha(alpha: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``P(p> > p<)`` for ``p ~ Dir(alpha)``: ``1 - I_{1/2}(alpha>, alpha<)``.
+
+    ``p> / (p> + p<)`` is ``Beta(alpha>, alpha<)`` whatever ``alpha=`` is (aggregation property of
+    the Dirichlet), so the event ``p> > p<`` is ``Beta > 1/2``.  Uses the symmetry
+    ``1 - I_x(a, b) = I_{1-x}(b, a)`` to avoid cancellation near 1.
+    """
+    return betainc(alpha[..., 2], alpha[..., 0], 0.5)
+
+
+def theta_human(counts: ArrayLike) -> NDArray[np.float64]:
+    """Exact ``theta = P(p> > p< | human counts)`` under Eq. 3, shape (n_pairs,).
+
+    ``counts`` has shape (n_pairs, 3) or (3,), ordered ``(n>, n=, n<)``.  Replaces the Monte
+    Carlo average of Algorithm 1 (lines 16-17) by ``1 - I_{1/2}(n>+1, n<+1)``.
+    """
+    n = _as_counts(counts, "counts")
+    return _theta_from_alpha(n + 1.0)
+
+
+def posterior_mode_p(counts: ArrayLike) -> NDArray[np.float64]:
+    """Mode of ``Dir(n + 1)`` (Eq. 3), i.e. ``n / sum(n)``; this is ``p_hum`` of Section 6.
+
+    Pairs without any count get the uniform vector.
+    """
+    n = _as_counts(counts, "counts")
+    tot = n.sum(axis=1, keepdims=True)
+    return np.where(tot > 0, n / np.where(tot > 0, tot, 1.0), 1.0 / 3.0)
+
+
+def kl_divergence(p: ArrayLike, q: ArrayLike, eps: float = 1e-12) -> NDArray[np.float64]:
+    """Row-wise ``KL(p || q) = sum p log(p / q)`` in nats (the KLD of Section 6).
+
+    ``0 log 0 = 0``; ``q`` is floored at ``eps`` so that a zero in ``q`` gives a large finite value
+    instead of ``inf``.
+    """
+    pa = np.atleast_2d(np.asarray(p, dtype=float))
+    qa = np.atleast_2d(np.asarray(q, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(pa > 0, pa * (np.log(pa) - np.log(np.maximum(qa, eps))), 0.0)
+    return terms.sum(axis=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Posterior representation: an equally weighted mixture of Dirichlets
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PosteriorDraws:
+    """Posterior of ``p`` per pair as a weighted mixture of Dirichlet distributions.
+
+    ``alpha`` has shape (n_draws, n_pairs, 3): component ``s`` says ``p | s ~ Dir(alpha[s, k])``;
+    ``weights`` (n_draws, n_pairs) sums to one over ``s`` for every pair (padding components of
+    pairs that needed fewer sweeps have weight zero).  Human-only pairs have the single exact
+    component ``n + 1`` (Eq. 3); pairs with metric-only inputs get one equally weighted component
+    per kept Gibbs sweep (Rao-Blackwellisation).  ``mcse`` is the Monte Carlo standard error of
+    ``theta`` estimated from the spread of the chain means (0 where exact).
+    """
+
+    alpha: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    human_counts: NDArray[np.float64]
+    mcse: NDArray[np.float64]
+
+    @property
+    def n_pairs(self) -> int:
+        return int(self.alpha.shape[1])
+
+    def theta(self) -> NDArray[np.float64]:
+        """``P(p> > p<)`` per pair (Algorithm 1, line 17, Rao-Blackwellised)."""
+        return (self.weights * _theta_from_alpha(self.alpha)).sum(axis=0)
+
+    def mean_p(self) -> NDArray[np.float64]:
+        """Posterior mean of ``p`` per pair, shape (n_pairs, 3)."""
+        comp = self.alpha / self.alpha.sum(axis=-1, keepdims=True)
+        return (self.weights[..., None] * comp).sum(axis=0)
+
+    def components(self, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``size`` mixture components per pair drawn by weight, shape (size, n_pairs, 3)."""
+        cum = np.cumsum(self.weights, axis=0)
+        u = rng.random((size, self.n_pairs)) * cum[-1]
+        idx = np.empty((size, self.n_pairs), dtype=np.int64)
+        for k in range(self.n_pairs):
+            idx[:, k] = np.searchsorted(cum[:, k], u[:, k], side="right")
+        idx = np.minimum(idx, self.alpha.shape[0] - 1)
+        return np.take_along_axis(self.alpha, idx[..., None], axis=0)
+
+
+def human_posterior(human_counts: ArrayLike) -> PosteriorDraws:
+    """The exact human-only posterior (Eq. 3) wrapped as a one-component :class:`PosteriorDraws`."""
+    n = _as_counts(human_counts, "human_counts")
+    k = n.shape[0]
+    return PosteriorDraws(
+        alpha=(n + 1.0)[None, :, :], weights=np.ones((1, k)), human_counts=n, mcse=np.zeros(k)
+    )
+
+
+def _validate_metric_inputs(
+    human_counts: ArrayLike, confusion: ArrayLike, metric_counts: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    n = _as_counts(human_counts, "human_counts")
+    m = _as_counts(metric_counts, "metric_counts")
+    conf = np.asarray(confusion, dtype=float)
+    if conf.ndim == 2:
+        conf = conf[None, :, :]
+    if conf.shape != (n.shape[0], 3, 3):
+        raise ValueError(f"confusion must have shape ({n.shape[0]}, 3, 3), got {conf.shape}")
+    if m.shape[0] != n.shape[0]:
+        raise ValueError("human_counts and metric_counts must have the same number of pairs")
+    if np.any(conf < 0):
+        raise ValueError("confusion must be non-negative")
+    if np.any(conf.sum(axis=1) > n + 1e-9):
+        raise ValueError(
+            "confusion column sums (human labels of doubly rated inputs) exceed human_counts; "
+            "human_counts must include every human-rated input (Appendix A)"
+        )
+    if np.any(m != np.round(m)) or np.any(n != np.round(n)) or np.any(conf != np.round(conf)):
+        raise ValueError("counts must be integers")
+    return n, conf, m
+
+
+def _log_dir_kernel(p: NDArray[np.float64], n: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``sum_c n_c log p_c`` (log density of ``Dir(n + 1)`` up to a constant)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(n > 0, n * np.log(np.where(p > 0, p, 1.0)), 0.0)
+        terms = np.where((n > 0) & (p <= 0), -np.inf, terms)
+    return terms.sum(axis=-1)
+
+
+def _dirichlet(rng: np.random.Generator, alpha: NDArray[np.float64], axis: int) -> NDArray:
+    g = rng.standard_gamma(alpha)
+    s = g.sum(axis=axis, keepdims=True)
+    # Gamma draws with alpha >= 1 are positive almost surely; guard against underflow anyway.
+    return g / np.where(s > 0, s, 1.0)
+
+
+def _det3(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return (
+        a[..., 0, 0] * (a[..., 1, 1] * a[..., 2, 2] - a[..., 1, 2] * a[..., 2, 1])
+        - a[..., 0, 1] * (a[..., 1, 0] * a[..., 2, 2] - a[..., 1, 2] * a[..., 2, 0])
+        + a[..., 0, 2] * (a[..., 1, 0] * a[..., 2, 1] - a[..., 1, 1] * a[..., 2, 0])
+    )
+
+
+def _solve3(a: NDArray[np.float64], b: NDArray[np.float64], det: NDArray) -> NDArray:
+    """Solve ``a x = b`` for stacks of 3x3 systems by Cramer's rule (NaN where singular)."""
+    out = np.empty(b.shape)
+    safe = np.where(np.abs(det) > 1e-300, det, np.nan)
+    for j in range(3):
+        aj = a.copy()
+        aj[..., :, j] = b
+        out[..., j] = _det3(aj) / safe
+    return out
+
+
+def _ridge_move(
+    rng: np.random.Generator,
+    p: NDArray[np.float64],
+    mu: NDArray[np.float64],
+    n: NDArray[np.float64],
+    a_mu: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Independence Metropolis-Hastings move along the ridge ``mu @ p = q`` (``q`` held fixed).
+
+    In the coordinates ``(q, mu)`` with ``p = mu^{-1} q`` the marginal posterior of Algorithm 1
+    is ``Dir(p; n + 1) prod_c' Dir(mu[:, c']; a_mu[:, c']) Mult(m; q) / |det mu|`` (the Jacobian
+    of ``p -> mu p`` on the simplex is ``det mu`` because the columns of ``mu`` sum to one).  The
+    proposal ``mu' ~ prod_c' Dir(a_mu[:, c'])`` is the confusion-only posterior (Eq. 4), so the
+    acceptance ratio is ``Dir(p'; n + 1) |det mu| / (Dir(p; n + 1) |det mu'|)`` and ``p'`` must
+    lie in the simplex.
+    """
+    shape = p.shape[:-1]
+    q = np.einsum("...ij,...j->...i", mu, p)
+    mu_new = _dirichlet(rng, np.broadcast_to(a_mu, mu.shape), axis=-2)
+    det_new = _det3(mu_new)
+    p_new = _solve3(mu_new, q, det_new)
+    ok = np.all(p_new > 0, axis=-1) & np.isfinite(det_new)
+    p_new = np.where(ok[..., None], p_new, p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = (
+            _log_dir_kernel(p_new, n)
+            - np.log(np.abs(np.where(ok, det_new, 1.0)))
+            - _log_dir_kernel(p, n)
+            + np.log(np.abs(_det3(mu)))
+        )
+    accept = ok & (np.log(rng.random(shape)) < log_ratio)
+    p = np.where(accept[..., None], p_new / p_new.sum(axis=-1, keepdims=True), p)
+    mu = np.where(accept[..., None, None], mu_new, mu)
+    return p, mu
+
+
+def sample_posterior(
+    human_counts: ArrayLike,
+    confusion: ArrayLike | None = None,
+    metric_counts: ArrayLike | None = None,
+    *,
+    n_samples: int = 100,
+    burn_in: int = 50,
+    chains: int = 8,
+    seed: int | np.random.Generator | None = None,
+    tol: float | None = 0.005,
+    max_samples: int = 300,
+    ridge_moves: bool = True,
+) -> PosteriorDraws:
+    """Posterior of ``p`` under the model of Algorithm 1 (Sections 3.1-3.3).
+
+    Pairs whose ``metric_counts`` are all zero get the exact posterior ``Dir(n + 1)`` (with no
+    metric-only input the confusion counts only inform ``mu``, which is then independent of
+    ``p``).  The other pairs are sampled jointly, vectorised over pairs and ``chains``, by the
+    Gibbs sampler of the module docstring.  Chains start from independent draws
+    ``p ~ Dir(n + 1)``, ``mu[:, c'] ~ Dir(confusion[:, c'] + 1)``; ``burn_in`` sweeps per chain
+    are discarded, then blocks of ``n_samples`` sweeps are kept.  With ``tol`` set, a pair keeps
+    sampling in further blocks until the Monte Carlo standard error of ``theta`` (spread of the
+    ``chains`` chain means) is at most ``tol`` or ``max_samples`` sweeps per chain are kept;
+    ``tol=None`` keeps exactly ``n_samples``.  ``seed`` seeds a :class:`numpy.random.Generator`.
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if confusion is None or metric_counts is None:
+        return human_posterior(human_counts)
+    n, conf, m = _validate_metric_inputs(human_counts, confusion, metric_counts)
+    n_pairs = n.shape[0]
+    if n_samples < 1 or chains < 2 or burn_in < 0:
+        raise ValueError("n_samples >= 1, chains >= 2 and burn_in >= 0 are required")
+    max_samples = max(max_samples, n_samples) if tol is not None else n_samples
+    active = np.flatnonzero(m.sum(axis=1) > 0)
+    if active.size == 0:
+        return human_posterior(n)
+
+    na, ca, ma = n[active], conf[active], m[active]
+    shape = (chains, active.size)
+    n_b = np.broadcast_to(na, shape + (3,))
+    m_int = np.broadcast_to(ma.astype(np.int64), shape + (3,))
+    a_mu = ca + 1.0  # confusion-only posterior of mu (Eq. 4)
+    p = _dirichlet(rng, np.broadcast_to(na + 1.0, shape + (3,)), axis=-1)
+    mu = _dirichlet(rng, np.broadcast_to(a_mu, shape + (3, 3)), axis=-2)
+
+    # The ridge move only pays where metric-only inputs outnumber the doubly rated ones (with
+    # few metric-only inputs plain data augmentation already mixes in a few sweeps).
+    needs_ridge = ridge_moves & (ma.sum(axis=1) > ca.sum(axis=(1, 2)) + 3.0)
+
+    def sweep(
+        p: NDArray, mu: NDArray, n_b: NDArray, m_int: NDArray, a_mu: NDArray, ridge: NDArray
+    ) -> tuple[NDArray, NDArray, NDArray]:
+        if ridge.all():
+            p, mu = _ridge_move(rng, p, mu, n_b, a_mu)
+        elif ridge.any():
+            p, mu = p.copy(), mu.copy()
+            p[:, ridge], mu[:, ridge] = _ridge_move(
+                rng, p[:, ridge], mu[:, ridge], n_b[:, ridge], a_mu[ridge]
+            )
+        # Latent true labels of the metric-only inputs, aggregated per metric label.
+        resp = mu * p[..., None, :]
+        resp /= resp.sum(axis=-1, keepdims=True)
+        z = rng.multinomial(m_int, resp)  # (chains, pairs, metric label, true label)
+        alpha_p = n_b + z.sum(axis=-2) + 1.0
+        p = _dirichlet(rng, alpha_p, axis=-1)
+        mu = _dirichlet(rng, a_mu + z, axis=-2)
+        return p, mu, alpha_p
+
+    for _ in range(burn_in):
+        p, mu, _unused = sweep(p, mu, n_b, m_int, a_mu, needs_ridge)
+
+    n_blocks = -(-max_samples // n_samples)
+    kept = np.zeros((n_blocks * n_samples, chains, active.size, 3))
+    n_kept = np.zeros(active.size, dtype=np.int64)
+    theta_sum = np.zeros(shape)
+    mcse = np.zeros(active.size)
+    running = np.arange(active.size)  # indices into ``active`` still sampling
+    for block in range(n_blocks):
+        sub = running
+        p_s, mu_s = p[:, sub], mu[:, sub]
+        n_s, m_s, a_s = n_b[:, sub], m_int[:, sub], a_mu[sub]
+        lo = block * n_samples
+        for i in range(n_samples):
+            p_s, mu_s, alpha_p = sweep(p_s, mu_s, n_s, m_s, a_s, needs_ridge[sub])
+            kept[lo + i][:, sub] = alpha_p
+            theta_sum[:, sub] += _theta_from_alpha(alpha_p)
+        p[:, sub], mu[:, sub] = p_s, mu_s
+        n_kept[sub] += n_samples
+        chain_means = theta_sum[:, sub] / n_kept[sub]
+        mcse[sub] = chain_means.std(axis=0, ddof=1) / np.sqrt(chains)
+        if tol is None:
+            break
+        running = sub[mcse[sub] > tol]
+        if running.size == 0:
+            break
+
+    total = n_kept.max()
+    alpha = np.broadcast_to(n + 1.0, (total * chains, n_pairs, 3)).copy()
+    weights = np.zeros((total * chains, n_pairs))
+    weights[0, :] = 1.0
+    draws = kept[:total].reshape(total * chains, active.size, 3)
+    valid = (np.arange(total)[:, None] < n_kept[None, :]).repeat(chains, axis=0)
+    # padding components (pairs that stopped early) get weight 0 and a harmless alpha
+    alpha[:, active, :] = np.where(valid[..., None], draws, na[None, :, :] + 1.0)
+    weights[:, active] = valid / valid.sum(axis=0, keepdims=True)
+    full_mcse = np.zeros(n_pairs)
+    full_mcse[active] = mcse
+    return PosteriorDraws(alpha=alpha, weights=weights, human_counts=n, mcse=full_mcse)
+
+
+def theta_with_metric(
+    human_counts: ArrayLike,
+    confusion: ArrayLike,
+    metric_counts: ArrayLike,
+    *,
+    n_samples: int = 100,
+    burn_in: int = 50,
+    chains: int = 8,
+    seed: int | np.random.Generator | None = None,
+    tol: float | None = 0.005,
+    max_samples: int = 300,
+) -> NDArray[np.float64]:
+    """``theta = P(p> > p< | humans, confusion, metric-only)`` per pair (Algorithm 1, line 17).
+
+    Rao-Blackwellised Gibbs estimate, see :func:`sample_posterior`.  Exact for pairs without
+    metric-only inputs.
+    """
+    return sample_posterior(
+        human_counts,
+        confusion,
+        metric_counts,
+        n_samples=n_samples,
+        burn_in=burn_in,
+        chains=chains,
+        seed=seed,
+        tol=tol,
+        max_samples=max_samples,
+    ).theta()
+
+
+def posterior_mean_p(
+    human_counts: ArrayLike,
+    confusion: ArrayLike | None = None,
+    metric_counts: ArrayLike | None = None,
+    **sampler_kwargs: object,
+) -> NDArray[np.float64]:
+    """Posterior mean of ``p`` per pair (``p_prot`` of Section 6), shape (n_pairs, 3).
+
+    Human-only: ``(n + 1) / (sum n + 3)``.  With metric data: Rao-Blackwellised Gibbs average.
+    """
+    return sample_posterior(human_counts, confusion, metric_counts, **sampler_kwargs).mean_p()  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions (Algorithm 1, lines 18-24) and sequential thresholds
+# --------------------------------------------------------------------------------------------
+
+
+def decide(theta: ArrayLike, gamma: float = 0.05) -> NDArray[np.int8]:
+    """Algorithm 1 decision: ``+1`` if ``theta > 1 - gamma/2``, ``-1`` if ``theta < gamma/2``.
+
+    Returns an int8 array of :class:`Decision` values (``0`` = undecided).
+    """
+    if not 0 < gamma < 1:
+        raise ValueError("gamma must be in (0, 1)")
+    return decide_with_thresholds(theta, 1.0 - gamma / 2.0, gamma / 2.0)
+
+
+def decide_with_thresholds(
+    theta: ArrayLike, upper: ArrayLike, lower: ArrayLike
+) -> NDArray[np.int8]:
+    """Decision with per-pair thresholds: ``+1`` if ``theta > upper``, ``-1`` if below ``lower``."""
+    th = np.asarray(theta, dtype=float)
+    out = np.zeros(th.shape, dtype=np.int8)
+    out[th > np.asarray(upper)] = Decision.A_WINS
+    out[th < np.asarray(lower)] = Decision.B_WINS
+    return out
+
+
+def boundary_thresholds(
+    info_fraction: ArrayLike, constant: float, rho: float = 0.5
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-look thresholds ``(upper, lower)`` on ``theta`` of a power-family sequential boundary.
+
+    At information fraction ``t = n_annotated / n_max`` the critical value on the probit scale is
+    ``z(t) = constant * t**(-rho)``; *a* wins if ``theta > Phi(z(t))`` and *b* wins if
+    ``theta < 1 - Phi(z(t))``.  ``rho = 0.5`` is the O'Brien-Fleming shape (very strict early,
+    close to the nominal level at the end), ``rho = 0`` is Pocock's constant boundary.  The
+    paper's fixed rule (Algorithm 1) is ``constant = Phi^{-1}(1 - gamma/2)``, ``rho = 0``.
+    """
+    t = np.clip(np.asarray(info_fraction, dtype=float), 1e-9, 1.0)
+    z = constant * t ** (-rho)
+    upper = ndtr(z)
+    return upper, 1.0 - upper
+
+
+def calibrate_boundary(
+    looks: Sequence[int] | NDArray[np.int64],
+    n_max: int,
+    gamma: float = 0.05,
+    *,
+    rho: float = 0.5,
+    final_gamma: float | None = None,
+    futility: float = 0.0,
+    futility_min_fraction: float = 0.0,
+    draw_rate: float = 0.4,
+    n_sim: int = 20000,
+    seed: int | np.random.Generator | None = 0,
+) -> float:
+    """Calibrate ``constant`` of :func:`boundary_thresholds` by simulation under the null.
+
+    Simulates ``n_sim`` annotation sequences of one pair with ``p> = p< = (1 - draw_rate) / 2``
+    and computes the exact human-only ``theta`` (Eq. 3) after every look in ``looks``
+    (cumulative annotation counts; ``n_max`` is the last possible look).  Returns the smallest
+    constant such that the fraction of sequences that cross a boundary at *any* look is at most
+    ``gamma`` - the correction for the repeated significance tests of Algorithm 2 (paper,
+    "Limitations: Statistical Significance Decision").
+
+    ``final_gamma=None``: one boundary ``constant * t**-rho`` for all looks, final look included.
+    Otherwise the final look (``n_max``) uses the fixed two-sided level ``final_gamma`` and the
+    constant is calibrated for the interim looks so that interim and final together spend
+    ``gamma`` (requires ``final_gamma <= gamma``; ``final_gamma = gamma`` leaves room for interim
+    decisions only when a binding futility rule stops null sequences before the end).
+
+    ``futility > 0`` simulates the binding futility rule of the protocol as well: a sequence
+    stops (undecided) at the first interim look from ``futility_min_fraction`` of ``n_max`` on
+    whose :func:`predictive_decision_probability` (normal method, final level ``final_gamma`` or
+    ``gamma``) is below ``futility``; boundary crossings after that look are not counted.
+    """
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    lk = np.unique(np.append(np.asarray(looks, dtype=np.int64), n_max))
+    lk = lk[(lk > 0) & (lk <= n_max)]
+    pw = (1.0 - draw_rate) / 2.0
+    labels = rng.choice(3, size=(n_sim, n_max), p=[pw, draw_rate, pw])
+    wins = np.cumsum(labels == 0, axis=1)[:, lk - 1]
+    losses = np.cumsum(labels == 2, axis=1)[:, lk - 1]
+    theta = betainc(losses + 1.0, wins + 1.0, 0.5)
+    z = np.abs(ndtri(np.clip(theta, 1e-300, 1.0 - 1e-16)))
+    scaled = z * (lk / n_max) ** rho
+    alive = np.ones(scaled.shape, dtype=bool)
+    if futility > 0 and lk.size > 1:
+        level = gamma if final_gamma is None else final_gamma
+        draws = np.cumsum(labels == 1, axis=1)[:, lk - 1]
+        counts = np.stack([wins, draws, losses], axis=-1).reshape(-1, 3).astype(float)
+        rem = np.broadcast_to(n_max - lk, wins.shape).reshape(-1)
+        pp = predictive_decision_probability(
+            counts, rem, 1.0 - level / 2.0, level / 2.0, method="normal"
+        ).reshape(wins.shape)
+        fut = (pp < futility) & ((lk / n_max) >= futility_min_fraction)[None, :]
+        fut[:, -1] = False
+        # a sequence stopped for futility at look k is not looked at after k
+        stopped_before = np.cumsum(fut, axis=1) - fut > 0
+        alive = ~stopped_before
+    scaled = np.where(alive, scaled, 0.0)
+    if final_gamma is None:
+        stat = scaled.max(axis=1)
+        return float(np.quantile(stat, 1.0 - gamma, method="higher"))
+    if not 0 < final_gamma <= gamma:
+        raise ValueError("final_gamma must be in (0, gamma]")
+    final_cross = theta[:, -1] > 1.0 - final_gamma / 2.0
+    final_cross |= theta[:, -1] < final_gamma / 2.0
+    final_cross &= alive[:, -1]
+    interim = scaled[:, :-1].max(axis=1) if lk.size > 1 else np.zeros(n_sim)
+    # P(interim > c or final crosses) <= gamma
+    #   <=>  P(interim > c and final does not cross) <= gamma - P(final crosses)
+    slack = gamma - final_cross.mean()
+    cand = np.sort(interim[~final_cross])[::-1]
+    k = int(np.floor(slack * n_sim))  # number of extra false decisions allowed
+    if k <= 0:
+        return float(cand[0]) if cand.size else 0.0
+    if k >= cand.size:
+        return 0.0
+    return float(cand[k])
+
+
+# --------------------------------------------------------------------------------------------
+# Beyond the paper: practical equivalence and futility
+# --------------------------------------------------------------------------------------------
+
+
+def _rope_from_alpha(alpha: NDArray[np.float64], delta: float, nodes: int) -> NDArray:
+    """``P(|p> - p<| < delta)`` for ``p ~ Dir(alpha)``, averaged over the leading axis.
+
+    ``s = p> + p< ~ Beta(a> + a<, a=)`` and ``x = p> / s ~ Beta(a>, a<)`` are independent and
+    ``p> - p< = s (2x - 1)``; the outer expectation over ``s`` uses ``nodes`` quantile midpoints.
+    """
+    from scipy.stats import beta as beta_dist
+
+    a_w, a_d, a_l = alpha[..., 0], alpha[..., 1], alpha[..., 2]
+    u = (np.arange(nodes) + 0.5) / nodes
+    s = beta_dist.ppf(u.reshape((-1,) + (1,) * a_w.ndim), a_w + a_l, a_d)
+    half = delta / (2.0 * np.maximum(s, 1e-300))
+    hi = np.clip(0.5 + half, 0.0, 1.0)
+    lo = np.clip(0.5 - half, 0.0, 1.0)
+    prob = betainc(a_w, a_l, hi) - betainc(a_w, a_l, lo)
+    return prob.mean(axis=0)
+
+
+def rope_probability(
+    posterior: PosteriorDraws | ArrayLike,
+    delta: float,
+    *,
+    nodes: int = 32,
+    max_components: int = 64,
+) -> NDArray[np.float64]:
+    """``P(|p> - p<| < delta | data)`` per pair (region of practical equivalence, ROPE).
+
+    ``posterior`` is a :class:`PosteriorDraws` or human counts (n_pairs, 3).  A pair whose ROPE
+    probability exceeds ``1 - gamma`` is practically equivalent: it answers the paper's
+    "Limitations: Draws are ignored" (e.g. ``p = (0.02, 0.97, 0.01)``).  Mixture posteriors are
+    thinned to ``max_components`` evenly spaced components.
+    """
+    post = posterior if isinstance(posterior, PosteriorDraws) else human_posterior(posterior)
+    if post.alpha.shape[0] == 1:
+        return _rope_from_alpha(post.alpha, delta, nodes)[0]
+    alpha = post.components(max_components, np.random.default_rng(0))
+    return _rope_from_alpha(alpha, delta, nodes).mean(axis=0)
+
+
+def _difference_moments(
+    post: PosteriorDraws,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Posterior mean and variance of ``p> - p<`` and mean of ``p> + p<`` for a mixture of
+    Dirichlets (law of total variance over the components)."""
+    a = post.alpha
+    a0 = a.sum(axis=-1)
+    mean_d = (a[..., 0] - a[..., 2]) / a0
+    mean_s = (a[..., 0] + a[..., 2]) / a0
+    var_d = a[..., 0] * (a0 - a[..., 0]) + a[..., 2] * (a0 - a[..., 2]) + 2 * a[..., 0] * a[..., 2]
+    var_d = var_d / (a0**2 * (a0 + 1.0))
+    w = post.weights
+    md = (w * mean_d).sum(axis=0)
+    vd = (w * (var_d + mean_d**2)).sum(axis=0) - md**2
+    ms = (w * mean_s).sum(axis=0)
+    return md, np.maximum(vd, 0.0), ms
+
+
+def predictive_decision_probability(
+    posterior: PosteriorDraws | ArrayLike,
+    remaining: ArrayLike,
+    upper: ArrayLike,
+    lower: ArrayLike,
+    *,
+    method: str = "normal",
+    prior_var: float | None = None,
+    n_draws: int = 400,
+    seed: int | np.random.Generator | None = None,
+) -> NDArray[np.float64]:
+    """Posterior predictive probability that the pair is decided once ``remaining`` more inputs
+    are annotated by humans (futility rule; beyond the paper).
+
+    The final decision is the exact human-only rule (Eq. 3) on the current human counts plus the
+    labels of the ``remaining`` inputs, with thresholds ``upper`` / ``lower`` (those of the last
+    look).  ``method="normal"`` (default, deterministic and cheap): the future difference
+    ``W - L`` of wins and losses is approximated as normal with the posterior predictive mean and
+    variance (``R E[p> - p<]`` and ``R (E[p> + p<] - E[(p> - p<)^2]) + R^2 Var(p> - p<)``), and the
+    final rule as ``|W - L| > z sqrt(W + L + 2)`` with ``z = Phi^{-1}(upper)``.
+    ``method="mc"``: draw ``p`` from the posterior and the future labels from
+    ``Multinomial(remaining, p)`` and evaluate the exact rule (``n_draws`` draws).
+    ``prior_var`` (normal method only): empirical-Bayes shrinkage - the posterior of
+    ``p> - p<`` is combined with a ``N(0, prior_var)`` prior for the effect (e.g. the spread of
+    effects across the pairs of a study).
+    """
+    post = posterior if isinstance(posterior, PosteriorDraws) else human_posterior(posterior)
+    n = post.human_counts
+    rem = np.broadcast_to(np.asarray(remaining, dtype=float), (n.shape[0],))
+    if method == "mc":
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        alpha = post.components(n_draws, rng)  # (n_draws, n_pairs, 3)
+        p = _dirichlet(rng, alpha, axis=-1)
+        y = rng.multinomial(np.broadcast_to(rem.astype(np.int64), alpha.shape[:2]), p)
+        theta = _theta_from_alpha(n[None, :, :] + y + 1.0)
+        return (decide_with_thresholds(theta, upper, lower) != 0).mean(axis=0)
+    if method != "normal":
+        raise ValueError("method must be 'normal' or 'mc'")
+    md, vd, ms = _difference_moments(post)
+    if prior_var is not None and prior_var > 0:
+        shrink = prior_var / (prior_var + vd)
+        md, vd = md * shrink, vd * shrink
+    mu = n[:, 0] - n[:, 2] + rem * md
+    var = rem * np.maximum(ms - (vd + md**2), 0.0) + rem**2 * vd
+    sd = np.sqrt(np.maximum(var, 1e-12))
+    s_final = n[:, 0] + n[:, 2] + rem * ms
+    z_up = ndtri(np.clip(np.asarray(upper, dtype=float), 0.5, 1 - 1e-16))
+    z_lo = -ndtri(np.clip(np.asarray(lower, dtype=float), 1e-16, 0.5))
+    c_up = z_up * np.sqrt(s_final + 2.0)
+    c_lo = z_lo * np.sqrt(s_final + 2.0)
+    prob = ndtr((mu - c_up) / sd) + ndtr((-c_lo - mu) / sd)
+    # nothing left to annotate: the decision is already known
+    now = decide_with_thresholds(post.theta(), upper, lower) != 0
+    return np.where(rem > 0, np.clip(prob, 0.0, 1.0), now.astype(float))

@@ -1,0 +1,813 @@
+"""Replay of the budgeted evaluation protocol on fully rated data (Deriu et al. 2023, Section 4-6).
+
+The replay treats a data set in which every input is already rated for every system pair as the
+pool of annotations that a live study *could* collect.  Each repeat draws a random order of the
+inputs of every pair; the protocol "collects" annotations in that order (Algorithm 2) and never
+looks at the rest.  Its final decisions are compared with the decision on all data (Algorithm 1
+on the whole pool, human counts only) and classified as Correct / Inversion / Omission /
+Insertion (Section 1, error types of Figure 1 and Tables 2-5); the KLD of Section 6 compares the
+protocol's posterior mean ``p_prot`` with the mode ``p_hum`` of Eq. 3 on all data.
+
+Two protocols:
+
+* ``paper=True`` - Algorithm 2 as published: ``N`` new human annotations per undecided pair per
+  round, Algorithm 1 with the fixed ``gamma`` after every round, until the budget is spent or
+  every pair is decided;
+* the default - the same loop with the corrections of :class:`ProtocolSettings`: a calibrated
+  O'Brien-Fleming-type sequential boundary instead of the fixed ``gamma`` at every look, a
+  region of practical equivalence, a futility rule, and adaptive allocation of each round's
+  batch.
+
+Budget: by default the budget is the whole pool (the paper's setting: the protocol may use up to
+every rated input of every pair); ``budget`` < 1 is a fraction of the pool, > 1 an absolute
+number of annotations.  A pair whose own pool is exhausted cannot receive more annotations and
+ends undecided unless its last look decided it.
+
+Optionally a simulated metric with a fixed mixture matrix ``mu`` (Appendix E): for every input of
+every pair a metric label is drawn from column ``mu[:, true label]``; inputs not yet annotated by
+humans then enter Algorithm 1 as metric-only counts.
+
+The module is pure (numpy / pandas); :func:`build_parser` and :func:`run_from_args` are shared
+with the Django ``replay`` management command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from protocol.decision import (
+    LABELS,
+    PosteriorDraws,
+    boundary_thresholds,
+    calibrate_boundary,
+    decide,
+    decide_with_thresholds,
+    human_posterior,
+    kl_divergence,
+    posterior_mode_p,
+    predictive_decision_probability,
+    preferences_from_scores,
+    rope_probability,
+    sample_posterior,
+    theta_human,
+)
+
+__all__ = [
+    "PAPER_SYSTEMS",
+    "PreferenceData",
+    "ProtocolSettings",
+    "ReplayResult",
+    "build_parser",
+    "classify_outcomes",
+    "frame_from_judgebench",
+    "load_mqm",
+    "parse_mixture_matrix",
+    "preference_data_from_frame",
+    "preference_data_from_scores",
+    "reference_decisions",
+    "render_table",
+    "replay",
+    "replay_once",
+    "run_from_args",
+]
+
+PAPER_SYSTEMS: tuple[str, ...] = (
+    "Facebook-AI",
+    "HuaweiTSC",
+    "Nemo",
+    "Online-W",
+    "UEdin",
+    "VolcTrans-AT",
+    "VolcTrans-GLAT",
+    "eTranslation",
+    "ref-A",
+    "ref-B",
+    "ref-C",
+)
+"""The eleven WMT21 en-de systems of the paper's case study (Section 5): 8 MT systems, 3 refs."""
+
+PAPER_MU = "0.8,0.25,0.1;0.1,0.5,0.1;0.1,0.25,0.8"
+"""The simulated metric of Appendix E (rows: metric label ``>,=,<``; columns: true label)."""
+
+OUTCOMES = ("correct", "inversion", "omission", "insertion")
+
+
+# --------------------------------------------------------------------------------------------
+# Settings
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProtocolSettings:
+    """Settings of the budgeted protocol (Algorithm 2) and of the corrections beyond the paper.
+
+    With ``paper=True`` only ``gamma``, ``batch``, ``budget`` and ``sampler`` are used and the
+    loop is exactly Algorithm 2.  Otherwise (defaults in brackets; tuned on the WMT21 replay, see
+    ``docs/protocol.md``):
+
+    * ``boundary_rho`` [0.5, O'Brien-Fleming shape] / ``boundary_constant`` [None = calibrate]:
+      per-look thresholds of :func:`protocol.decision.boundary_thresholds` on the information
+      fraction ``annotated / pool size``; the constant is calibrated by simulation under the
+      null (``p> = p<``; ``calibration_sims`` [20,000] sequences) for the regular schedule
+      ``batch, 2 batch, ..., pool`` so that the chance of a false decision over *all* looks is
+      ``gamma``; ``null_draw_rate`` [None = share of draws among the human labels of the first
+      round, rounded to 0.05 - nothing that depends on a decision is used];
+    * ``final_gamma_share`` [1.0]: the last look of a pair (pool or budget exhausted) uses the
+      fixed level ``final_gamma_share * gamma`` - with 1.0 the same test as the decision on all
+      data - and the interim constant is calibrated so that interim and final looks together
+      spend ``gamma`` (``None``: one boundary for all looks).  A share of 1.0 leaves room for
+      interim decisions only together with a binding futility rule;
+    * ``rope_delta`` [0.05]: retire a pair as practically equivalent when
+      ``P(|p> - p<| < rope_delta) > 1 - gamma`` (0 disables);
+    * ``futility`` [0.15]: retire a pair when the posterior predictive probability that it is
+      decided once the rest of its pool (or of the budget) is annotated falls below this level
+      (0 disables), from ``futility_min_fraction`` [0.1] of its pool on; ``binding_futility``
+      [True]: the calibration simulates these stops too (a retired pair cannot produce a false
+      decision later, so the interim boundary can be less strict); ``futility_shrinkage``
+      [False]: empirical-Bayes shrinkage of the effect in the predictive (no gain on WMT21);
+    * ``allocation`` [``"adaptive"``]: after the first round, spend the same round total as the
+      paper (``batch`` x open pairs) in proportion to each pair's predictive probability of
+      being decided, at most ``max_chunk`` [3] x ``batch`` per pair; ``"uniform"`` gives
+      ``batch`` to every open pair (the paper);
+    * ``budget`` [None = the whole pool, the paper's setting]: ``<= 1`` a fraction of the pool,
+      ``> 1`` a number of annotations;
+    * ``sampler``: keyword arguments of :func:`protocol.decision.sample_posterior` when metric
+      data enter the decision.
+    """
+
+    gamma: float = 0.05
+    batch: int = 10
+    paper: bool = False
+    budget: float | None = None
+    boundary_rho: float = 0.5
+    boundary_constant: float | None = None
+    final_gamma_share: float | None = 1.0
+    null_draw_rate: float | None = None
+    calibration_sims: int = 20000
+    rope_delta: float = 0.05
+    futility: float = 0.15
+    futility_min_fraction: float = 0.1
+    binding_futility: bool = True
+    futility_shrinkage: bool = False
+    allocation: str = "adaptive"
+    max_chunk: int = 3
+    sampler: dict[str, Any] = field(
+        default_factory=lambda: {"tol": 0.01, "max_samples": 200, "n_samples": 100}
+    )
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gamma < 1:
+            raise ValueError("gamma must be in (0, 1)")
+        if self.batch < 1:
+            raise ValueError("batch must be >= 1")
+        if self.allocation not in ("uniform", "adaptive"):
+            raise ValueError("allocation must be 'uniform' or 'adaptive'")
+
+    def __hash__(self) -> int:  # sampler is a dict; hash on the rest
+        return hash(tuple((k, v) for k, v in asdict(self).items() if k != "sampler"))
+
+    @classmethod
+    def paper_protocol(cls, gamma: float = 0.05, batch: int = 10, **kw: Any) -> ProtocolSettings:
+        """Algorithm 2 exactly as published."""
+        return cls(gamma=gamma, batch=batch, paper=True, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreferenceData:
+    """Per-pair pools of human preference labels (``+1`` a better, ``0`` draw, ``-1`` b better).
+
+    ``labels[k]`` is the 1-D label array of pair ``pairs[k] = (system_a, system_b)``, one entry
+    per rated input (``inputs[k]`` holds the input ids in the same order).
+    """
+
+    systems: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+    labels: tuple[NDArray[np.int8], ...]
+    inputs: tuple[NDArray[Any], ...]
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def pool_sizes(self) -> NDArray[np.int64]:
+        return np.array([len(x) for x in self.labels], dtype=np.int64)
+
+    def counts(self) -> NDArray[np.int64]:
+        """Full-data human counts ``(n>, n=, n<)`` per pair."""
+        return np.array([[np.sum(lab == c) for c in LABELS] for lab in self.labels])
+
+
+def load_mqm(path: str | Path, systems: Sequence[str] | None = None) -> pd.DataFrame:
+    """Read the WMT21 MQM TSV (``system mqm_avg_score seg_id``, whitespace separated, ``None`` =
+    not rated) into a wide frame ``seg_id x system`` holding only segments rated for every chosen
+    system (Appendix C.3)."""
+    df = pd.read_csv(path, sep=r"\s+", na_values=["None"], dtype={"system": str})
+    wide = df.pivot_table(index="seg_id", columns="system", values="mqm_avg_score", aggfunc="mean")
+    if systems:
+        missing = [s for s in systems if s not in wide.columns]
+        if missing:
+            raise ValueError(f"systems not in the data: {missing}; have {sorted(wide.columns)}")
+        wide = wide[list(systems)]
+    return wide.dropna(axis=0, how="any").sort_index()
+
+
+def preference_data_from_scores(wide: pd.DataFrame, dead_zone: float = 0.0) -> PreferenceData:
+    """Preferences per input and system pair from a wide score frame (Definition 5).
+
+    Pairs follow the column order: ``(s_i, s_j)`` for ``i < j``; higher score = better.
+    """
+    systems = tuple(str(c) for c in wide.columns)
+    pairs, labels, inputs = [], [], []
+    idx = wide.index.to_numpy()
+    for i in range(len(systems)):
+        for j in range(i + 1, len(systems)):
+            pairs.append((systems[i], systems[j]))
+            labels.append(
+                preferences_from_scores(
+                    wide.iloc[:, i].to_numpy(), wide.iloc[:, j].to_numpy(), dead_zone
+                )
+            )
+            inputs.append(idx)
+    return PreferenceData(systems, tuple(pairs), tuple(labels), tuple(inputs))
+
+
+_LABEL_MAP: dict[Any, int] = {
+    1: 1,
+    0: 0,
+    -1: -1,
+    ">": 1,
+    "=": 0,
+    "<": -1,
+    "a": 1,
+    "b": -1,
+    "tie": 0,
+    "draw": 0,
+    "model_a": 1,
+    "model_b": -1,
+    "win": 1,
+    "loss": -1,
+    "A": 1,
+    "B": -1,
+}
+
+
+def preference_data_from_frame(frame: pd.DataFrame) -> PreferenceData:
+    """Pools from a long frame with columns ``input, system_a, system_b, label``.
+
+    ``label`` is ``+1/0/-1``, ``>/=/<``, ``a/b/tie`` or ``model_a/model_b``, always from the
+    point of view of ``system_a``.  Every row is one annotation (several annotators of the same
+    input give several rows).  Rows of the same unordered pair are oriented alphabetically
+    (labels of flipped rows are negated).  Judge-Bench files (:func:`frame_from_judgebench`) and
+    the platform's exports use this shape.
+    """
+    need = {"input", "system_a", "system_b", "label"}
+    if not need.issubset(frame.columns):
+        raise ValueError(f"frame needs columns {sorted(need)}, has {list(frame.columns)}")
+    df = frame.copy()
+    lab = df["label"].map(lambda v: _LABEL_MAP.get(v, _LABEL_MAP.get(str(v).strip(), None)))
+    if lab.isna().any():
+        bad = df.loc[lab.isna(), "label"].unique()[:5]
+        raise ValueError(f"unknown labels: {list(bad)}")
+    df["label"] = lab.astype(int)
+    a, b = df["system_a"].astype(str), df["system_b"].astype(str)
+    flip = a > b
+    df["sa"] = np.where(flip, b, a)
+    df["sb"] = np.where(flip, a, b)
+    df.loc[flip, "label"] = -df.loc[flip, "label"]
+    systems = tuple(sorted(set(df["sa"]) | set(df["sb"])))
+    pairs, labels, inputs = [], [], []
+    for (sa, sb), grp in df.groupby(["sa", "sb"], sort=True):
+        pairs.append((str(sa), str(sb)))
+        labels.append(grp["label"].to_numpy(dtype=np.int8))
+        inputs.append(grp["input"].to_numpy())
+    return PreferenceData(systems, tuple(pairs), tuple(labels), tuple(inputs))
+
+
+def frame_from_judgebench(path: str | Path, metric: str | None = None) -> pd.DataFrame:
+    """Long preference frame from a Judge-Bench JSON file with a categorical pairwise annotation
+    (labels such as ``model_a`` / ``model_b`` / ``tie``): one row per individual human score."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    anns = [a for a in data["annotations"] if a.get("category") == "categorical"]
+    if metric is not None:
+        anns = [a for a in anns if a["metric"] == metric]
+    if not anns:
+        raise ValueError("no categorical annotation found")
+    name = anns[0]["metric"]
+    rows = []
+    for inst in data["instances"]:
+        ann = inst.get("annotations", {}).get(name, {})
+        scores = ann.get("individual_human_scores") or [ann.get("majority_human")]
+        for s in scores:
+            if s is not None:
+                rows.append(
+                    {"input": inst["id"], "system_a": "model_a", "system_b": "model_b", "label": s}
+                )
+    return pd.DataFrame(rows)
+
+
+def parse_mixture_matrix(text: str) -> NDArray[np.float64]:
+    """Parse ``"r1c1,r1c2,r1c3;r2...;r3..."`` (rows = metric label ``>,=,<``, columns = true
+    label, paper Eq. 2) and check that every column sums to one."""
+    rows = [[float(x) for x in r.split(",")] for r in text.strip().split(";")]
+    mu = np.array(rows, dtype=float)
+    if mu.shape != (3, 3) or np.any(mu < 0):
+        raise ValueError("mixture matrix must be 3x3 and non-negative")
+    if not np.allclose(mu.sum(axis=0), 1.0, atol=1e-6):
+        raise ValueError(f"columns of the mixture matrix must sum to 1, got {mu.sum(axis=0)}")
+    return mu
+
+
+# --------------------------------------------------------------------------------------------
+# Reference and scoring
+# --------------------------------------------------------------------------------------------
+
+
+def reference_decisions(data: PreferenceData, gamma: float = 0.05) -> NDArray[np.int8]:
+    """ "Decision on all data": Algorithm 1 on every human label of each pair (no metric)."""
+    return decide(theta_human(data.counts()), gamma)
+
+
+def classify_outcomes(reference: NDArray[np.int8], decisions: NDArray[np.int8]) -> NDArray:
+    """Per-pair outcome against the reference (Section 1, Tables 2-5):
+
+    * Correct - both say the same (significant in the same direction, or both undecided);
+    * Inversion - both significant, opposite directions;
+    * Omission - reference significant, protocol undecided;
+    * Insertion - reference undecided, protocol significant.
+    """
+    ref = np.asarray(reference)
+    dec = np.asarray(decisions)
+    out = np.full(ref.shape, "correct", dtype=object)
+    out[(ref != 0) & (dec == -ref)] = "inversion"
+    out[(ref != 0) & (dec == 0)] = "omission"
+    out[(ref == 0) & (dec != 0)] = "insertion"
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The replay
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _calibrated_constant(
+    n_max: int,
+    batch: int,
+    gamma: float,
+    rho: float,
+    final_gamma: float | None,
+    futility: float,
+    futility_min_fraction: float,
+    draw_rate: float,
+    n_sim: int,
+) -> float:
+    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    return calibrate_boundary(
+        looks,
+        n_max,
+        gamma,
+        rho=rho,
+        final_gamma=final_gamma,
+        futility=futility,
+        futility_min_fraction=futility_min_fraction,
+        draw_rate=draw_rate,
+        n_sim=n_sim,
+        seed=0,
+    )
+
+
+def _thresholds(
+    frac: NDArray[np.float64],
+    last: NDArray[np.bool_],
+    constant: float,
+    rho: float,
+    final_gamma: float | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-pair ``(upper, lower)`` thresholds on theta: the calibrated boundary at interim looks,
+    the fixed final level at a pair's last look."""
+    upper, lower = boundary_thresholds(frac, constant, rho)
+    if final_gamma is not None:
+        upper = np.where(last, 1.0 - final_gamma / 2.0, upper)
+        lower = np.where(last, final_gamma / 2.0, lower)
+    return upper, lower
+
+
+def _effect_spread(ordered: Sequence[NDArray[np.int8]], used: NDArray[np.int64]) -> float:
+    """Method-of-moments spread ``tau^2`` of the effects ``p> - p<`` across all pairs, from the
+    human labels collected so far (empirical Bayes; no look at uncollected labels)."""
+    d, v = [], []
+    for lab, k in zip(ordered, used, strict=True):
+        if k >= 2:
+            x = lab[:k].astype(float)
+            d.append(x.mean())
+            v.append(x.var(ddof=1) / k)
+    if len(d) < 3:
+        return float("inf")
+    return float(max(np.var(d, ddof=1) - np.mean(v), 1e-6))
+
+
+def _simulate_metric(
+    labels: Sequence[NDArray[np.int8]], mu: NDArray[np.float64], rng: np.random.Generator
+) -> list[NDArray[np.int8]]:
+    """Appendix E: metric label of each input drawn from column ``mu[:, true label]``."""
+    out = []
+    code = np.array(LABELS, dtype=np.int8)
+    cum = np.cumsum(mu, axis=0)  # (metric label, true label)
+    for lab in labels:
+        col = 1 - lab.astype(np.int64)  # +1 -> 0, 0 -> 1, -1 -> 2
+        u = rng.random(lab.shape[0])
+        idx = (u[:, None] > cum[:, col].T).sum(axis=1)
+        out.append(code[np.minimum(idx, 2)])
+    return out
+
+
+def _counts_of(lab: NDArray[np.int8]) -> NDArray[np.int64]:
+    return np.array([np.sum(lab == LABELS[0]), np.sum(lab == LABELS[1]), np.sum(lab == LABELS[2])])
+
+
+def _posterior(
+    ordered: list[NDArray[np.int8]],
+    metric: list[NDArray[np.int8]] | None,
+    used: NDArray[np.int64],
+    idx: NDArray[np.int64],
+    settings: ProtocolSettings,
+    rng: np.random.Generator,
+) -> PosteriorDraws:
+    human = np.array([_counts_of(ordered[k][: used[k]]) for k in idx]).reshape(-1, 3)
+    if metric is None:
+        return human_posterior(human)
+    conf = np.zeros((idx.size, 3, 3))
+    mcount = np.zeros((idx.size, 3))
+    for r, k in enumerate(idx):
+        h = 1 - ordered[k][: used[k]].astype(np.int64)
+        mm = 1 - metric[k].astype(np.int64)
+        np.add.at(conf[r], (mm[: used[k]], h), 1)
+        mcount[r] = np.bincount(mm[used[k] :], minlength=3)
+    return sample_posterior(human, conf, mcount, seed=rng, **settings.sampler)
+
+
+def _allocate(
+    total: int, weights: NDArray[np.float64], cap: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Split ``total`` annotations in proportion to ``weights`` (largest remainder), each at most
+    ``cap``; capacity left by capped pairs is handed on to the others."""
+    alloc = np.zeros(weights.size, dtype=np.int64)
+    remaining = int(min(total, cap.sum()))
+    w = np.where(cap > 0, np.maximum(weights, 0.0), 0.0)
+    while remaining > 0 and np.any((cap - alloc > 0) & (w > 0)):
+        free = (cap - alloc > 0) & (w > 0)
+        share = remaining * w * free / (w * free).sum()
+        add = np.minimum(np.floor(share).astype(np.int64), cap - alloc)
+        if add.sum() == 0:
+            order = np.argsort(-(share - np.floor(share)) - free * 1e-9)
+            for k in order[:remaining]:
+                if free[k]:
+                    add[k] = 1
+        add = np.minimum(add, cap - alloc)
+        alloc += add
+        remaining -= int(add.sum())
+        if add.sum() == 0:
+            break
+    return alloc
+
+
+@dataclass
+class ReplayResult:
+    """One replay: final decisions, their outcome classes, KLD and annotations used."""
+
+    decisions: NDArray[np.int8]
+    outcomes: NDArray[Any]
+    kld: float
+    annotations: int
+    pool: int
+    rounds: int
+    retired: dict[str, int]
+    used: NDArray[np.int64] | None = None
+
+    @property
+    def fraction_used(self) -> float:
+        return self.annotations / self.pool if self.pool else 0.0
+
+
+def replay_once(
+    data: PreferenceData,
+    settings: ProtocolSettings,
+    rng: np.random.Generator,
+    *,
+    mu: NDArray[np.float64] | None = None,
+    reference: NDArray[np.int8] | None = None,
+) -> ReplayResult:
+    """One run of Algorithm 2 (``settings.paper``) or of the corrected protocol on a random
+    annotation order of every pair's pool.  The protocol only ever sees the labels it has
+    "collected" (a prefix of each pair's shuffled pool) and, with ``mu``, the simulated metric
+    labels of the whole pool."""
+    ref = reference if reference is not None else reference_decisions(data, settings.gamma)
+    pools = data.pool_sizes
+    total_pool = int(pools.sum())
+    orders = [rng.permutation(len(lab)) for lab in data.labels]
+    ordered = [lab[o] for lab, o in zip(data.labels, orders, strict=True)]
+    metric = _simulate_metric(ordered, mu, rng) if mu is not None else None
+    if settings.budget is None:
+        budget = total_pool
+    elif settings.budget <= 1:
+        budget = int(round(settings.budget * total_pool))
+    else:
+        budget = int(settings.budget)
+
+    n_pairs = data.n_pairs
+    used = np.zeros(n_pairs, dtype=np.int64)
+    final = np.zeros(n_pairs, dtype=np.int8)
+    p_prot = np.full((n_pairs, 3), 1.0 / 3.0)
+    is_open = np.ones(n_pairs, dtype=bool)
+    retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
+    gamma = settings.gamma
+    upper_fixed, lower_fixed = 1.0 - gamma / 2.0, gamma / 2.0
+    constant = settings.boundary_constant
+    final_gamma = None if settings.final_gamma_share is None else settings.final_gamma_share * gamma
+    weights = np.ones(n_pairs)
+    rounds = 0
+
+    while budget > 0 and is_open.any():
+        idx = np.flatnonzero(is_open)
+        cap = np.minimum(pools[idx] - used[idx], budget)
+        if settings.paper or settings.allocation == "uniform" or rounds == 0:
+            want = np.minimum(settings.batch, cap)
+            # Algorithm 2: every open pair gets N while the budget lasts (in pair order).
+            csum = np.cumsum(want)
+            give = np.where(csum <= budget, want, np.maximum(0, budget - (csum - want)))
+        else:
+            cap = np.minimum(cap, settings.max_chunk * settings.batch)
+            round_total = min(settings.batch * idx.size, budget)
+            give = _allocate(round_total, weights[idx], cap)
+            if give.sum() == 0:
+                give = _allocate(round_total, np.ones(idx.size), cap)
+        used[idx] += give
+        budget -= int(give.sum())
+        rounds += 1
+
+        post = _posterior(ordered, metric, used, idx, settings, rng)
+        theta = post.theta()
+        p_prot[idx] = post.mean_p()
+        frac = used[idx] / pools[idx]
+        if settings.paper:
+            dec = decide_with_thresholds(theta, upper_fixed, lower_fixed)
+        else:
+            if constant is None:
+                draw_rate = settings.null_draw_rate
+                if draw_rate is None:
+                    seen = np.concatenate([ordered[k][: used[k]] for k in idx])
+                    draw_rate = round(float(np.mean(seen == 0)) * 20) / 20 if seen.size else 0.0
+                draw_rate = min(max(draw_rate, 0.0), 0.95)
+                constant = _calibrated_constant(
+                    int(pools.max()),
+                    settings.batch,
+                    gamma,
+                    settings.boundary_rho,
+                    final_gamma,
+                    settings.futility if settings.binding_futility else 0.0,
+                    settings.futility_min_fraction,
+                    draw_rate,
+                    settings.calibration_sims,
+                )
+            last = (used[idx] >= pools[idx]) | (budget <= 0)
+            upper, lower = _thresholds(frac, last, constant, settings.boundary_rho, final_gamma)
+            dec = decide_with_thresholds(theta, upper, lower)
+        final[idx] = dec
+        decided = dec != 0
+        retired["decided"] += int(decided.sum())
+        close = decided.copy()
+
+        if not settings.paper:
+            und = ~decided
+            if settings.rope_delta > 0 and und.any():
+                rope = rope_probability(post, settings.rope_delta)
+                eq = und & (rope > 1.0 - gamma)
+                retired["equivalent"] += int(eq.sum())
+                close |= eq
+                und &= ~eq
+            if und.any() and (settings.futility > 0 or settings.allocation == "adaptive"):
+                remaining = np.minimum(pools[idx] - used[idx], max(budget, 0))
+                up_f, lo_f = _thresholds(
+                    (used[idx] + remaining) / pools[idx],
+                    np.ones(idx.size, dtype=bool),
+                    constant,
+                    settings.boundary_rho,
+                    final_gamma,
+                )
+                prior_var = None
+                if settings.futility_shrinkage:
+                    prior_var = _effect_spread(ordered, used)
+                pp = predictive_decision_probability(
+                    post, remaining, up_f, lo_f, prior_var=prior_var
+                )
+                weights[idx] = pp
+                if settings.futility > 0:
+                    fut = und & (pp < settings.futility) & (frac >= settings.futility_min_fraction)
+                    retired["futile"] += int(fut.sum())
+                    close |= fut
+
+        exhausted = ~close & (used[idx] >= pools[idx])
+        retired["exhausted"] += int(exhausted.sum())
+        close |= exhausted
+        is_open[idx[close]] = False
+
+    retired["budget"] = int(is_open.sum())
+    outcomes = classify_outcomes(ref, final)
+    p_hum = posterior_mode_p(data.counts())
+    kld = float(np.mean(kl_divergence(p_prot, p_hum)))
+    return ReplayResult(final, outcomes, kld, int(used.sum()), total_pool, rounds, retired, used)
+
+
+def replay(
+    data: PreferenceData,
+    settings: ProtocolSettings,
+    *,
+    repeats: int = 20,
+    seed: int = 0,
+    mu: NDArray[np.float64] | None = None,
+) -> dict[str, Any]:
+    """Replay ``repeats`` random annotation orders and average the paper's table columns.
+
+    Returns a JSON-serialisable dict: settings, reference summary, the mean fraction of pairs in
+    each outcome class (Correct / Inversion / Omission / Insertion), mean KLD, mean fraction of
+    annotations used, per-repeat rows and per-pair outcome counts.
+    """
+    ref = reference_decisions(data, settings.gamma)
+    root = np.random.default_rng(seed)
+    runs = []
+    per_pair = {o: np.zeros(data.n_pairs, dtype=int) for o in OUTCOMES}
+    t0 = time.perf_counter()
+    for child in root.spawn(repeats):
+        res = replay_once(data, settings, child, mu=mu, reference=ref)
+        runs.append(res)
+        for o in OUTCOMES:
+            per_pair[o] += res.outcomes == o
+    elapsed = time.perf_counter() - t0
+
+    def frac(o: str) -> float:
+        return float(np.mean([np.mean(r.outcomes == o) for r in runs]))
+
+    summary = {o: frac(o) for o in OUTCOMES}
+    summary["kld"] = float(np.mean([r.kld for r in runs]))
+    summary["annotations"] = float(np.mean([r.fraction_used for r in runs]))
+    summary["annotations_sd"] = float(np.std([r.fraction_used for r in runs]))
+    summary["correct_sd"] = float(np.std([np.mean(r.outcomes == "correct") for r in runs]))
+    s = asdict(settings)
+    return {
+        "protocol": "paper" if settings.paper else "default",
+        "settings": s,
+        "metric_mu": None if mu is None else mu.tolist(),
+        "systems": list(data.systems),
+        "n_pairs": data.n_pairs,
+        "pool": int(data.pool_sizes.sum()),
+        "reference": {
+            "significant": int(np.sum(ref != 0)),
+            "undecided": int(np.sum(ref == 0)),
+        },
+        "repeats": repeats,
+        "seed": seed,
+        "summary": summary,
+        "runs": [
+            {
+                **{o: float(np.mean(r.outcomes == o)) for o in OUTCOMES},
+                "kld": r.kld,
+                "annotations": r.fraction_used,
+                "rounds": r.rounds,
+                "retired": r.retired,
+            }
+            for r in runs
+        ],
+        "pairs": [
+            {
+                "system_a": a,
+                "system_b": b,
+                "reference": int(ref[k]),
+                **{o: int(per_pair[o][k]) for o in OUTCOMES},
+            }
+            for k, (a, b) in enumerate(data.pairs)
+        ],
+        "seconds": elapsed,
+    }
+
+
+def render_table(results: Sequence[dict[str, Any]] | dict[str, Any]) -> str:
+    """The paper's table (Tables 3 and 5): Corr. Inv. Omi. Ins. KLD Ann., one row per result."""
+    rows = [results] if isinstance(results, dict) else list(results)
+    head = f"{'protocol':<10} {'batch':>5} {'metric':>6} {'Corr.':>6} {'Inv.':>6} {'Omi.':>6} "
+    head += f"{'Ins.':>6} {'KLD':>6} {'Ann.':>6}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        s = r["summary"]
+        lines.append(
+            f"{r['protocol']:<10} {r['settings']['batch']:>5} "
+            f"{'yes' if r['metric_mu'] else 'no':>6} {s['correct']:>6.2f} "
+            f"{s['inversion']:>6.2f} {s['omission']:>6.2f} {s['insertion']:>6.2f} "
+            f"{s['kld']:>6.3f} {s['annotations']:>6.2f}"
+        )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Command line (shared with the Django ``replay`` management command)
+# --------------------------------------------------------------------------------------------
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """Add the replay arguments to ``parser`` (or a new one) and return it."""
+    p = parser or argparse.ArgumentParser(
+        prog="python -m protocol.simulation",
+        description="Replay the budgeted protocol of Deriu et al. (2023) on fully rated data.",
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--mqm", help="WMT21 MQM TSV (system mqm_avg_score seg_id)")
+    src.add_argument("--frame", help="long CSV with columns input,system_a,system_b,label")
+    src.add_argument("--judgebench", help="Judge-Bench JSON with a categorical pairwise label")
+    p.add_argument(
+        "--systems",
+        nargs="+",
+        default=None,
+        help="systems to compare (MQM; default: the paper's eleven)",
+    )
+    p.add_argument("--batch", type=int, nargs="+", default=[10], help="annotations per round N")
+    p.add_argument("--gamma", type=float, default=0.05)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--paper", action="store_true", help="Algorithm 2 exactly as published")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="<=1: fraction of the pool, >1: annotations (default: whole pool)",
+    )
+    p.add_argument(
+        "--mu", default=None, help=f"simulated metric mixture matrix, rows ';' e.g. {PAPER_MU!r}"
+    )
+    p.add_argument("--dead-zone", type=float, default=0.0, help="score difference counted as draw")
+    p.add_argument("--rope-delta", type=float, default=None)
+    p.add_argument("--futility", type=float, default=None)
+    p.add_argument("--allocation", choices=["uniform", "adaptive"], default=None)
+    p.add_argument("--rho", type=float, default=None, help="boundary shape (0.5 O'Brien-Fleming)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    return p
+
+
+def _load_from_args(args: argparse.Namespace) -> PreferenceData:
+    if args.mqm:
+        wide = load_mqm(args.mqm, args.systems or list(PAPER_SYSTEMS))
+        return preference_data_from_scores(wide, args.dead_zone)
+    if args.frame:
+        return preference_data_from_frame(pd.read_csv(args.frame))
+    return preference_data_from_frame(frame_from_judgebench(args.judgebench))
+
+
+def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the replays described by parsed arguments (one per ``--batch`` value)."""
+    data = _load_from_args(args)
+    mu = parse_mixture_matrix(args.mu) if args.mu else None
+    out = []
+    for batch in args.batch:
+        base = ProtocolSettings(gamma=args.gamma, batch=batch, paper=args.paper, budget=args.budget)
+        overrides: dict[str, Any] = {}
+        if args.rope_delta is not None:
+            overrides["rope_delta"] = args.rope_delta
+        if args.futility is not None:
+            overrides["futility"] = args.futility
+        if args.allocation is not None:
+            overrides["allocation"] = args.allocation
+        if args.rho is not None:
+            overrides["boundary_rho"] = args.rho
+        settings = replace(base, **overrides)
+        out.append(replay(data, settings, repeats=args.repeats, seed=args.seed, mu=mu))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    results = run_from_args(args)
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0], indent=2))
+    else:
+        print(render_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
