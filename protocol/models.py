@@ -28,7 +28,7 @@ class ProtocolConfig(models.Model):
         help_text="Retire a pair as practically equivalent when P(|p> − p<| < δ) > 1 − γ.",
     )
     futility = models.FloatField(
-        default=0.05,
+        default=0.15,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="Retire a pair whose chance of being decided within its inputs and the "
         "budget falls below this.",

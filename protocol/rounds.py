@@ -237,10 +237,8 @@ def round_allocation(
         csum = np.cumsum(want)
         return np.where(csum <= budget_left, want, np.maximum(0, budget_left - (csum - want)))
     cap = np.minimum(cap, settings.max_chunk * settings.batch)
-    give = allocate(settings.batch * weights.size, weights, cap)
+    round_total = min(settings.batch * weights.size, max(budget_left, 0))
+    give = allocate(round_total, weights, cap)
     if give.sum() == 0:
-        give = allocate(settings.batch * weights.size, np.ones(weights.size), cap)
-    # the round total must respect the budget as well
-    while give.sum() > budget_left:
-        give[np.argmax(give)] -= 1
+        give = allocate(round_total, np.ones(weights.size), cap)
     return give

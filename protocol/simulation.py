@@ -39,7 +39,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +46,15 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from protocol import rounds
 from protocol.decision import (
     LABELS,
     PosteriorDraws,
-    boundary_thresholds,
-    calibrate_boundary,
     decide,
-    decide_with_thresholds,
     human_posterior,
     kl_divergence,
     posterior_mode_p,
-    predictive_decision_probability,
     preferences_from_scores,
-    rope_probability,
     sample_posterior,
     theta_human,
 )
@@ -367,49 +362,6 @@ def classify_outcomes(reference: NDArray[np.int8], decisions: NDArray[np.int8]) 
 # --------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=64)
-def _calibrated_constant(
-    n_max: int,
-    batch: int,
-    gamma: float,
-    rho: float,
-    final_gamma: float | None,
-    futility: float,
-    futility_min_fraction: float,
-    draw_rate: float,
-    n_sim: int,
-) -> float:
-    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
-    return calibrate_boundary(
-        looks,
-        n_max,
-        gamma,
-        rho=rho,
-        final_gamma=final_gamma,
-        futility=futility,
-        futility_min_fraction=futility_min_fraction,
-        draw_rate=draw_rate,
-        n_sim=n_sim,
-        seed=0,
-    )
-
-
-def _thresholds(
-    frac: NDArray[np.float64],
-    last: NDArray[np.bool_],
-    constant: float,
-    rho: float,
-    final_gamma: float | None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-pair ``(upper, lower)`` thresholds on theta: the calibrated boundary at interim looks,
-    the fixed final level at a pair's last look."""
-    upper, lower = boundary_thresholds(frac, constant, rho)
-    if final_gamma is not None:
-        upper = np.where(last, 1.0 - final_gamma / 2.0, upper)
-        lower = np.where(last, final_gamma / 2.0, lower)
-    return upper, lower
-
-
 def _effect_spread(ordered: Sequence[NDArray[np.int8]], used: NDArray[np.int64]) -> float:
     """Method-of-moments spread ``tau^2`` of the effects ``p> - p<`` across all pairs, from the
     human labels collected so far (empirical Bayes; no look at uncollected labels)."""
@@ -464,31 +416,6 @@ def _posterior(
     return sample_posterior(human, conf, mcount, seed=rng, **settings.sampler)
 
 
-def _allocate(
-    total: int, weights: NDArray[np.float64], cap: NDArray[np.int64]
-) -> NDArray[np.int64]:
-    """Split ``total`` annotations in proportion to ``weights`` (largest remainder), each at most
-    ``cap``; capacity left by capped pairs is handed on to the others."""
-    alloc = np.zeros(weights.size, dtype=np.int64)
-    remaining = int(min(total, cap.sum()))
-    w = np.where(cap > 0, np.maximum(weights, 0.0), 0.0)
-    while remaining > 0 and np.any((cap - alloc > 0) & (w > 0)):
-        free = (cap - alloc > 0) & (w > 0)
-        share = remaining * w * free / (w * free).sum()
-        add = np.minimum(np.floor(share).astype(np.int64), cap - alloc)
-        if add.sum() == 0:
-            order = np.argsort(-(share - np.floor(share)) - free * 1e-9)
-            for k in order[:remaining]:
-                if free[k]:
-                    add[k] = 1
-        add = np.minimum(add, cap - alloc)
-        alloc += add
-        remaining -= int(add.sum())
-        if add.sum() == 0:
-            break
-    return alloc
-
-
 @dataclass
 class ReplayResult:
     """One replay: final decisions, their outcome classes, KLD and annotations used."""
@@ -538,102 +465,41 @@ def replay_once(
     p_prot = np.full((n_pairs, 3), 1.0 / 3.0)
     is_open = np.ones(n_pairs, dtype=bool)
     retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
-    gamma = settings.gamma
-    upper_fixed, lower_fixed = 1.0 - gamma / 2.0, gamma / 2.0
     constant = settings.boundary_constant
-    final_gamma = None if settings.final_gamma_share is None else settings.final_gamma_share * gamma
     weights = np.ones(n_pairs)
-    rounds = 0
+    n_rounds = 0
 
     while budget > 0 and is_open.any():
         idx = np.flatnonzero(is_open)
-        cap = np.minimum(pools[idx] - used[idx], budget)
-        if settings.paper or settings.allocation == "uniform" or rounds == 0:
-            want = np.minimum(settings.batch, cap)
-            # Algorithm 2: every open pair gets N while the budget lasts (in pair order).
-            csum = np.cumsum(want)
-            give = np.where(csum <= budget, want, np.maximum(0, budget - (csum - want)))
-        else:
-            cap = np.minimum(cap, settings.max_chunk * settings.batch)
-            round_total = min(settings.batch * idx.size, budget)
-            give = _allocate(round_total, weights[idx], cap)
-            if give.sum() == 0:
-                give = _allocate(round_total, np.ones(idx.size), cap)
+        give = rounds.round_allocation(
+            weights[idx], pools[idx] - used[idx], budget, settings, first=n_rounds == 0
+        )
         used[idx] += give
         budget -= int(give.sum())
-        rounds += 1
+        n_rounds += 1
 
         post = _posterior(ordered, metric, used, idx, settings, rng)
-        theta = post.theta()
-        p_prot[idx] = post.mean_p()
-        frac = used[idx] / pools[idx]
-        if settings.paper:
-            dec = decide_with_thresholds(theta, upper_fixed, lower_fixed)
-        else:
-            if constant is None:
-                draw_rate = settings.null_draw_rate
-                if draw_rate is None:
-                    seen = np.concatenate([ordered[k][: used[k]] for k in idx])
-                    draw_rate = round(float(np.mean(seen == 0)) * 20) / 20 if seen.size else 0.0
-                draw_rate = min(max(draw_rate, 0.0), 0.95)
-                constant = _calibrated_constant(
-                    int(pools.max()),
-                    settings.batch,
-                    gamma,
-                    settings.boundary_rho,
-                    final_gamma,
-                    settings.futility if settings.binding_futility else 0.0,
-                    settings.futility_min_fraction,
-                    draw_rate,
-                    settings.calibration_sims,
-                )
-            last = (used[idx] >= pools[idx]) | (budget <= 0)
-            upper, lower = _thresholds(frac, last, constant, settings.boundary_rho, final_gamma)
-            dec = decide_with_thresholds(theta, upper, lower)
-        final[idx] = dec
-        decided = dec != 0
-        retired["decided"] += int(decided.sum())
-        close = decided.copy()
+        if not settings.paper and constant is None:
+            constant = rounds.boundary_constant(
+                settings, int(pools.max()), settings.batch, post.human_counts
+            )
+        prior_var = _effect_spread(ordered, used) if settings.futility_shrinkage else None
+        step = rounds.decide_round(
+            post, used[idx], pools[idx], budget, settings, constant=constant, prior_var=prior_var
+        )
+        final[idx] = step.decision
+        p_prot[idx] = step.mean_p
+        weights[idx] = step.weight
+        for outcome in (rounds.DECIDED, rounds.EQUIVALENT, rounds.FUTILE, rounds.EXHAUSTED):
+            retired[outcome] += int(np.sum(step.outcome == outcome))
+        is_open[idx[step.outcome != rounds.OPEN]] = False
+        retired["budget"] += int(np.sum(step.outcome == rounds.BUDGET))
 
-        if not settings.paper:
-            und = ~decided
-            if settings.rope_delta > 0 and und.any():
-                rope = rope_probability(post, settings.rope_delta)
-                eq = und & (rope > 1.0 - gamma)
-                retired["equivalent"] += int(eq.sum())
-                close |= eq
-                und &= ~eq
-            if und.any() and (settings.futility > 0 or settings.allocation == "adaptive"):
-                remaining = np.minimum(pools[idx] - used[idx], max(budget, 0))
-                up_f, lo_f = _thresholds(
-                    (used[idx] + remaining) / pools[idx],
-                    np.ones(idx.size, dtype=bool),
-                    constant,
-                    settings.boundary_rho,
-                    final_gamma,
-                )
-                prior_var = None
-                if settings.futility_shrinkage:
-                    prior_var = _effect_spread(ordered, used)
-                pp = predictive_decision_probability(
-                    post, remaining, up_f, lo_f, prior_var=prior_var
-                )
-                weights[idx] = pp
-                if settings.futility > 0:
-                    fut = und & (pp < settings.futility) & (frac >= settings.futility_min_fraction)
-                    retired["futile"] += int(fut.sum())
-                    close |= fut
-
-        exhausted = ~close & (used[idx] >= pools[idx])
-        retired["exhausted"] += int(exhausted.sum())
-        close |= exhausted
-        is_open[idx[close]] = False
-
-    retired["budget"] = int(is_open.sum())
+    retired["budget"] += int(is_open.sum())
     outcomes = classify_outcomes(ref, final)
     p_hum = posterior_mode_p(data.counts())
     kld = float(np.mean(kl_divergence(p_prot, p_hum)))
-    return ReplayResult(final, outcomes, kld, int(used.sum()), total_pool, rounds, retired, used)
+    return ReplayResult(final, outcomes, kld, int(used.sum()), total_pool, n_rounds, retired, used)
 
 
 def replay(
