@@ -56,6 +56,19 @@ def _interval(est: dict[str, Any]) -> str:
     return f"[{_num(est['low'])}, {_num(est['high'])}]"
 
 
+def _win_rate_cells(r: dict) -> list[str]:
+    """The cells of one system pair's win-rate row, shared by the text and HTML tables."""
+    return [
+        r["system_1"], r["system_2"], _num(r["n_items"]), _num(r["wins_1"]), _num(r["ties"]),
+        _num(r["wins_2"]), _pct(r["win_rate"]), _pct(r["tie_rate"]),
+        _num(r["expected_win_rate"]),
+    ]  # fmt: skip
+
+
+def _expected_interval(r: dict) -> dict:
+    return {"low": r["expected_win_rate_low"], "high": r["expected_win_rate_high"]}
+
+
 def _metric_name(row: dict[str, Any]) -> str:
     name = row.get("title") or row.get("metric", "")
     if row.get("metric") == "krippendorff_alpha":
@@ -191,24 +204,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
                     ["system 1", "system 2", "items", "wins 1", "ties", "wins 2", "win rate 1"]
                     + ["tie rate", "expected win rate 1", "interval", "note"],
                     [
-                        [
-                            r["system_1"],
-                            r["system_2"],
-                            _num(r["n_items"]),
-                            _num(r["wins_1"]),
-                            _num(r["ties"]),
-                            _num(r["wins_2"]),
-                            _pct(r["win_rate"]),
-                            _pct(r["tie_rate"]),
-                            _num(r["expected_win_rate"]),
-                            _interval(
-                                {
-                                    "low": r["expected_win_rate_low"],
-                                    "high": r["expected_win_rate_high"],
-                                }
-                            ),
-                            r.get("reason", ""),
-                        ]
+                        [*_win_rate_cells(r), _interval(_expected_interval(r)), r.get("reason", "")]
                         for r in pw["pairs"]
                     ],
                 )
@@ -1093,19 +1089,8 @@ def _html_pairwise(prop: dict[str, Any], conf: float) -> str:
                 ],
                 [
                     [
-                        r["system_1"],
-                        r["system_2"],
-                        _num(r["n_items"]),
-                        _num(r["wins_1"]),
-                        _num(r["ties"]),
-                        _num(r["wins_2"]),
-                        _pct(r["win_rate"]),
-                        _pct(r["tie_rate"]),
-                        _num(r["expected_win_rate"]),
-                        _interval(
-                            {"low": r["expected_win_rate_low"], "high": r["expected_win_rate_high"]}
-                        )
-                        or _value_html(None, r.get("reason", "")),
+                        *_win_rate_cells(r),
+                        _interval(_expected_interval(r)) or _value_html(None, r.get("reason", "")),
                         r.get("reason", ""),
                     ]
                     for r in pw["pairs"]
