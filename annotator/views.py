@@ -4,6 +4,7 @@ one item at a time, and the way back with a completion code. No logic beyond HTT
 from __future__ import annotations
 
 import re
+from functools import wraps
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -42,6 +43,22 @@ def _participation(request: HttpRequest, study: Study) -> Participation | None:
 
 def _too_many(request: HttpRequest) -> HttpResponse:
     return _message(request, "Too many requests", "Please wait a minute before trying again.", 429)
+
+
+def participant_view(view):
+    """Load the study and this browser's participation in it; a stranger gets a 403."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, study_id) -> HttpResponse:
+        study = _study(study_id)
+        participation = _participation(request, study)
+        if participation is None:
+            return _message(
+                request, "Who are you?", "Open this study through the link you were given.", 403
+            )
+        return view(request, study, participation)
+
+    return wrapped
 
 
 def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
@@ -150,26 +167,16 @@ def mturk(request: HttpRequest, study_id) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
-def instructions(request: HttpRequest, study_id) -> HttpResponse:
-    study = _study(study_id)
-    participation = _participation(request, study)
-    if participation is None:
-        return _message(
-            request, "Who are you?", "Open this study through the link you were given.", 403
-        )
+@participant_view
+def instructions(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
     return render(
         request, "annotator/instructions.html", {"study": study, "participation": participation}
     )
 
 
 @require_http_methods(["GET", "POST"])
-def qualify(request: HttpRequest, study_id) -> HttpResponse:
-    study = _study(study_id)
-    participation = _participation(request, study)
-    if participation is None:
-        return _message(
-            request, "Who are you?", "Open this study through the link you were given.", 403
-        )
+@participant_view
+def qualify(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
     if request.method == "POST":
         try:
             question_id = int(request.POST.get("question", ""))
@@ -204,13 +211,8 @@ def qualify(request: HttpRequest, study_id) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def task(request: HttpRequest, study_id) -> HttpResponse:
-    study = _study(study_id)
-    participation = _participation(request, study)
-    if participation is None:
-        return _message(
-            request, "Who are you?", "Open this study through the link you were given.", 403
-        )
+@participant_view
+def task(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
     if participation.status == Participation.Status.QUALIFYING:
         return redirect("annotator:qualify", study_id=study.public_id)
     if request.method == "POST":
@@ -264,14 +266,9 @@ def _submit(request: HttpRequest, study: Study, participation: Participation) ->
 
 
 @require_http_methods(["GET"])
-def end(request: HttpRequest, study_id) -> HttpResponse:
+@participant_view
+def end(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
     """The way back: a completion, fail or no-work code, or the MTurk submit form."""
-    study = _study(study_id)
-    participation = _participation(request, study)
-    if participation is None:
-        return _message(
-            request, "Who are you?", "Open this study through the link you were given.", 403
-        )
     outcome = selectors.participation_outcome(services.participation_finish(participation))
     code = {
         "completed": study.completion_code,
