@@ -1,0 +1,68 @@
+"""Smoke test of the load bench's pure helpers (the bench itself never runs in the tests)."""
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from annotator.importers import parse_study_file
+
+PATH = Path(__file__).resolve().parents[2] / "bench" / "load.py"
+
+
+@pytest.fixture(scope="module")
+def load():
+    spec = importlib.util.spec_from_file_location("bench_load", PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_load"] = module  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("bench_load", None)
+
+
+def test_percentile_interpolates(load):
+    assert load.percentile([3.0, 1.0, 2.0, 4.0], 50) == 2.5
+    assert load.percentile([5.0], 99) == 5.0
+    assert load.percentile(list(range(101)), 95) == 95
+
+
+def test_task_page_yields_tokens_and_shown_systems(load):
+    html = (
+        '<ul class="messages" role="alert"><li class="error">Too late.</li></ul>'
+        '<input type="hidden" name="csrfmiddlewaretoken" value="abc123">'
+        '<input type="hidden" name="token" value="0f8fad5b-d9cb-469f-a165-70867728950e">'
+        '<div class="text scroll"><p>s03 says 7</p></div>'
+        '<div class="text scroll"><p>s01 says 7</p></div>'
+    )
+    page = load.parse_task_page(html)
+    assert (page.token, page.csrf) == ("0f8fad5b-d9cb-469f-a165-70867728950e", "abc123")
+    assert (page.left, page.right, page.messages) == ("s03", "s01", "Too late.")
+    assert load.parse_task_page("<h1>No work left</h1>") is None
+
+
+def test_answers_follow_quality(load):
+    rng = random.Random(0)
+    answers = [load.choose_answer("s02", "s01", rng) for _ in range(2000)]
+    assert 0.8 < answers.count("right") / len(answers) < 0.9
+    assert set(load.choose_answer("s02", "s03", rng) for _ in range(100)) == {
+        "left",
+        "right",
+        "tie",
+    }
+
+
+def test_set_cookie_parsing(load):
+    assert load.parse_set_cookie("sessionid=xyz; HttpOnly; Path=/") == ("sessionid", "xyz", False)
+    gone = 'messages=""; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/'
+    assert load.parse_set_cookie(gone) == ("messages", "", True)
+
+
+def test_bundle_is_a_valid_adaptive_study(load):
+    spec = parse_study_file(load.study_bundle(4, 5, redundancy=3, budget=90), "load.jsonl")
+    assert spec.options["collection"] == "adaptive" and spec.options["open_links"]
+    assert len(spec.systems) == 4 and len(spec.inputs) == 5
+    assert load.study_capacity(4, 5, 3) == 6 * 5 * 3
