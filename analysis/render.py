@@ -403,10 +403,6 @@ def _h(value: Any) -> _Safe:
     return _Safe(html.escape(str(value), quote=True))
 
 
-def _join(parts: Iterable[str]) -> _Safe:
-    return _Safe("".join(_h(p) for p in parts))
-
-
 def _short(text: Any, limit: int) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
