@@ -10,6 +10,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 
 from .choices import AssignmentState
 from .models import Annotation, Assignment, Item, Participation, Study
+from .signals import work_expected
 
 #: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV.
 LABEL_FIELDS = (
@@ -120,21 +121,34 @@ def study_progress(study: Study) -> dict[str, int]:
     }
 
 
-def worker_progress(study: Study, annotator) -> dict[str, int]:
-    """The progress indicator of a worker looking at their current item."""
-    done = Assignment.objects.filter(
-        study=study, annotator=annotator, state=AssignmentState.SUBMITTED
-    ).count()
-    if study.items_per_worker is not None:
-        total = study.items_per_worker
-    else:
-        available = (
+def more_work_expected(study: Study) -> bool:
+    """Whether a worker with nothing to do now should wait for more (see ``work_expected``)."""
+    return any(result is True for _, result in work_expected.send(sender=Study, study=study))
+
+
+PROGRESS_HORIZON = 200
+"""Beyond this many items still open to a worker the task page shows no total."""
+
+
+def worker_progress(study: Study, annotator, done: int) -> dict[str, int | None]:
+    """The progress indicator of a worker who has done ``done`` items: ``total`` is the
+    study's items-per-worker limit or, in a study with all items out at once, what is done
+    plus what is still open to them (when that is a short list); ``None`` otherwise (an
+    adaptive study, whose later rounds depend on its decisions, or a long one)."""
+    total = study.items_per_worker
+    if total is None and study.collection != "adaptive":
+        open_items = (
             Item.objects.filter(study=study, is_active=True, n_taken__lt=F("redundancy"))
             .exclude(assignments__annotator=annotator)
-            .count()
+            .values("pk")[:PROGRESS_HORIZON]
         )
-        total = done + 1 + available
-    return {"done": done, "position": done + 1, "total": max(total, done + 1)}
+        available = len(open_items)
+        total = done + 1 + available if available < PROGRESS_HORIZON else None
+    return {
+        "done": done,
+        "position": done + 1,
+        "total": None if total is None else max(total, done + 1),
+    }
 
 
 def participation_outcome(participation: Participation) -> dict[str, object]:

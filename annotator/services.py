@@ -6,13 +6,14 @@ import logging
 import random
 import secrets
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import combinations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
 from . import importers, ratings
@@ -410,88 +411,167 @@ def assignment_release_expired(*, study: Study | None = None, now: datetime | No
     return len(expired)
 
 
+@dataclass(frozen=True)
+class Task:
+    """A worker's current assignment and how many items they have done in the study."""
+
+    assignment: Assignment
+    done: int
+
+
 def assignment_next(
     *, participation: Participation, now: datetime | None = None, rng: random.Random | None = None
 ) -> Assignment | None:
-    """The worker's current task, or a newly leased one, or ``None`` when nothing is left.
+    """The worker's current task, or a newly leased one, or ``None`` when nothing is left."""
+    task = task_next(participation=participation, now=now, rng=rng)
+    return task.assignment if task else None
+
+
+def task_next(
+    *, participation: Participation, now: datetime | None = None, rng: random.Random | None = None
+) -> Task | None:
+    """The worker's current task, or a newly leased one, or ``None`` when nothing is left;
+    with the item's input and outputs loaded and the worker's count of done items.
 
     Atomic: the participation row is locked so one worker's parallel requests queue, and
     the item is taken with ``SELECT … FOR UPDATE SKIP LOCKED`` so parallel workers never
     take the last slot of an item twice (on SQLite the transaction itself is exclusive).
     An item is never leased twice to one worker (also a database constraint), nor above
     its redundancy (a check constraint on ``n_taken``). Gold checks are interleaved at
-    random with the study's falling rate, never two in a row.
+    random with the study's falling rate, never two in a row. Expired leases are given
+    back by the periodic sweep and, when no item is free, here before a second look.
     """
     now = now or timezone.now()
     rng = rng or _RNG
-    study = participation.study
-    assignment_release_expired(study=study, now=now)
+
+    def lease() -> Task | None:
+        with transaction.atomic():
+            part = _lock(Participation.objects.filter(pk=participation.pk))
+            _check_may_work(part)
+            return _lease_locked(part, now, rng, holds_none=False)
+
+    task = lease()
+    if task is None and assignment_release_expired(study=participation.study, now=now):
+        task = lease()
+    return task
+
+
+def task_answer(
+    *,
+    participation: Participation,
+    token: str | uuid.UUID,
+    answer: str | None = None,
+    scores: dict[str, Any] | None = None,
+    time_spent_ms: int | None = None,
+    now: datetime | None = None,
+    rng: random.Random | None = None,
+) -> Task | None:
+    """Store the worker's answer (as :func:`annotation_submit`) and lease their next task
+    (as :func:`task_next`) under one lock of the participation, so one request makes one
+    annotation cycle. Returns the next task, or ``None`` when nothing is left or this answer
+    got the worker blocked (the answer is stored either way). An invalid, expired or
+    foreign answer raises a :class:`~annotator.errors.ServiceError` and changes nothing.
+    ``participation`` must be freshly read (its study and worker are not read again).
+    """
+    now = now or timezone.now()
+    rng = rng or _RNG
+    token = _token(token)
     with transaction.atomic():
-        part = (
-            Participation.objects.select_for_update()
-            .select_related("annotator")
-            .get(pk=participation.pk)
-        )
-        _check_may_work(part)
-        worker = part.annotator
+        part = _lock(Participation.objects.filter(pk=participation.pk), loaded=participation)
+        _, created = _submit_locked(part, token, answer, scores, time_spent_ms, now)
+        if _may_not_work(part):
+            return None
+        # a stored answer was the worker's one open lease, so they hold none now
+        task = _lease_locked(part, now, rng, holds_none=created)
+    if task is None and assignment_release_expired(study=participation.study, now=now):
+        task = task_next(participation=participation, now=now, rng=rng)
+    return task
+
+
+_SHOWN_ITEM = ("input", "output_a", "output_b")
+_SHOWN = tuple(f"item__{name}" for name in _SHOWN_ITEM)
+
+
+def _lock(participations, loaded: Participation | None = None) -> Participation | None:
+    """Lock one participation row, or ``None``; with its study and worker read along, or
+    taken from ``loaded``, the same participation read earlier in this request."""
+    if loaded is None:
+        participations = participations.select_related("study", "annotator")
+    part = participations.select_for_update(of=("self",)).first()
+    if part is not None and loaded is not None:
+        part.study, part.annotator = loaded.study, loaded.annotator
+    return part
+
+
+def _lease_locked(
+    part: Participation, now: datetime, rng: random.Random, *, holds_none: bool
+) -> Task | None:
+    """The lease step of :func:`task_next`, with ``part`` locked by the caller;
+    ``holds_none``: the caller knows the worker holds no open lease."""
+    study, worker = part.study, part.annotator
+    done = Assignment.objects.filter(
+        study=study, annotator=worker, state=AssignmentState.SUBMITTED
+    ).count()
+    if not holds_none:
         current = (
             Assignment.objects.filter(
                 study=study, annotator=worker, state=AssignmentState.ISSUED, expires_at__gt=now
             )
-            .select_related("item")
+            .select_related(*_SHOWN)
             .first()
         )
         if current is not None:
-            return current
-        done = Assignment.objects.filter(
-            study=study, annotator=worker, state=AssignmentState.SUBMITTED
-        ).count()
-        if not study.is_active or (
-            study.items_per_worker is not None and done >= study.items_per_worker
-        ):
-            return None
-        seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
-        item = None
-        if not part.last_was_gold and rng.random() < study.gold_rate(done):
-            golds = list(
-                Item.objects.filter(study=study, is_gold=True, is_active=True)
-                .exclude(Exists(seen))
-                .values_list("pk", flat=True)
-            )
-            if golds:
-                item = Item.objects.get(pk=rng.choice(golds))
-        if item is None:
-            item = (
-                Item.objects.select_for_update(skip_locked=True, of=("self",))
-                .filter(study=study, is_gold=False, is_active=True, n_taken__lt=F("redundancy"))
-                .exclude(Exists(seen))
-                .order_by("-n_taken", "id")
-                .first()
-            )
-            if item is None:
-                return None
-            Item.objects.filter(pk=item.pk).update(n_taken=F("n_taken") + 1)
-        Participation.objects.filter(pk=part.pk).update(last_was_gold=item.is_gold)
-        return Assignment.objects.create(
-            study=study,
-            item=item,
-            annotator=worker,
-            left_is_a=secrets.randbelow(2) == 0,
-            issued_at=now,
-            expires_at=now + timedelta(seconds=study.lease_seconds),
+            return Task(current, done)
+    if not study.is_active or (
+        study.items_per_worker is not None and done >= study.items_per_worker
+    ):
+        return None
+    seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
+    item = None
+    if not part.last_was_gold and rng.random() < study.gold_rate(done):
+        golds = list(
+            Item.objects.filter(study=study, is_gold=True, is_active=True)
+            .exclude(Exists(seen))
+            .values_list("pk", flat=True)
         )
+        if golds:
+            item = Item.objects.select_related(*_SHOWN_ITEM).get(pk=rng.choice(golds))
+    if item is None:
+        taken = _take_item(study.pk, worker.pk)
+        if taken is None:
+            return None
+        item = Item.objects.select_related(*_SHOWN_ITEM).get(pk=taken)
+    if part.last_was_gold != item.is_gold:
+        Participation.objects.filter(pk=part.pk).update(last_was_gold=item.is_gold)
+        part.last_was_gold = item.is_gold
+    assignment = Assignment.objects.create(
+        study=study,
+        item=item,
+        annotator=worker,
+        left_is_a=secrets.randbelow(2) == 0,
+        issued_at=now,
+        expires_at=now + timedelta(seconds=study.lease_seconds),
+    )
+    return Task(assignment, done)
 
 
 _RNG = random.SystemRandom()
 
 
-def _check_may_work(participation: Participation) -> None:
+def _may_not_work(participation: Participation) -> str:
+    """Why the worker may not work in the study now, or ``""``."""
     if participation.annotator.is_blocked or participation.status == Participation.Status.BLOCKED:
-        raise WorkerBlocked("Your access to this study has been withdrawn.")
+        return "Your access to this study has been withdrawn."
     if participation.status == Participation.Status.FAILED:
-        raise WorkerBlocked("You did not pass the qualification test for this study.")
+        return "You did not pass the qualification test for this study."
     if participation.status == Participation.Status.QUALIFYING:
-        raise WorkerBlocked("Take the qualification test first.")
+        return "Take the qualification test first."
+    return ""
+
+
+def _check_may_work(participation: Participation) -> None:
+    if reason := _may_not_work(participation):
+        raise WorkerBlocked(reason)
 
 
 def annotation_submit(
@@ -510,61 +590,115 @@ def annotation_submit(
     invalid answer raises a :class:`~annotator.errors.ServiceError` and changes nothing.
     """
     now = now or timezone.now()
-    try:
-        token = uuid.UUID(str(token))
-    except ValueError:
-        raise AssignmentNotFound("This task does not exist or is not yours.") from None
+    token = _token(token)
     with transaction.atomic():
-        try:
-            assignment = (
-                Assignment.objects.select_for_update(of=("self",))
-                .select_related("study", "item")
-                .get(token=token, annotator=annotator)
+        # The participation first, then the assignment: the order in which leasing,
+        # blocking and the gold strikes lock them, so they queue rather than deadlock.
+        part = _lock(
+            Participation.objects.filter(
+                annotator=annotator,
+                study_id=Subquery(Assignment.objects.filter(token=token).values("study_id")[:1]),
             )
-        except Assignment.DoesNotExist:
-            raise AssignmentNotFound("This task does not exist or is not yours.") from None
-        if assignment.state == AssignmentState.SUBMITTED:
-            return assignment.annotation, False
-        part = (
-            Participation.objects.select_for_update()
-            .select_related("annotator")
-            .filter(study_id=assignment.study_id, annotator=annotator)
-            .first()
         )
         if part is None:
             raise AssignmentNotFound("This task does not exist or is not yours.")
-        _check_may_work(part)
-        if assignment.state != AssignmentState.ISSUED or assignment.expires_at <= now:
-            raise AssignmentExpired(
-                "The time for this task ran out and it was given to someone else; "
-                "your answer was not stored. Continue with the next task."
-            )
-        study = assignment.study
-        raw, value, clean_scores = _validate_answer(study, answer, scores)
-        elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
-        if time_spent_ms is not None:
-            time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
-        annotation = Annotation.objects.create(
-            study=study,
-            item=assignment.item,
-            annotator=annotator,
-            assignment=assignment,
-            raw_answer=raw,
-            value=normalise(raw, assignment.left_is_a) if raw else value,
-            scores=clean_scores,
-            time_spent_ms=time_spent_ms,
-            config_version=study.config_version,
-            submitted_at=now,
+        return _submit_locked(part, token, answer, scores, time_spent_ms, now)
+
+
+def _token(token: str | uuid.UUID) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(token))
+    except ValueError:
+        raise AssignmentNotFound("This task does not exist or is not yours.") from None
+
+
+def _submit_locked(
+    part: Participation,
+    token: uuid.UUID,
+    answer: str | None,
+    scores: dict[str, Any] | None,
+    time_spent_ms: int | None,
+    now: datetime,
+) -> tuple[Annotation, bool]:
+    """The body of :func:`annotation_submit`, with ``part`` locked by the caller."""
+    annotator = part.annotator
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item")
+        .filter(token=token, annotator=annotator, study_id=part.study_id)
+        .first()
+    )
+    if assignment is None:
+        raise AssignmentNotFound("This task does not exist or is not yours.")
+    if assignment.state == AssignmentState.SUBMITTED:
+        return assignment.annotation, False
+    _check_may_work(part)
+    if assignment.state != AssignmentState.ISSUED or assignment.expires_at <= now:
+        raise AssignmentExpired(
+            "The time for this task ran out and it was given to someone else; "
+            "your answer was not stored. Continue with the next task."
         )
-        Assignment.objects.filter(pk=assignment.pk).update(
-            state=AssignmentState.SUBMITTED, closed_at=now
-        )
-        if assignment.item.is_gold:
-            _score_gold(part, assignment.item, annotation, now)
-        else:
-            Item.objects.filter(pk=assignment.item_id).update(n_done=F("n_done") + 1)
-        transaction.on_commit(lambda: _announce(annotation), robust=False)
+    study = part.study
+    raw, value, clean_scores = _validate_answer(study, answer, scores)
+    elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
+    if time_spent_ms is not None:
+        time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
+    annotation = Annotation.objects.create(
+        study=study,
+        item=assignment.item,
+        annotator=annotator,
+        assignment=assignment,
+        raw_answer=raw,
+        value=normalise(raw, assignment.left_is_a) if raw else value,
+        scores=clean_scores,
+        time_spent_ms=time_spent_ms,
+        config_version=study.config_version,
+        submitted_at=now,
+    )
+    Assignment.objects.filter(pk=assignment.pk).update(
+        state=AssignmentState.SUBMITTED, closed_at=now
+    )
+    if assignment.item.is_gold:
+        _score_gold(part, assignment.item, annotation, now)
+    else:
+        _count_done(assignment.item)
+    transaction.on_commit(lambda: _announce(annotation), robust=False)
     return annotation, True
+
+
+def _take_item(study_id: int, worker_id: int) -> int | None:
+    """Take a slot of the fullest open item the worker has not seen (fill-first, then by
+    id); its id, or ``None``. One statement: the item is chosen with ``FOR UPDATE SKIP
+    LOCKED`` (where the database has it) and its ``n_taken`` raised, so parallel workers
+    never take the last slot twice; the check constraint backs this up. (Written out: the
+    ORM cannot update through a locking subquery, and this is the hottest query.)"""
+    item, assignment = (connection.ops.quote_name(m._meta.db_table) for m in (Item, Assignment))
+    lock = ""
+    if connection.features.has_select_for_update_skip_locked:
+        lock = " " + connection.ops.for_update_sql(skip_locked=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {item} SET n_taken = n_taken + 1 WHERE id = ("  # noqa: S608
+            f"SELECT i.id FROM {item} i WHERE i.study_id = %s AND i.is_active AND NOT i.is_gold"
+            " AND i.n_taken < i.redundancy AND NOT EXISTS ("
+            f"SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)"
+            f" ORDER BY i.n_taken DESC, i.id LIMIT 1{lock}) RETURNING id",
+            [study_id, worker_id],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _count_done(item: Item) -> None:
+    """One more annotation on ``item``; its ``n_done`` afterwards is exact (read back in the
+    same statement), so whoever completes an item knows it without locking the row."""
+    table = connection.ops.quote_name(Item._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET n_done = n_done + 1 WHERE id = %s RETURNING n_done",  # noqa: S608
+            [item.pk],
+        )
+        (item.n_done,) = cursor.fetchone()
 
 
 def _score_gold(part: Participation, item: Item, annotation: Annotation, now: datetime) -> None:

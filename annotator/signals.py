@@ -1,13 +1,19 @@
 """Hooks other apps register at start-up (``annotator`` imports none of them).
 
 ``annotation_submitted`` is sent after the submitting transaction has committed, with
-``annotation`` (the stored :class:`~annotator.models.Annotation`).
+``annotation`` (the stored :class:`~annotator.models.Annotation`); ``annotation.item.n_done``
+is the item's count including this annotation, so a receiver sees when an item completes.
 
 ``study_created`` is sent inside the creating transaction, with ``study``; a receiver that
 raises rolls the whole import back.
+
+``work_expected`` is sent with ``study`` when a worker finds nothing to do; a receiver
+returns ``True`` when more work is coming (the next round of an adaptive study), and the
+worker is asked to wait instead of being sent to the end.
 """
 
 from django.dispatch import Signal
 
 annotation_submitted = Signal()
 study_created = Signal()
+work_expected = Signal()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from functools import wraps
 from urllib.parse import urlencode
+from uuid import UUID
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,12 +15,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from . import selectors, services, throttle
-from .choices import RawAnswer
+from .choices import RawAnswer, StudyKind
 from .errors import ServiceError, WorkerBlocked
 from .invites import invite_worker
 from .models import Participation, Study
 
-SESSION_KEY = "humeval_participations"
+COOKIE_SALT = "humeval.participation"
+WAIT_SECONDS = 5
 QUALIFICATION_ANSWERS = (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE)
 MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
@@ -34,11 +36,37 @@ def _message(request: HttpRequest, title: str, text: str, status: int = 200) -> 
     return render(request, "annotator/message.html", {"title": title, "text": text}, status=status)
 
 
-def _participation(request: HttpRequest, study: Study) -> Participation | None:
-    pk = request.session.get(SESSION_KEY, {}).get(str(study.public_id))
-    if not pk:
+def _cookie_name(study_id) -> str:
+    return f"humeval-{UUID(str(study_id)).hex}"
+
+
+def _participation(request: HttpRequest, study_id) -> Participation | None:
+    """This browser's participation in the study (with the study and the worker loaded),
+    from the signed cookie its entry set; no session is read."""
+    pk = request.get_signed_cookie(_cookie_name(study_id), default=None, salt=COOKIE_SALT)
+    if not pk or not pk.isdigit():
         return None
-    return Participation.objects.select_related("annotator", "study").filter(pk=pk).first()
+    return (
+        Participation.objects.select_related("annotator", "study")
+        .filter(pk=int(pk), study__public_id=study_id)
+        .first()
+    )
+
+
+def _remember(response: HttpResponse, participation: Participation) -> HttpResponse:
+    """Set the study's worker cookie: signed, HTTP-only, sent only to that study's pages."""
+    study_id = participation.study.public_id
+    response.set_signed_cookie(
+        _cookie_name(study_id),
+        str(participation.pk),
+        salt=COOKIE_SALT,
+        max_age=settings.SESSION_COOKIE_AGE,
+        path=f"/w/{study_id}/",
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
 
 
 def _too_many(request: HttpRequest) -> HttpResponse:
@@ -50,19 +78,19 @@ def participant_view(view):
 
     @wraps(view)
     def wrapped(request: HttpRequest, study_id) -> HttpResponse:
-        study = _study(study_id)
-        participation = _participation(request, study)
+        participation = _participation(request, study_id)
         if participation is None:
+            _study(study_id)  # an unknown study is a 404
             return _message(
                 request, "Who are you?", "Open this study through the link you were given.", 403
             )
-        return view(request, study, participation)
+        return view(request, participation.study, participation)
 
     return wrapped
 
 
 def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
-    """Remember the participation in the session, then go to the instructions (first
+    """Remember the participation in a cookie, then go to the instructions (first
     visit) or straight back to work (a returning worker resumes)."""
     if not throttle.allow("entry", throttle.client_ip(request), settings.HUMEVAL_THROTTLE_ENTRY):
         return _too_many(request)
@@ -72,13 +100,10 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
         participation = services.participation_enter(study=study, **entry)
     except ServiceError as exc:
         return _message(request, "Incomplete link", exc.message, 400)
-    request.session.cycle_key()
-    store = request.session.get(SESSION_KEY, {})
-    returning = str(study.public_id) in store
-    store[str(study.public_id)] = participation.pk
-    request.session[SESSION_KEY] = store
+    known = _participation(request, study.public_id)
+    returning = known is not None and known.pk == participation.pk
     target = "annotator:task" if returning else "annotator:instructions"
-    return redirect(target, study_id=study.public_id)
+    return _remember(redirect(target, study_id=study.public_id), participation)
 
 
 @require_http_methods(["GET"])
@@ -95,7 +120,7 @@ def enter(request: HttpRequest, study_id) -> HttpResponse:
             403,
         )
     if not worker:
-        if _participation(request, study):
+        if _participation(request, study.public_id):
             return redirect("annotator:task", study_id=study.public_id)
         return _message(
             request,
@@ -213,16 +238,27 @@ def qualify(request: HttpRequest, study: Study, participation: Participation) ->
 @require_http_methods(["GET", "POST"])
 @participant_view
 def task(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
+    """The current task; a POST stores the answer and answers with the next task, so one
+    request makes one annotation cycle (a repeated POST stores nothing twice)."""
     if participation.status == Participation.Status.QUALIFYING:
         return redirect("annotator:qualify", study_id=study.public_id)
     if request.method == "POST":
-        return _submit(request, study, participation)
-    try:
-        assignment = services.assignment_next(participation=participation)
-    except WorkerBlocked:
+        if not throttle.allow("submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT):
+            return _too_many(request)
+        try:
+            task = _answer(request.POST, participation)
+        except WorkerBlocked:
+            return redirect("annotator:end", study_id=study.public_id)
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+            task = _next(participation)
+    else:
+        task = _next(participation)
+    if task is None:
+        if selectors.more_work_expected(study):
+            return render(request, "annotator/wait.html", {"study": study, "seconds": WAIT_SECONDS})
         return redirect("annotator:end", study_id=study.public_id)
-    if assignment is None:
-        return redirect("annotator:end", study_id=study.public_id)
+    assignment = task.assignment
     item = assignment.item
     outputs = [item.output_a, item.output_b] if item.output_b_id else [item.output_a]
     if item.output_b_id and not assignment.left_is_a:
@@ -233,16 +269,20 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "input": item.input,
         "outputs": [o.text for o in outputs],
         "answers": study.pairwise_answers(),
-        "criteria": list(study.criteria.all()),
-        "progress": selectors.worker_progress(study, participation.annotator),
+        "criteria": list(study.criteria.all()) if study.kind != StudyKind.PAIRWISE else [],
+        "progress": selectors.worker_progress(study, participation.annotator, task.done),
     }
     return render(request, "annotator/task.html", context)
 
 
-def _submit(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
-    if not throttle.allow("submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT):
-        return _too_many(request)
-    post = request.POST
+def _next(participation: Participation) -> services.Task | None:
+    try:
+        return services.task_next(participation=participation)
+    except WorkerBlocked:
+        return None
+
+
+def _answer(post, participation: Participation) -> services.Task | None:
     scores = {
         key.removeprefix("score-"): value for key, value in post.items() if key.startswith("score-")
     }
@@ -250,19 +290,13 @@ def _submit(request: HttpRequest, study: Study, participation: Participation) ->
         time_ms = int(post.get("time_ms", "")) if post.get("time_ms") else None
     except ValueError:
         time_ms = None
-    try:
-        services.annotation_submit(
-            annotator=participation.annotator,
-            token=post.get("token", ""),
-            answer=post.get("answer"),
-            scores=scores,
-            time_spent_ms=time_ms,
-        )
-    except WorkerBlocked:
-        return redirect("annotator:end", study_id=study.public_id)
-    except ServiceError as exc:
-        messages.error(request, exc.message)
-    return redirect("annotator:task", study_id=study.public_id)
+    return services.task_answer(
+        participation=participation,
+        token=post.get("token", ""),
+        answer=post.get("answer"),
+        scores=scores,
+        time_spent_ms=time_ms,
+    )
 
 
 @require_http_methods(["GET"])

@@ -8,8 +8,10 @@ open during the run without the study running out of work, ``gunicorn config.wsg
 one Celery worker process (solo pool). Then ``--workers`` simulated crowdworkers (asyncio,
 one HTTP connection and cookie jar each) run the full cycle: enter through
 ``/w/<study>/?worker=<id>``, ``GET /task/`` (parse the hidden assignment token and the
-CSRF token), ``POST`` the answer, repeat; a worker sent to the end page (nothing to do
-while a round is completed and decided) re-enters after about ``--reenter`` seconds. The
+CSRF token), ``POST`` the answer, which is answered with the next task page, so every
+further cycle is one request; a worker sent to the end page (nothing to do while a round
+is completed and decided gets a waiting page, the end page once the study is over) looks
+again or re-enters after about ``--reenter`` seconds. The
 first ``--warmup`` seconds (every worker enters) are not measured, then ``--seconds`` are.
 A second phase at the same concurrency times a trivial authenticated endpoint
 (``GET /api/studies/`` with a token) on the same server, for the ratio. CPU use per
@@ -73,6 +75,7 @@ TARGET_RATIO = 0.5
 OUTPUT_TEXT = re.compile(r"\b(s\d+) says \d+")
 TOKEN_FIELD = re.compile(r'name="token" value="([0-9a-f-]{36})"')
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+WAITING = 'id="waiting"'
 MESSAGES = re.compile(r'<ul class="messages"[^>]*>(.*?)</ul>', re.S)
 
 
@@ -925,6 +928,7 @@ async def crowdworker(
     rng = random.Random(args.seed * 100003 + n)
     base = f"/w/{study}/"
     entered = False
+    page: TaskPage | None = None  # the task on screen, from the last answer's response
 
     async def pause(seconds: float) -> None:
         await asyncio.sleep(max(0.0, min(seconds, stats.deadline - time.perf_counter())))
@@ -946,23 +950,30 @@ async def crowdworker(
                         if r.status != 200:
                             stats.error(f"instructions {r.status}")
                     entered = True
-                sent = time.perf_counter()
-                r = await client.request("GET", f"{base}task/")
-                if r.status == 302 and r.location.endswith("/end/"):
-                    stats.no_work += stats.measuring(sent)
-                    stats.record(stats.nowork_latency, r, sent)
-                    end = await client.request("GET", r.location)
-                    if end.status != 200:
-                        stats.error(f"end {end.status}")
-                    entered = False
-                    await pause(rng.uniform(0.5, 1.5) * args.reenter)
-                    continue
-                page = parse_task_page(r.text()) if r.status == 200 else None
                 if page is None:
-                    stats.error(f"task GET {r.status} {r.location}")
-                    await pause(1.0)
-                    continue
-                stats.record(stats.next_latency, r, sent)
+                    sent = time.perf_counter()
+                    r = await client.request("GET", f"{base}task/")
+                    if r.status == 200 and WAITING in r.text():
+                        # between rounds: the page looks again after a few seconds
+                        stats.no_work += stats.measuring(sent)
+                        stats.record(stats.nowork_latency, r, sent)
+                        await pause(rng.uniform(0.5, 1.5) * args.reenter)
+                        continue
+                    if r.status == 302 and r.location.endswith("/end/"):
+                        stats.no_work += stats.measuring(sent)
+                        stats.record(stats.nowork_latency, r, sent)
+                        end = await client.request("GET", r.location)
+                        if end.status != 200:
+                            stats.error(f"end {end.status}")
+                        entered = False
+                        await pause(rng.uniform(0.5, 1.5) * args.reenter)
+                        continue
+                    page = parse_task_page(r.text()) if r.status == 200 else None
+                    if page is None:
+                        stats.error(f"task GET {r.status} {r.location}")
+                        await pause(1.0)
+                        continue
+                    stats.record(stats.next_latency, r, sent)
                 if page.messages:
                     stats.messages[page.messages[:120]] += 1
                 if stats.owner.setdefault(page.token, n) != n:
@@ -985,14 +996,22 @@ async def crowdworker(
                     body=body,
                     headers={"Content-Type": "application/x-www-form-urlencoded"},
                 )
-                if r.status == 302 and r.location.endswith("/task/"):
-                    stats.submitted.add(page.token)
+                done = page.token
+                page = parse_task_page(r.text()) if r.status == 200 else None
+                waiting = r.status == 200 and WAITING in r.text() and not MESSAGES.search(r.text())
+                if (
+                    (page is not None and not page.messages)
+                    or waiting
+                    or (r.status == 302 and r.location.endswith("/end/"))
+                ):
+                    # stored, and answered with the next task (or the end page: none left)
+                    stats.submitted.add(done)
                     stats.record(stats.submit_latency, r, sent)
                     stats.cycles.append(time.perf_counter())
+                elif page is not None:
+                    stats.error(f"submit refused: {page.messages[:80]}")
                 else:
                     stats.error(f"submit {r.status} {r.location}")
-                    if r.status == 302 and r.location.endswith("/end/"):
-                        entered = False
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
                 stats.error(f"connection: {type(exc).__name__}")
                 client.close()
@@ -1380,13 +1399,13 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
         "open links, gold rate 0, futility/ROPE off",
         f"workers          {args.workers} simulated crowdworkers, {args.seconds:g} s measured "
         f"after {args.warmup:g} s warm-up, think time {args.think_ms:g} ms, re-entry after "
-        f"~{args.reenter:g} s on the end page",
+        f"~{args.reenter:g} s on the waiting or end page",
         f"full cycles      {len(in_window)} in {args.seconds:g} s = {cycles_s:.1f} cycles/s "
         f"[target >= {TARGET_CYCLES:g}: {'MET' if cycles_s >= TARGET_CYCLES else 'MISSED'}]",
         f"  per 10 s       {timeline(stats)}",
-        f"next item  GET   {ms(stats.next_latency)}",
-        f"submit     POST  {ms(stats.submit_latency)}",
-        f"no work    GET   {ms(stats.nowork_latency)}  -> end page, re-entered",
+        f"next item  GET   {ms(stats.next_latency)}  (on entry; then each answer brings it)",
+        f"submit     POST  {ms(stats.submit_latency)}  (stores the answer, serves the next)",
+        f"no work    GET   {ms(stats.nowork_latency)}  -> waiting page (or end page, re-entered)",
         f"entry      GET   {ms(stats.entry_latency)}",
         f"trivial endpoint GET /api/studies/ (token): {api_s:.1f} req/s, {ms(api.api_latency)}",
         f"ratio            cycles/s / trivial req/s = {ratio:.3f} "
@@ -1442,9 +1461,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--systems", type=int, default=8)
     p.add_argument("--inputs", type=int, default=400)
     p.add_argument("--redundancy", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=10, help="inputs per pair per round")
+    p.add_argument("--batch-size", type=int, default=30, help="inputs per pair per round")
     p.add_argument("--think-ms", type=float, default=0.0, help="mean pause before answering")
-    p.add_argument("--reenter", type=float, default=1.0, help="mean pause after the end page")
+    p.add_argument(
+        "--reenter", type=float, default=5.0, help="mean pause on the waiting or end page"
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument(
         "--no-pg-fsync",

@@ -4,9 +4,10 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from annotator.models import Study
-from annotator.signals import annotation_submitted, study_created
+from annotator.signals import annotation_submitted, study_created, work_expected
 
 from . import services
+from .models import Round
 from .tasks import decide_round
 
 
@@ -18,9 +19,18 @@ def start_adaptive_study(sender, study: Study, **kwargs) -> None:
 
 @receiver(annotation_submitted)
 def close_complete_round(sender, annotation, **kwargs) -> None:
-    item = annotation.item
-    if item.round_number is None or item.is_gold:
-        return
+    item = annotation.item  # its n_done is exact: annotation_submit read it back
+    if item.round_number is None or item.is_gold or item.n_done < item.redundancy:
+        return  # only the annotation that completes an item can complete its round
     if services.round_close_if_complete(item.study_id, item.round_number):
         study_id, number = item.study_id, item.round_number
         transaction.on_commit(lambda: decide_round.delay(study_id, number))
+
+
+@receiver(work_expected)
+def next_round_coming(sender, study: Study, **kwargs) -> bool:
+    """A round still collecting (leases may come back) or awaiting its decision means more
+    work is coming; once the protocol has opened no further round, none is."""
+    return Round.objects.filter(
+        study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
+    ).exists()

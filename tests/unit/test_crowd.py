@@ -242,9 +242,7 @@ def test_gold_misses_block_release_and_flag(make_study):
     # gold items count no quota; the real item's label stays, flagged
     assert sum(Item.objects.filter(is_gold=False).values_list("n_done", flat=True)) == 1
     client = Client()
-    session = client.session
-    session["humeval_participations"] = {str(study.public_id): part.pk}
-    session.save()
+    client.get(f"/w/{study.public_id}/?worker={part.annotator.external_id}")
     response = client.get(f"/w/{study.public_id}/end/")
     assert "your access to this study has been withdrawn" in response.content.decode()
 

@@ -3,7 +3,7 @@
 import pytest
 
 from annotator import services
-from annotator.models import Annotation, Item
+from annotator.models import Annotation, Assignment, Item
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from tests.protocol_sim import adaptive_bundle, run_workers
 
@@ -80,3 +80,31 @@ def test_decide_is_idempotent():
     n = Decision.objects.count()
     assert round_decide(study.pk, 1) is False
     assert Decision.objects.count() == n
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_waits_between_rounds_instead_of_ending():
+    from django.test import Client
+
+    study, _ = make()
+    others = [
+        services.participation_enter(study=study, platform="link", external_id=f"o{i}")
+        for i in range(30)
+    ]
+    leases = [services.assignment_next(participation=p) for p in others]
+    assert all(leases) and Round.objects.get().state == "open"  # every item of round 1 leased
+    client = Client()
+    client.get(f"/w/{study.public_id}/?worker=late")
+    page = client.get(f"/w/{study.public_id}/task/")
+    assert page.status_code == 200 and "More tasks are coming" in page.content.decode()
+    assert 'http-equiv="refresh"' in page.content.decode()
+    for part, lease in zip(others, leases, strict=True):
+        services.annotation_submit(annotator=part.annotator, token=lease.token, answer="tie")
+    assert Round.objects.filter(number=2, state="open").exists()  # decided, next one open
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert 'name="token"' in page and "Task 1" in page
+    Round.objects.update(state="decided")  # the protocol opened no further round: the end
+    Assignment.objects.filter(state="issued").update(state="returned")
+    Item.objects.update(is_active=False)
+    response = client.get(f"/w/{study.public_id}/task/")
+    assert response.status_code == 302 and response.url.endswith("/end/")
