@@ -739,8 +739,8 @@ def verify(study_id: int, submitted: set[str], shared_tokens: int, errors: int) 
         Check(
             "no lost submission",
             not lost,
-            f"{len(tokens)} submits answered 302 -> /task/, {len(tokens) - len(lost)} stored"
-            + (f"; missing e.g. {lost[:3]}" if lost else ""),
+            f"{len(tokens)} submits answered with a next task, waiting or end page, "
+            f"{len(tokens) - len(lost)} stored" + (f"; missing e.g. {lost[:3]}" if lost else ""),
         )
     )
     per_assignment = (
@@ -1410,7 +1410,7 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
         f"trivial endpoint GET /api/studies/ (token): {api_s:.1f} req/s, {ms(api.api_latency)}",
         f"ratio            cycles/s / trivial req/s = {ratio:.3f} "
         f"[target >= {TARGET_RATIO:g}: {'MET' if ratio >= TARGET_RATIO else 'MISSED'}]  "
-        f"(per request: {2 * ratio:.3f}, a cycle being 2 requests)",
+        "(a cycle is one request once working: the answer brings the next task)",
         f"rounds           {rounds['opened']} opened and {rounds['decided']} decided during the "
         f"load; {rounds['total']} in all; decision (closed -> decided) "
         f"p50 {percentile(rounds['decide_s'], 50):.2f} s, max "
