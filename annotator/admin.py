@@ -189,8 +189,8 @@ class StudyAdmin(admin.ModelAdmin):
             upload = form.cleaned_data["file"]
             overrides = {"name": form.cleaned_data["name"]} if form.cleaned_data["name"] else {}
             try:
-                study = services.study_import(
-                    upload.read(), filename=upload.name, overrides=overrides, owner=request.user
+                study = services.study_import(  # the upload: refused unread when too large
+                    upload, filename=upload.name, overrides=overrides, owner=request.user
                 )
             except ImportRejected as exc:
                 errors = exc.errors

@@ -24,6 +24,16 @@ class ImportRejected(ServiceError):
         self.errors = errors
 
 
+class ImportTooLarge(ImportRejected):
+    """A file above ``HUMEVAL_IMPORT_MAX_BYTES``, refused before it was read or parsed."""
+
+    code = "import_too_large"
+    status = 413
+
+    def __init__(self, message: str) -> None:
+        super().__init__([message])
+
+
 class AssignmentNotFound(ServiceError):
     code = "assignment_not_found"
     status = 404

@@ -9,22 +9,40 @@ Two formats are read (documented in ``docs/import-formats.md``):
   judged property; ``individual_human_scores`` become pre-existing annotations.
 
 Every problem is collected with the line or record it comes from, and the whole file is
-rejected if there is any: the caller writes nothing unless parsing succeeds.
+rejected if there is any: the caller writes nothing unless parsing succeeds. A file above
+the size limit (setting ``HUMEVAL_IMPORT_MAX_BYTES``) is refused before it is read; text
+the database cannot store (NUL characters, unpaired surrogates, non-finite numbers, names
+longer than their column) is refused here rather than failing half-way through a write.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
+import math
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from .choices import Preference, StudyKind
-from .errors import ImportRejected
+from .errors import ImportRejected, ImportTooLarge
 
 MAX_ERRORS = 200
+#: Default of the setting ``HUMEVAL_IMPORT_MAX_BYTES``.
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+#: Longest input id, system name and criterion label (their database columns).
+MAX_NAME = 200
+#: Largest whole-number study option (a PostgreSQL ``integer``).
+MAX_INT = 2**31 - 1
+#: Characters no database column takes: NUL, and halves of a surrogate pair on their own.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: The JSON escapes that decode to such a character (decoded UTF-8 holds neither raw).
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+Source = bytes | IO[bytes]
 STUDY_OPTIONS = {
     "name": str,
     "kind": str,
@@ -110,35 +128,224 @@ class _Errors(list):
             raise ImportRejected(list(self))
 
 
+# --- size and encoding -----------------------------------------------------------------------
+def max_import_bytes() -> int:
+    """The size limit of an imported file: the setting ``HUMEVAL_IMPORT_MAX_BYTES``."""
+    from django.conf import settings
+
+    return int(getattr(settings, "HUMEVAL_IMPORT_MAX_BYTES", DEFAULT_MAX_BYTES))
+
+
+def _size_text(n: float) -> str:
+    if n < 1024:
+        return f"{int(n)} bytes"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024
+        if n < 1024 or unit == "GiB":
+            break
+    return f"{n:.1f} {unit}"
+
+
+def too_large(size: int | None, limit: int) -> ImportTooLarge:
+    """The rejection of a file of ``size`` bytes (``None``: only known to exceed ``limit``)."""
+    what = f"{_size_text(size)} ({size} bytes)" if size is not None else "larger than that"
+    return ImportTooLarge(
+        f"the file is too large: the import limit is {_size_text(limit)} ({limit} bytes) and "
+        f"the file is {what}; split it into smaller files or raise HUMEVAL_IMPORT_MAX_BYTES"
+    )
+
+
+def _declared_size(source: IO[bytes]) -> int | None:
+    size = getattr(source, "size", None)  # Django's UploadedFile
+    if isinstance(size, int):
+        return size
+    try:
+        return os.fstat(source.fileno()).st_size - source.tell()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def read_limited(source: Source, limit: int | None = None) -> bytes:
+    """The bytes of a file to import. One larger than ``limit`` (default: the setting
+    ``HUMEVAL_IMPORT_MAX_BYTES``) is refused with :class:`ImportTooLarge` before it is
+    read, when its size is known (an upload, a file on disk), and otherwise as soon as
+    more than ``limit`` bytes have been read; nothing is parsed."""
+    limit = max_import_bytes() if limit is None else limit
+    if isinstance(source, bytes | bytearray | memoryview):
+        if len(source) > limit:
+            raise too_large(len(source), limit)
+        return bytes(source)
+    size = _declared_size(source)
+    if size is not None and size > limit:
+        raise too_large(size, limit)
+    data = source.read(limit + 1)
+    if len(data) > limit:
+        raise too_large(None, limit)
+    return data
+
+
+def _looks_like_utf16(sample: bytes) -> bool:
+    """Mostly-ASCII UTF-16 without a byte order mark: every other byte is NUL."""
+    half = len(sample) // 2
+    if half < 2:
+        return False
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    return max(even, odd) >= 0.3 * half and min(even, odd) <= 0.05 * half
+
+
 def decode(data: bytes) -> str:
-    """UTF-8 (with or without BOM); a bad byte is reported with its line."""
+    """UTF-8 (with or without BOM). UTF-16/32, binary data (NUL bytes) and any byte that is
+    not UTF-8 are refused with the line they are on."""
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise ImportRejected(
+            [
+                "line 1: the file is UTF-32 text (it starts with a UTF-32 byte order mark); "
+                "save it as UTF-8 and try again"
+            ]
+        )
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ImportRejected(
+            [
+                "line 1: the file is UTF-16 text (it starts with a UTF-16 byte order mark); "
+                "save it as UTF-8 and try again"
+            ]
+        )
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        if _looks_like_utf16(data[:4096]):
+            raise ImportRejected(
+                [
+                    "line 1: the file looks like UTF-16 text without a byte order mark (every "
+                    "other byte is NUL); save it as UTF-8 and try again"
+                ]
+            )
+        line = data[:nul].count(b"\n") + 1
+        raise ImportRejected(
+            [
+                f"line {line}: the file contains a NUL byte (byte {nul}); it looks like binary "
+                "data, not a text file"
+            ]
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise ImportRejected(
-            [
-                f"line {line}: the file is not UTF-8 text (byte {exc.start} cannot be decoded); "
-                "save it as UTF-8 and try again"
-            ]
-        ) from None
+        if exc.reason == "unexpected end of data":
+            message = (
+                f"line {line}: the file ends in the middle of a character (byte {exc.start}); "
+                "it looks cut off"
+            )
+        else:
+            message = (
+                f"line {line}: the file is not UTF-8 text (byte {exc.start} cannot be "
+                "decoded); save it as UTF-8 and try again"
+            )
+        raise ImportRejected([message]) from None
+
+
+# --- JSON ------------------------------------------------------------------------------------
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def _loads(text: str) -> tuple[Any, bool]:
+    """``json.loads`` that refuses an object naming the same key twice; also whether the
+    value may hold what no database stores (a NUL, a lone surrogate, NaN or ±inf), so that
+    only then is it walked by :func:`_unstorable` and clean files parse at full speed."""
+    odd = False
+
+    def number(literal: str) -> float:
+        nonlocal odd
+        value = float(literal)
+        odd = odd or not math.isfinite(value)
+        return value
+
+    def constant(literal: str) -> float:  # NaN, Infinity, -Infinity
+        nonlocal odd
+        odd = True
+        return float(literal)
+
+    value = json.loads(text, object_pairs_hook=_object, parse_float=number, parse_constant=constant)
+    return value, odd or _SUSPECT_ESCAPE.search(text) is not None
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, _DuplicateKey):
+        return f"the key '{exc.args[0]}' appears twice in one object"
+    if isinstance(exc, RecursionError):
+        return "not valid JSON (nested too deeply)"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    if "integer string conversion" in str(exc):
+        return "not valid JSON (a number has too many digits)"
+    return f"not valid JSON ({exc})"
+
+
+def _unstorable(value: Any) -> str | None:
+    """Why a parsed value cannot be stored, or ``None``: a NUL character, an unpaired
+    surrogate (``\\ud800`` on its own) or a non-finite number (``NaN``, ``1e999``)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if bad := _UNSTORABLE.search(item):
+                char = bad.group()
+                if char == "\x00":
+                    return "text contains a NUL character (\\u0000)"
+                return f"text contains an unpaired surrogate (\\u{ord(char):04x})"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"a number is not finite ({item})"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _finite(value: Any) -> float | None:
+    """A number as a finite float, or ``None`` (not a number, a bool, NaN, ±inf, too big)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def parse_study_file(
-    data: bytes, filename: str = "", overrides: dict[str, Any] | None = None
+    data: Source, filename: str = "", overrides: dict[str, Any] | None = None
 ) -> StudySpec:
-    """Detect the format from the name and content, parse, validate, return the spec."""
-    text = decode(data)
+    """Detect the format from the name and content, parse, validate, return the spec.
+
+    ``data`` is the file's bytes or an open binary file; above the size limit it is
+    refused before it is read (:func:`read_limited`).
+    """
+    text = decode(read_limited(data))
     if not text.strip():
         raise ImportRejected(["the file is empty"])
+    config = _config(overrides or {})
     lower = filename.lower()
     stripped = text.lstrip()
     if lower.endswith(".csv"):
-        spec = _parse_csv(text, overrides or {})
+        spec = _parse_csv(text, config)
     elif lower.endswith(".jsonl") or (stripped.startswith("{") and _first_line_is_object(text)):
-        spec = _parse_jsonl(text, overrides or {})
+        spec = _parse_jsonl(text, config)
     elif stripped.startswith("{") or lower.endswith(".json"):
-        spec = _parse_judgebench(text, overrides or {})
+        spec = _parse_judgebench(text, config)
     else:
         raise ImportRejected(
             [
@@ -154,8 +361,34 @@ def _first_line_is_object(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]
     try:
         return isinstance(json.loads(first), dict) and "\n" in text.strip()
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False
+
+
+@dataclass
+class _Config:
+    """Study options given beside the file (``--config``, ``--name``, the API's fields)."""
+
+    options: dict[str, Any]
+    criteria: list[CriterionSpec] | None = None
+    systems: list[str] | None = None
+
+
+def _config(overrides: dict[str, Any]) -> _Config:
+    errors = _Errors()
+    raw = dict(overrides)
+    source = raw.pop("source", None)  # set by the caller, not a study file option
+    if bad := _unstorable(raw):
+        raise ImportRejected([f"config: {bad}"])
+    options, criteria, systems = _study_options(raw, "config", errors)
+    errors.raise_if_any()
+    if source is not None:
+        options["source"] = str(source)[:300]
+    return _Config(
+        options,
+        criteria if "criteria" in raw else None,
+        systems if "systems" in raw else None,
+    )
 
 
 # --- study options -------------------------------------------------------------------------
@@ -171,21 +404,32 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
         if expected is None:
             errors.add(f"{where}: unknown study option '{key}'")
         elif expected is float and isinstance(value, int | float) and not isinstance(value, bool):
-            options[key] = float(value)
+            if (number := _finite(value)) is None:
+                errors.add(f"{where}: study option '{key}' must be a finite number")
+            else:
+                options[key] = number
         elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             errors.add(f"{where}: study option '{key}' must be {expected.__name__}")
+        elif expected is int and abs(value) > MAX_INT:
+            errors.add(f"{where}: study option '{key}' is out of range (at most {MAX_INT})")
         else:
             options[key] = value
+    raw_criteria = raw.get("criteria") or []
+    if not isinstance(raw_criteria, list):
+        errors.add(f"{where}: 'criteria' must be a list of criteria")
+        raw_criteria = []
     criteria = [
         c
-        for i, item in enumerate(raw.get("criteria") or [])
+        for i, item in enumerate(raw_criteria)
         if (c := _criterion(item, f"{where}, criterion {i + 1}", errors))
     ]
     systems = raw.get("systems") or []
-    if not isinstance(systems, list) or not all(isinstance(s, str) and s for s in systems):
+    if not isinstance(systems, list) or not all(isinstance(s, str) and s.strip() for s in systems):
         errors.add(f"{where}: 'systems' must be a list of names")
         systems = []
-    return options, criteria, systems
+    for name in sorted({s for s in systems if systems.count(s) > 1}):
+        errors.add(f"{where}: 'systems' names '{name}' more than once")
+    return options, criteria, list(dict.fromkeys(systems))
 
 
 def _criterion(raw: Any, where: str, errors: _Errors) -> CriterionSpec | None:
@@ -225,34 +469,44 @@ def _criterion(raw: Any, where: str, errors: _Errors) -> CriterionSpec | None:
 
 
 # --- JSONL bundle ----------------------------------------------------------------------------
-def _parse_jsonl(text: str, overrides: dict[str, Any]) -> StudySpec:
+def _parse_jsonl(text: str, config: _Config) -> StudySpec:
     errors = _Errors()
     options: dict[str, Any] = {}
     criteria: list[CriterionSpec] = []
     declared: list[str] = []
     inputs: list[InputSpec] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    seen_study = False
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"line {number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.add(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
+            record, suspect = _loads(line)
+        except (ValueError, RecursionError) as exc:
+            errors.add(f"{where}: {_json_problem(exc)}")
             continue
         if not isinstance(record, dict):
             errors.add(f"{where}: each line must be a JSON object")
             continue
+        if suspect and (bad := _unstorable(record)):
+            errors.add(f"{where}: {bad}")
+            continue
         if "study" in record:
-            if inputs or options:
+            if inputs or seen_study:
                 errors.add(f"{where}: the 'study' line must come first, once")
+            seen_study = True
             options, criteria, declared = _study_options(record["study"], where, errors)
             continue
         parsed = _input_record(record, where, errors)
         if parsed:
             inputs.append(parsed)
     errors.raise_if_any()
-    return _assemble({**options, **overrides}, criteria, declared, inputs)
+    return _assemble(
+        {**options, **config.options},
+        criteria if config.criteria is None else config.criteria,
+        declared if config.systems is None else config.systems,
+        inputs,
+    )
 
 
 def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None:
@@ -285,11 +539,8 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         errors.add(f"{where}: 'input' must be text or a list of turns")
         text = ""
     priority = record.get("priority")
-    if priority is not None and (
-        not isinstance(priority, int | float) or isinstance(priority, bool)
-    ):
-        errors.add(f"{where}: 'priority' must be a number")
-        priority = None
+    if priority is not None and (priority := _finite(priority)) is None:
+        errors.add(f"{where}: 'priority' must be a finite number")
     metadata = record.get("metadata", {})
     if not isinstance(metadata, dict):
         errors.add(f"{where}: 'metadata' must be an object")
@@ -316,7 +567,7 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         outputs={str(k): v for k, v in outputs.items()},
         where=where,
         reference=reference,
-        priority=float(priority) if priority is not None else None,
+        priority=priority,
         metadata=metadata,
         expected_answer=expected,
         is_gold=gold is not None,
@@ -327,13 +578,21 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
 CSV_REQUIRED = ("input_id", "input", "system", "output")
 
 
-def _parse_csv(text: str, overrides: dict[str, Any]) -> StudySpec:
+def _parse_csv(text: str, config: _Config) -> StudySpec:
     errors = _Errors()
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
+    # strict: a quote left open (a file cut off inside a quoted field) or a stray quote
+    # after a closing one is an error, not silently taken as text
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise ImportRejected([f"line 1: malformed CSV header ({exc})"]) from None
     missing = [c for c in CSV_REQUIRED if c not in header]
     if missing:
         raise ImportRejected([f"line 1: the CSV header lacks column(s) {', '.join(missing)}"])
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise ImportRejected([f"line 1: the CSV header names column(s) {', '.join(twice)} twice"])
     by_id: dict[str, dict[str, Any]] = {}
     try:
         for row in reader:
@@ -366,16 +625,24 @@ def _parse_csv(text: str, overrides: dict[str, Any]) -> StudySpec:
             if system in record["outputs"]:
                 errors.add(f"{where}: duplicate output for input '{ident}' and system '{system}'")
             record["outputs"][system] = output
-    except csv.Error as exc:
-        errors.add(f"line {reader.line_num}: malformed CSV ({exc})")
+    except csv.Error as exc:  # the bad row starts after the last one read
+        where = f"line {reader.line_num + 1}"
+        if str(exc) == "unexpected end of data":
+            errors.add(f"{where}: the file ends inside a quoted field; it looks cut off")
+        else:
+            errors.add(f"{where}: malformed CSV ({exc})")
     inputs = []
     for record in by_id.values():
         priority = None
         if record["priority"].strip():
             try:
-                priority = float(record["priority"])
+                priority = _finite(float(record["priority"]))
             except ValueError:
-                errors.add(f"{record['where']}: priority '{record['priority']}' is not a number")
+                priority = None
+            if priority is None:
+                errors.add(
+                    f"{record['where']}: priority '{record['priority']}' is not a finite number"
+                )
         inputs.append(
             InputSpec(
                 record["id"],
@@ -387,11 +654,7 @@ def _parse_csv(text: str, overrides: dict[str, Any]) -> StudySpec:
             )
         )
     errors.raise_if_any()
-    options = dict(overrides)
-    criteria = [_criterion(c, "config", errors) for c in options.pop("criteria", []) or []]
-    declared = options.pop("systems", []) or []
-    errors.raise_if_any()
-    return _assemble(options, [c for c in criteria if c], declared, inputs)
+    return _assemble(config.options, config.criteria or [], config.systems or [], inputs)
 
 
 # --- Judge-Bench ---------------------------------------------------------------------------------
@@ -409,16 +672,27 @@ def _preference_of(label: str, labels: list[str]) -> str | None:
     return None
 
 
-def _parse_judgebench(text: str, overrides: dict[str, Any]) -> StudySpec:
+def _parse_judgebench(text: str, config: _Config) -> StudySpec:
     try:
-        doc = json.loads(text)
+        doc, suspect = _loads(text)
     except json.JSONDecodeError as exc:
         raise ImportRejected(
             [f"line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"]
         ) from None
+    except (ValueError, RecursionError) as exc:
+        raise ImportRejected([_json_problem(exc)]) from None
     errors = _Errors()
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
         raise ImportRejected(["a Judge-Bench file is an object with an 'instances' list"])
+    if config.criteria is not None or config.systems is not None:
+        raise ImportRejected(["config: a Judge-Bench file sets its own criteria and systems"])
+    for key, value in doc.items() if suspect else ():
+        where = "instances" if key == "instances" else f"'{key}'"
+        items = enumerate(value) if key == "instances" else [(None, value)]
+        for index, item in items:
+            if bad := _unstorable(item):
+                errors.add(f"{where}{'' if index is None else f'[{index}]'}: {bad}")
+    errors.raise_if_any()
     properties = doc.get("annotations")
     if not isinstance(properties, list) or not properties:
         raise ImportRejected(["a Judge-Bench file declares its judged properties in 'annotations'"])
@@ -429,12 +703,15 @@ def _parse_judgebench(text: str, overrides: dict[str, Any]) -> StudySpec:
             errors.add(f"{where}: each judged property needs a 'metric' name")
             continue
         category = prop.get("category")
+        if prop["metric"] in specs:
+            errors.add(f"{where}: property '{prop['metric']}' is declared twice")
+            continue
         if category == "categorical":
             if not isinstance(prop.get("labels_list"), list) or len(prop["labels_list"]) < 2:
                 errors.add(f"{where} ('{prop['metric']}'): categorical needs a 'labels_list'")
                 continue
         elif category in ("graded", "continuous"):
-            if not all(isinstance(prop.get(k), int | float) for k in ("worst", "best")):
+            if not all(_finite(prop.get(k)) is not None for k in ("worst", "best")):
                 errors.add(f"{where} ('{prop['metric']}'): graded needs numeric 'worst' and 'best'")
                 continue
         else:
@@ -455,14 +732,16 @@ def _parse_judgebench(text: str, overrides: dict[str, Any]) -> StudySpec:
         spec = _judgebench_pairwise(instances, specs, errors)
         prompt = next(iter(specs.values())).get("prompt", "")
         options |= {"kind": StudyKind.PAIRWISE.value, "allow_tie": spec[2]}
-        if prompt:
+        if prompt and isinstance(prompt, str):
             options["instructions"] = _prompt_as_instructions(prompt)
         errors.raise_if_any()
-        return _assemble({**options, **overrides}, [], ["output_a", "output_b"], spec[0], spec[1])
+        return _assemble(
+            {**options, **config.options}, [], ["output_a", "output_b"], spec[0], spec[1]
+        )
     inputs, annotations, criteria = _judgebench_single(instances, specs, errors)
     errors.raise_if_any()
     options |= {"kind": StudyKind.LIKERT.value}
-    return _assemble({**options, **overrides}, criteria, ["response"], inputs, annotations)
+    return _assemble({**options, **config.options}, criteria, ["response"], inputs, annotations)
 
 
 def _prompt_as_instructions(prompt: str) -> str:
@@ -471,13 +750,41 @@ def _prompt_as_instructions(prompt: str) -> str:
 
 
 def _instance_id(inst: dict, index: int, seen: dict[str, int], errors: _Errors) -> str:
-    ident = str(inst.get("id", index))
+    raw = inst.get("id", index)
+    if not isinstance(raw, str | int) or isinstance(raw, bool) or str(raw) == "":
+        errors.add(f"instances[{index}]: 'id' must be text or a whole number")
+    ident = str(raw)
     if ident in seen:
         errors.add(
             f"instances[{index}]: duplicate id '{ident}' (first at instances[{seen[ident]}])"
         )
     seen.setdefault(ident, index)
     return ident
+
+
+def _judged(inst: dict, where: str, errors: _Errors) -> dict[str, tuple[Any, list]]:
+    """An instance's human judgements: property → (majority, individual scores)."""
+    raw = inst.get("annotations")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        errors.add(f"{where}: 'annotations' must be an object mapping each property to scores")
+        return {}
+    judged = {}
+    for metric, value in raw.items():
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            errors.add(f"{where}: '{metric}' must be an object with 'individual_human_scores'")
+            continue
+        scores = value.get("individual_human_scores")
+        if scores is None:
+            scores = []
+        if not isinstance(scores, list):
+            errors.add(f"{where}: '{metric}' 'individual_human_scores' must be a list")
+            continue
+        judged[metric] = (value.get("majority_human"), scores)
+    return judged
 
 
 def _judgebench_pairwise(instances: list, specs: dict, errors: _Errors):
@@ -500,9 +807,11 @@ def _judgebench_pairwise(instances: list, specs: dict, errors: _Errors):
         if not all(isinstance(v, str) and v.strip() for v in outs.values()):
             errors.add(f"{where}: output_a and output_b must be non-empty text")
             continue
-        judged = (inst.get("annotations") or {}).get(metric) or {}
-        majority = judged.get("majority_human")
-        for position, score in enumerate(judged.get("individual_human_scores") or []):
+        if not isinstance(body.get("input", ""), str):
+            errors.add(f"{where}: 'input' must be text")
+            continue
+        majority, scores = _judged(inst, where, errors).get(metric, (None, []))
+        for position, score in enumerate(scores):
             if score is None:
                 continue
             if str(score) not in mapping:
@@ -513,7 +822,7 @@ def _judgebench_pairwise(instances: list, specs: dict, errors: _Errors):
         inputs.append(
             InputSpec(
                 ident,
-                str(body.get("input", "")),
+                body.get("input", ""),
                 outs,
                 where,
                 metadata=extra,
@@ -576,11 +885,10 @@ def _judgebench_single(instances: list, specs: dict, errors: _Errors):
             errors.add(f"{where}: the judged text is empty")
             continue
         per_position: dict[int, dict[str, Any]] = {}
-        for metric, judged in (inst.get("annotations") or {}).items():
+        for metric, (_, scores) in _judged(inst, where, errors).items():
             if metric not in by_metric:
                 errors.add(f"{where}: property '{metric}' is not declared in 'annotations'")
                 continue
-            scores = (judged or {}).get("individual_human_scores") or []
             for position, score in enumerate(scores):
                 if score is None:
                     continue
@@ -643,6 +951,17 @@ def _validate_spec(spec: StudySpec) -> None:
     names = [c.name for c in spec.criteria]
     if len(set(names)) != len(names):
         errors.add("study: criterion names must be distinct")
+    for criterion in spec.criteria:
+        if len(criterion.label) > MAX_NAME:
+            errors.add(
+                f"study: the label of criterion '{criterion.name}' is longer than "
+                f"{MAX_NAME} characters"
+            )
+    for name in spec.systems:
+        if not name.strip():
+            errors.add("study: a system name is empty")
+        elif len(name) > MAX_NAME:
+            errors.add(f"study: system name '{name[:40]}…' is longer than {MAX_NAME} characters")
     if opts.get("kind") == StudyKind.PAIRWISE and len(spec.systems) < 2:
         errors.add("a pairwise study needs outputs from at least two systems")
     if opts.get("kind") == StudyKind.LIKERT and not spec.criteria:
@@ -659,6 +978,8 @@ def _validate_spec(spec: StudySpec) -> None:
             )
             continue
         seen[record.external_id] = record.where
+        if len(record.external_id) > MAX_NAME:
+            errors.add(f"{record.where}: the input id is longer than {MAX_NAME} characters")
         for name in record.outputs:
             if name not in known:
                 errors.add(

@@ -12,6 +12,7 @@ from itertools import combinations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
@@ -50,7 +51,7 @@ BULK = 2000
 
 # --- studies ----------------------------------------------------------------------------
 def study_import(
-    data: bytes,
+    data: importers.Source,
     *,
     filename: str = "",
     overrides: dict[str, Any] | None = None,
@@ -58,12 +59,24 @@ def study_import(
 ) -> Study:
     """Validate a study file whole, then create the study in one transaction.
 
-    Raises :class:`~annotator.errors.ImportRejected` (naming every bad line or record)
-    before anything is written.
+    ``data`` is the file's bytes or an open binary file (an upload, a file on disk). Every
+    import (CLI, admin, API) comes through here, so here the size limit is kept: a file
+    above ``HUMEVAL_IMPORT_MAX_BYTES`` raises :class:`~annotator.errors.ImportTooLarge`
+    before it is read. Raises :class:`~annotator.errors.ImportRejected` (naming every bad
+    line or record) before anything is written.
     """
     spec = importers.parse_study_file(data, filename, overrides)
     spec.options.setdefault("source", filename[:300])
-    return study_create(spec, owner=owner)
+    try:
+        return study_create(spec, owner=owner)
+    except ValidationError as exc:  # an option outside the model's range; nothing written
+        raise ImportRejected(
+            [
+                f"study: '{field}': {message}"
+                for field, messages in exc.message_dict.items()
+                for message in messages
+            ]
+        ) from None
 
 
 @transaction.atomic

@@ -203,6 +203,9 @@ SPECTACULAR_SETTINGS = {
 
 # --- Product defaults ------------------------------------------------------------------------
 HUMEVAL_THROTTLE_ENTRY = os.environ.get("HUMEVAL_THROTTLE_ENTRY", "30/min")
+# Largest study or ratings file accepted by import_study, the admin and the API (bytes);
+# a larger one is refused before it is read or parsed.
+HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(200 * 1024 * 1024)))
 HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
 HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
     "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"

@@ -21,19 +21,21 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, path: Path, name, kind, config, **options):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         overrides = {}
         if config:
             try:
                 overrides = json.loads(config.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise CommandError(f"cannot read the config {config}: {exc}") from None
+            if not isinstance(overrides, dict):
+                raise CommandError(f"the config {config} must hold one JSON object")
         overrides |= {k: v for k, v in (("name", name), ("kind", kind)) if v}
         try:
-            study = services.study_import(data, filename=path.name, overrides=overrides)
+            # the open file, not its bytes: one above the size limit is refused unread
+            with path.open("rb") as data:
+                study = services.study_import(data, filename=path.name, overrides=overrides)
+        except OSError as exc:
+            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         except ImportRejected as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(str(study.pk))
