@@ -28,8 +28,20 @@ Human-only posterior (Eq. 3): ``p ~ Dir(n + 1)``.  Since ``p> / (p> + p<) ~ Beta
 ``theta = 1 - I_{1/2}(n>+1, n<+1)`` exactly (:func:`theta_human`).
 
 With a metric (Sections 3.2-3.3, Algorithm 1) the posterior of ``(p, mu)`` has no closed form.
-The paper samples it with NUTS; :func:`sample_posterior` uses a conjugate data-augmentation Gibbs
-sampler instead (design notes in ``docs/protocol.md``):
+The paper samples it with NUTS.  :func:`sample_posterior` computes it *exactly* instead (design
+notes in ``docs/protocol.md``): let ``z`` be the latent true labels of the metric-only inputs,
+aggregated as a 3x3 table (metric label x true label) with column sums ``t``.  Given ``z``,
+``p ~ Dir(n + t + 1)`` whatever ``mu`` is, and integrating ``p`` and ``mu`` out (Dirichlet-
+multinomial conjugacy) leaves a discrete posterior of ``z`` whose sum over all tables with the
+same ``t`` is a 2-D convolution of three per-metric-label tables.  One FFT convolution gives
+``P(t)`` on all ``(|M| + 1)(|M| + 2) / 2`` values of ``t`` (:func:`_exact_latent_totals`), and
+``theta = sum_t P(t) (1 - I_1/2(n> + t> + 1, n< + t< + 1))`` is then an exact finite sum (to
+round-off; an a-posteriori bound is returned in ``PosteriorDraws.mcse``).  Cost ``O(|M|^2 log
+|M|)`` per pair, independent of the human counts: about 1-10 ms for up to a few hundred
+metric-only inputs, 0.03-0.2 s (machine load) for about a thousand.
+
+Pairs with more than ``max_exact`` (default 1,200) metric-only inputs, or all pairs with
+``method="gibbs"``, use a conjugate data-augmentation Gibbs sampler instead:
 
 1. latent true labels of the metric-only inputs, aggregated as a 3x3 table ``z`` (metric label ×
    true label): row ``c`` is ``Multinomial(m_c, mu[c, :] * p / sum)``, so a step costs the same for
@@ -45,11 +57,12 @@ sampler instead (design notes in ``docs/protocol.md``):
 Chains run until the Monte Carlo standard error of ``theta`` (spread of the chain means) is below
 ``tol`` or a cap is reached; the error is returned per pair (``PosteriorDraws.mcse``).
 
-Given ``z`` the posterior of ``p`` is exactly ``Dir(n + t + 1)`` (it does not depend on ``mu``),
-so the sampler returns the Dirichlet parameters ``alpha = n + t + 1`` of every kept sweep and all
-summaries are Rao-Blackwellised averages of exact Dirichlet functionals: ``theta`` is the mean of
-``1 - I_{1/2}(alpha>, alpha<)``, the posterior mean of ``p`` the mean of ``alpha / sum(alpha)``.
-The human-only posterior is the special case of a single draw ``alpha = n + 1``.
+Either way the posterior of ``p`` is represented as a mixture of Dirichlets ``Dir(n + t + 1)``
+(:class:`PosteriorDraws`): the sampler keeps one component per sweep (summaries are Rao-
+Blackwellised averages of exact Dirichlet functionals), the exact path stores the exact
+``theta`` and posterior mean of ``p`` plus a systematic resample of ``P(t)`` as components for
+the summaries that need draws (ROPE, predictive probability).  The human-only posterior is the
+special case of a single component ``alpha = n + 1``.
 
 Beyond the paper (its "Limitations"): :func:`rope_probability` (region of practical equivalence
 on ``p> - p<``), :func:`predictive_decision_probability` (futility: chance that the pair can still
@@ -68,7 +81,8 @@ from enum import IntEnum
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import betainc, ndtr, ndtri
+from scipy.fft import fft, irfft2, next_fast_len, rfft
+from scipy.special import betainc, digamma, gammaln, ndtr, ndtri
 
 __all__ = [
     "DRAW",
@@ -214,26 +228,40 @@ class PosteriorDraws:
     ``alpha`` has shape (n_draws, n_pairs, 3): component ``s`` says ``p | s ~ Dir(alpha[s, k])``;
     ``weights`` (n_draws, n_pairs) sums to one over ``s`` for every pair (padding components of
     pairs that needed fewer sweeps have weight zero).  Human-only pairs have the single exact
-    component ``n + 1`` (Eq. 3); pairs with metric-only inputs get one equally weighted component
-    per kept Gibbs sweep (Rao-Blackwellisation).  ``mcse`` is the Monte Carlo standard error of
-    ``theta`` estimated from the spread of the chain means (0 where exact).
+    component ``n + 1`` (Eq. 3); exactly computed pairs with metric-only inputs get
+    ``_EXACT_COMPONENTS`` equally weighted components ``n + t + 1`` drawn from the exact
+    ``P(t)``, Gibbs-sampled ones one component per kept sweep (Rao-Blackwellisation).
+    ``theta_values`` / ``mean_p_values``, when set, hold the per-pair ``theta`` and mean of ``p``
+    (exact where computed exactly) and take precedence over the mixture averages.  ``mcse`` is
+    the Monte Carlo standard error of ``theta`` (spread of the chain means) for sampled pairs, an
+    upper bound on the round-off error for exactly computed ones, 0 for human-only pairs.
     """
 
     alpha: NDArray[np.float64]
     weights: NDArray[np.float64]
     human_counts: NDArray[np.float64]
     mcse: NDArray[np.float64]
+    theta_values: NDArray[np.float64] | None = None
+    mean_p_values: NDArray[np.float64] | None = None
 
     @property
     def n_pairs(self) -> int:
         return int(self.alpha.shape[1])
 
     def theta(self) -> NDArray[np.float64]:
-        """``P(p> > p<)`` per pair (Algorithm 1, line 17, Rao-Blackwellised)."""
+        """``P(p> > p<)`` per pair (Algorithm 1, line 17).
+
+        Exact where the posterior was computed exactly (``theta_values``), otherwise the
+        Rao-Blackwellised mixture average.
+        """
+        if self.theta_values is not None:
+            return self.theta_values.copy()
         return (self.weights * _theta_from_alpha(self.alpha)).sum(axis=0)
 
     def mean_p(self) -> NDArray[np.float64]:
         """Posterior mean of ``p`` per pair, shape (n_pairs, 3)."""
+        if self.mean_p_values is not None:
+            return self.mean_p_values.copy()
         comp = self.alpha / self.alpha.sum(axis=-1, keepdims=True)
         return (self.weights[..., None] * comp).sum(axis=0)
 
@@ -351,6 +379,166 @@ def _ridge_move(
     return p, mu
 
 
+_MAX_EXACT_METRIC = 1200
+"""Default cap on the metric-only inputs of a pair for the exact posterior (``|M|^2`` cells)."""
+_EXACT_COMPONENTS = 512
+"""Dirichlet components kept (systematic resampling) per exactly computed pair."""
+_FFT_FLOOR = 1e-12
+"""Entries of the FFT convolution below this fraction of its maximum are round-off noise."""
+_DROP = 1e-17
+"""Rows / columns of latent totals with less posterior mass than this fraction are dropped."""
+_EXACT_TOL = 1e-5
+"""Largest accepted bound on the posterior mass the FFT floor can move (else refine the tilt)."""
+
+
+def _hankel(v: NDArray[np.float64], rows: int, cols: int) -> NDArray[np.float64]:
+    """Read-only view ``H[i, j] = v[i + j]`` (``len(v) >= rows + cols - 1``), no copy."""
+    v = np.ascontiguousarray(v)
+    step = v.strides[0]
+    return np.lib.stride_tricks.as_strided(
+        v, shape=(rows, cols), strides=(step, step), writeable=False
+    )
+
+
+def _row_table(log_w: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
+    """One row's table ``T[i, j] = w0[i] w1[j] w2[total - i - j]`` (zero where ``i + j > total``),
+    scaled to a largest entry of 1; ``log_w`` holds ``log w0, log w1, log w2`` on ``0..total``."""
+    back = np.concatenate([log_w[2][::-1], np.full(total, -np.inf)])
+    lp = log_w[0][:, None] + log_w[1][None, :] + _hankel(back, total + 1, total + 1)
+    return np.exp(lp - lp.max())
+
+
+def _theta_sum(
+    prob: NDArray[np.float64], lo0: int, lo1: int, n: NDArray[np.float64], big_m: int
+) -> float:
+    """``sum_t prob[t] (1 - I_1/2(n> + t> + 1, n< + t< + 1))`` over a box of latent totals
+    (``t> = lo0 + row``, ``t= = lo1 + column``, ``t< = |M| - t> - t=``; zero mass off the simplex).
+
+    For integer arguments ``1 - I_1/2(a>, a<)`` is the CDF of ``Binomial(N', 1/2)`` at
+    ``a> - 1 = n> + t>`` with ``N' = a> + a< - 1 = n> + n< + 1 + |M| - t=``, the same ``N'`` down a
+    column, so the column's values are a cumulative sum of binomial probabilities.  Only a band of
+    ``+- 4.5 sqrt(N')`` around ``N' / 2`` is summed: beyond it the CDF is within ``2 exp(-40)`` of 0
+    or 1 (Hoeffding), and the mass above the band counts with CDF 1.
+    """
+    n0, n2 = int(n[0]), int(n[2])
+    rows, cols = prob.shape
+    col = np.arange(cols)
+    big_n = n0 + n2 + 1 + big_m - (lo1 + col)  # binomial size per column
+    half = int(np.ceil(4.5 * np.sqrt(big_n.max()))) + 2
+    band = min(2 * half + 1, rows)
+    if band < rows:
+        centre = np.round(big_n / 2.0 - n0 - lo0).astype(np.int64)  # row where the CDF is ~1/2
+        start = np.clip(centre - half, 0, rows - band)
+        csum = np.cumsum(prob, axis=0)
+        above = float((csum[-1] - csum[start + band - 1, col]).sum())
+        idx = start[None, :] + np.arange(band)[:, None]
+        sub = np.take_along_axis(prob, idx, axis=0)
+    else:
+        start = np.zeros(cols, dtype=np.int64)
+        above = 0.0
+        sub = prob
+    base = n0 + lo0 + start  # binomial argument n> + t> at the band's first row
+    # binomial probabilities down the band by the ratio pmf(k + 1) / pmf(k) = (N' - k) / (k + 1);
+    # cells off the simplex (N' - k < 1) carry no mass, the clip only keeps the products finite
+    r = np.arange(band, dtype=float)[:, None]
+    pmf = np.maximum((big_n - base)[None, :] - r + 1.0, 0.0)
+    pmf /= np.maximum(base[None, :] + r, 1.0)  # row 0 is replaced below
+    rest0 = np.maximum(big_n - base, 1)
+    lf = gammaln(np.arange(big_n.max() + 2.0) + 1.0)  # lf[i] = log i!
+    pmf[0] = np.exp(lf[big_n] - lf[base] - lf[rest0] - big_n * np.log(2.0))
+    np.cumprod(pmf, axis=0, out=pmf)
+    pmf[0] = betainc(rest0.astype(float), base + 1.0, 0.5)  # the CDF at the band's first row
+    cdf = np.cumsum(pmf, axis=0, out=pmf)
+    np.minimum(cdf, 1.0, out=cdf)
+    cdf *= sub
+    return float(cdf.sum()) + above
+
+
+def _exact_latent_totals(
+    n: NDArray[np.float64],
+    conf: NDArray[np.float64],
+    m: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64], float]:
+    """Exact posterior of the latent true-label totals ``t`` of one pair's metric-only inputs.
+
+    With ``z`` the latent table (metric label ``c`` x true label ``c'``, row sums ``m``) and
+    ``t = z.sum(axis=0)``, integrating ``p`` and ``mu`` out of Algorithm 1's model (Dirichlet-
+    multinomial conjugacy) gives, with ``a = confusion + 1`` and ``A = a.sum(axis=0)``::
+
+        P(z | data) ∝ prod_{c,c'} Gamma(a[c,c'] + z[c,c']) / z[c,c']!
+                      * prod_{c'} Gamma(n[c'] + t[c'] + 1) / Gamma(A[c'] + t[c'])
+
+    and ``p | z ~ Dir(n + t + 1)``.  The first product factorises over the rows ``c`` of ``z``,
+    so summing it over all tables with column sums ``t`` is the 2-D convolution (over
+    ``(t>, t=)``; ``t< = |M| - t> - t=``) of three per-row tables, done by FFT.  Both factors are
+    exponentially tilted by ``lambda**t`` (``log lambda`` = gradient of the log of the second
+    factor at the posterior mean of ``t``) so that the FFT's round-off, a fixed fraction of the
+    largest entry, is negligible where the posterior has mass; entries below ``_FFT_FLOOR`` of
+    the largest are set to zero and the posterior mass this can move is bounded (returned as
+    ``err``; the tilt is refined and the computation repeated if the bound exceeds
+    ``_EXACT_TOL``; ``|theta error| <= err``).  Then::
+
+        theta = sum_t P(t) (1 - I_1/2(n> + t> + 1, n< + t< + 1))
+
+    evaluated exactly (:func:`_theta_sum`).  Returns ``_EXACT_COMPONENTS``
+    latent totals drawn from ``P(t)`` by systematic resampling (shape (K, 3)), ``theta``, the
+    posterior mean of ``t`` and ``err``.
+    """
+    a = conf + 1.0
+    big_a = a.sum(axis=0)
+    mi = m.astype(np.int64)
+    big_m = int(mi.sum())
+    size = next_fast_len(big_m + 1, real=True)
+    tf = np.arange(big_m + 1.0)
+    mean_t = big_m * (n + 1.0) / (n.sum() + 3.0)  # first guess: the human-only posterior mean
+    for _attempt in range(3):
+        lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
+        # 2-D real FFTs of the three row tables: along axis 1 per table, then along axis 0 in
+        # one batched call over a zero-padded buffer
+        spec = np.zeros((3, size, size // 2 + 1), dtype=np.complex128)
+        for c in range(3):
+            k = np.arange(mi[c] + 1.0)
+            lw_row = [gammaln(a[c, j] + k) - gammaln(k + 1.0) + lt[j] * k for j in range(3)]
+            spec[c, : mi[c] + 1] = rfft(_row_table(lw_row, int(mi[c])), n=size, axis=1)
+        spec = fft(spec, axis=1, overwrite_x=True)
+        prod = spec[0] * spec[1]
+        prod *= spec[2]
+        del spec
+        conv = irfft2(prod, s=(size, size), overwrite_x=True)[: big_m + 1, : big_m + 1]
+        cmax = conv.max()
+        conv[conv < _FFT_FLOOR * cmax] = 0.0
+        # the other factor, tilted back: R[t>, t=] = e0[t>] e1[t=] e2[|M| - t> - t=]
+        lw = [gammaln(n[j] + tf + 1.0) - gammaln(big_a[j] + tf) - lt[j] * tf for j in range(3)]
+        e = [np.exp(x - x.max()) for x in lw]
+        e2_back = np.concatenate([e[2][::-1], np.zeros(big_m)])
+        prob = conv * e[0][:, None]
+        prob *= e[1][None, :]
+        prob *= _hankel(e2_back, big_m + 1, big_m + 1)
+        total = prob.sum()
+        r_all = np.convolve(np.convolve(e[0], e[1])[: big_m + 1], e[2])[big_m]
+        err = float(min(1.0, _FFT_FLOOR * cmax * r_all / total))
+        rows, cols = prob.sum(axis=1), prob.sum(axis=0)
+        mean_t = np.array([rows @ tf, cols @ tf, 0.0]) / total
+        mean_t[2] = big_m - mean_t[0] - mean_t[1]
+        if err <= _EXACT_TOL:
+            break
+
+    keep_r = np.flatnonzero(rows > _DROP * total)
+    keep_c = np.flatnonzero(cols > _DROP * total)
+    lo0, hi0, lo1, hi1 = keep_r[0], keep_r[-1] + 1, keep_c[0], keep_c[-1] + 1
+    box = prob[lo0:hi0, lo1:hi1]
+    theta = float(np.clip(_theta_sum(box, lo0, lo1, n, big_m) / total, 0.0, 1.0))
+
+    cum = np.cumsum(box.ravel())
+    u = (rng.random() + np.arange(_EXACT_COMPONENTS)) / _EXACT_COMPONENTS * cum[-1]
+    idx = np.minimum(np.searchsorted(cum, u, side="right"), cum.size - 1)
+    t_gt, t_eq = np.divmod(idx, hi1 - lo1)
+    t_gt, t_eq = t_gt + lo0, t_eq + lo1
+    t = np.stack([t_gt, t_eq, big_m - t_gt - t_eq], axis=-1).astype(float)
+    return t, theta, mean_t, err
+
+
 def sample_posterior(
     human_counts: ArrayLike,
     confusion: ArrayLike | None = None,
@@ -363,18 +551,30 @@ def sample_posterior(
     tol: float | None = 0.005,
     max_samples: int = 300,
     ridge_moves: bool = True,
+    method: str = "auto",
+    max_exact: int = _MAX_EXACT_METRIC,
 ) -> PosteriorDraws:
     """Posterior of ``p`` under the model of Algorithm 1 (Sections 3.1-3.3).
 
     Pairs whose ``metric_counts`` are all zero get the exact posterior ``Dir(n + 1)`` (with no
     metric-only input the confusion counts only inform ``mu``, which is then independent of
-    ``p``).  The other pairs are sampled jointly, vectorised over pairs and ``chains``, by the
-    Gibbs sampler of the module docstring.  Chains start from independent draws
-    ``p ~ Dir(n + 1)``, ``mu[:, c'] ~ Dir(confusion[:, c'] + 1)``; ``burn_in`` sweeps per chain
-    are discarded, then blocks of ``n_samples`` sweeps are kept.  With ``tol`` set, a pair keeps
-    sampling in further blocks until the Monte Carlo standard error of ``theta`` (spread of the
-    ``chains`` chain means) is at most ``tol`` or ``max_samples`` sweeps per chain are kept;
-    ``tol=None`` keeps exactly ``n_samples``.  ``seed`` seeds a :class:`numpy.random.Generator`.
+    ``p``).
+
+    ``method="auto"`` (default) computes the posterior of the other pairs *exactly* when they
+    have at most ``max_exact`` metric-only inputs (:func:`_exact_latent_totals`: the latent
+    true-label totals ``t`` of the metric-only inputs have a discrete posterior that the 2-D
+    convolution of three per-metric-label tables gives in ``O(|M|^2 log |M|)``; ``theta`` and
+    the mean of ``p`` are then exact sums, ``mcse`` is 0 and the returned mixture holds
+    ``_EXACT_COMPONENTS`` components drawn by systematic resampling for the summaries that need
+    draws).  Pairs above the cap, or all pairs with ``method="gibbs"``, are sampled jointly,
+    vectorised over pairs and ``chains``, by the Gibbs sampler of the module docstring.  Chains
+    start from independent draws ``p ~ Dir(n + 1)``, ``mu[:, c'] ~ Dir(confusion[:, c'] + 1)``;
+    ``burn_in`` sweeps per chain are discarded, then blocks of ``n_samples`` sweeps are kept.
+    With ``tol`` set, a pair keeps sampling in further blocks until the Monte Carlo standard
+    error of ``theta`` (spread of the ``chains`` chain means) is at most ``tol`` or
+    ``max_samples`` sweeps per chain are kept; ``tol=None`` keeps exactly ``n_samples``.
+    ``method="exact"`` forces the exact computation whatever the number of metric-only inputs
+    (memory and time grow as ``|M|^2``).  ``seed`` seeds a :class:`numpy.random.Generator`.
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if confusion is None or metric_counts is None:
@@ -383,7 +583,83 @@ def sample_posterior(
     n_pairs = n.shape[0]
     if n_samples < 1 or chains < 2 or burn_in < 0:
         raise ValueError("n_samples >= 1, chains >= 2 and burn_in >= 0 are required")
+    if method not in ("auto", "exact", "gibbs"):
+        raise ValueError("method must be 'auto', 'exact' or 'gibbs'")
     max_samples = max(max_samples, n_samples) if tol is not None else n_samples
+    m_tot = m.sum(axis=1)
+    active = m_tot > 0
+    if not active.any():
+        return human_posterior(n)
+    if method == "gibbs":
+        exact = np.zeros(n_pairs, dtype=bool)
+    elif method == "exact":
+        exact = active.copy()
+    else:
+        exact = active & (m_tot <= max_exact)
+    gibbs = np.flatnonzero(active & ~exact)
+
+    comps: list[NDArray[np.float64]] = [(n[k] + 1.0)[None, :] for k in range(n_pairs)]
+    wts: list[NDArray[np.float64]] = [np.ones(1) for _ in range(n_pairs)]
+    theta = _theta_from_alpha(n + 1.0)
+    mean_p = (n + 1.0) / (n + 1.0).sum(axis=1, keepdims=True)
+    mcse = np.zeros(n_pairs)
+    for k in np.flatnonzero(exact):
+        t, th, mean_t, mcse[k] = _exact_latent_totals(n[k], conf[k], m[k], rng)
+        comps[k] = n[k] + t + 1.0
+        wts[k] = np.full(t.shape[0], 1.0 / t.shape[0])
+        theta[k] = th
+        mean_p[k] = (n[k] + mean_t + 1.0) / (n[k].sum() + m_tot[k] + 3.0)
+    if gibbs.size:
+        post = _gibbs_posterior(
+            n[gibbs],
+            conf[gibbs],
+            m[gibbs],
+            rng,
+            n_samples=n_samples,
+            burn_in=burn_in,
+            chains=chains,
+            tol=tol,
+            max_samples=max_samples,
+            ridge_moves=ridge_moves,
+        )
+        theta[gibbs] = post.theta()
+        mean_p[gibbs] = post.mean_p()
+        mcse[gibbs] = post.mcse
+        for j, k in enumerate(gibbs):
+            comps[k] = post.alpha[:, j, :]
+            wts[k] = post.weights[:, j]
+    size = max(c.shape[0] for c in comps)
+    alpha = np.broadcast_to(n + 1.0, (size, n_pairs, 3)).copy()
+    weights = np.zeros((size, n_pairs))
+    for k in range(n_pairs):
+        alpha[: comps[k].shape[0], k] = comps[k]
+        weights[: wts[k].shape[0], k] = wts[k]
+    return PosteriorDraws(
+        alpha=alpha,
+        weights=weights,
+        human_counts=n,
+        mcse=mcse,
+        theta_values=theta,
+        mean_p_values=mean_p,
+    )
+
+
+def _gibbs_posterior(
+    n: NDArray[np.float64],
+    conf: NDArray[np.float64],
+    m: NDArray[np.float64],
+    rng: np.random.Generator,
+    *,
+    n_samples: int,
+    burn_in: int,
+    chains: int,
+    tol: float | None,
+    max_samples: int,
+    ridge_moves: bool,
+) -> PosteriorDraws:
+    """The Gibbs sampler of the module docstring for validated pairs (see
+    :func:`sample_posterior`); pairs without metric-only inputs get ``Dir(n + 1)``."""
+    n_pairs = n.shape[0]
     active = np.flatnonzero(m.sum(axis=1) > 0)
     if active.size == 0:
         return human_posterior(n)
@@ -472,11 +748,13 @@ def theta_with_metric(
     seed: int | np.random.Generator | None = None,
     tol: float | None = 0.005,
     max_samples: int = 300,
+    method: str = "auto",
+    max_exact: int = _MAX_EXACT_METRIC,
 ) -> NDArray[np.float64]:
     """``theta = P(p> > p< | humans, confusion, metric-only)`` per pair (Algorithm 1, line 17).
 
-    Rao-Blackwellised Gibbs estimate, see :func:`sample_posterior`.  Exact for pairs without
-    metric-only inputs.
+    Exact (or, above ``max_exact`` metric-only inputs or with ``method="gibbs"``, a
+    Rao-Blackwellised Gibbs estimate), see :func:`sample_posterior`.
     """
     return sample_posterior(
         human_counts,
@@ -488,6 +766,8 @@ def theta_with_metric(
         seed=seed,
         tol=tol,
         max_samples=max_samples,
+        method=method,
+        max_exact=max_exact,
     ).theta()
 
 

@@ -130,9 +130,91 @@ def test_metric_sampler_agrees_with_exact_enumeration(n, conf, m) -> None:
     # Tolerance 0.015: about 4 Monte Carlo standard errors of this run (16 chains x 1,500 sweeps).
     exact = exact_theta_with_metric(n, conf, m)
     est = theta_with_metric(
-        [n], [conf], [m], chains=16, n_samples=1500, burn_in=100, tol=None, seed=7
+        [n], [conf], [m], chains=16, n_samples=1500, burn_in=100, tol=None, seed=7, method="gibbs"
     )[0]
     assert est == pytest.approx(exact, abs=0.015)
+
+
+def _random_small_case(rng: np.random.Generator, extra_humans: bool):
+    conf = rng.integers(0, 4, (3, 3))
+    n = conf.sum(axis=0) + (rng.integers(0, 300, 3) if extra_humans else rng.integers(0, 3, 3))
+    m = rng.integers(0, 7, 3)
+    m[rng.integers(3)] += 1
+    return n, conf, m
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_exact_posterior_equals_enumeration(seed: int) -> None:
+    # The default (exact) path: theta and the posterior mean of p to round-off, also with many
+    # human-only inputs (n >> confusion column sums: the strongly tilted case).
+    rng = np.random.default_rng(seed)
+    n, conf, m = _random_small_case(rng, extra_humans=seed % 2 == 1)
+    post = sample_posterior([n], [conf], [m], seed=0)
+    assert post.theta()[0] == pytest.approx(exact_theta_with_metric(n, conf, m), abs=1e-10)
+    assert post.mcse[0] < 1e-5  # the a-posteriori bound of the FFT floor
+    # posterior mean of p: E[(n + t + 1) / (N + M + 3)] over the enumerated latent tables
+    rows = [_compositions(int(mc)) for mc in m]
+    lws, ps = [], []
+    for r0, r1, r2 in itertools.product(*rows):
+        z = np.stack([r0, r1, r2]).astype(float)
+        t = z.sum(axis=0)
+        lw = sum(gammaln(m[c] + 1) - gammaln(z[c] + 1).sum() for c in range(3))
+        lw += _log_beta(n + t + 1.0) + sum(_log_beta(conf[:, c] + z[:, c] + 1.0) for c in range(3))
+        lws.append(lw)
+        ps.append((n + t + 1.0) / (n.sum() + m.sum() + 3.0))
+    w = np.exp(np.array(lws) - max(lws))
+    mean_p = (w[:, None] * np.array(ps)).sum(axis=0) / w.sum()
+    np.testing.assert_allclose(post.mean_p()[0], mean_p, atol=1e-10)
+    # the resampled mixture components are draws of the same posterior
+    np.testing.assert_allclose(post.weights.sum(axis=0), 1.0)
+    comp_mean = (post.weights[..., None] * post.alpha / post.alpha.sum(-1, keepdims=True)).sum(0)
+    np.testing.assert_allclose(comp_mean[0], mean_p, atol=0.02)
+
+
+def test_exact_posterior_edge_cases_without_warnings() -> None:
+    # no human label at all, a single metric-only input, one category only
+    import warnings
+
+    cases = [
+        ((0, 0, 0), np.zeros((3, 3), int), (5, 0, 0)),
+        ((0, 0, 0), np.zeros((3, 3), int), (0, 0, 1)),
+        ((1, 0, 0), [[1, 0, 0], [0, 0, 0], [0, 0, 0]], (0, 3, 0)),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n, conf, m in cases:
+            th = theta_with_metric([n], [conf], [m], seed=0)[0]
+            assert th == pytest.approx(exact_theta_with_metric(n, np.asarray(conf), m), abs=1e-10)
+
+
+def test_exact_band_theta_equals_direct_betainc_sum() -> None:
+    # _theta_sum sums binomial CDFs only in a band around N'/2; check against betainc everywhere
+    from protocol.decision import _theta_sum
+
+    rng = np.random.default_rng(5)
+    for n, big_m, shape, lo in [
+        ((3, 4, 5), 300, (200, 180), (40, 30)),
+        ((90, 5, 1), 80, (81, 81), (0, 0)),
+    ]:
+        prob = rng.random(shape)
+        t0 = lo[0] + np.arange(shape[0])[:, None]
+        t1 = lo[1] + np.arange(shape[1])[None, :]
+        t2 = big_m - t0 - t1
+        prob = np.where(t2 >= 0, prob, 0.0)
+        h = betainc(n[2] + np.maximum(t2, 0) + 1.0, n[0] + t0 + 1.0, 0.5)
+        direct = (prob * h).sum()
+        band = _theta_sum(prob, lo[0], lo[1], np.array(n, float), big_m)
+        assert band == pytest.approx(direct, rel=1e-12, abs=1e-12)
+
+
+def test_exact_and_gibbs_agree_on_a_large_weakly_identified_pair() -> None:
+    # bench case 11: 27 human labels, 952 metric-only; an independent importance-sampling run
+    # (confusion-posterior proposal for mu, ESS 5e5) gave 0.5428 +- 0.0007
+    n, conf, m = [12, 3, 12], [[10, 1, 0], [0, 2, 5], [2, 0, 7]], [380, 208, 364]
+    exact = theta_with_metric([n], [conf], [m], seed=0)[0]
+    gibbs = theta_with_metric([n], [conf], [m], seed=0, method="gibbs", tol=0.004)
+    assert exact == pytest.approx(0.5428, abs=0.003)
+    assert gibbs[0] == pytest.approx(exact, abs=0.04)
 
 
 def test_metric_sampler_is_vectorised_and_reproducible() -> None:
