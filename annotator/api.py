@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+import re
+
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
+from django.views.decorators.csrf import csrf_exempt
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import generics, mixins, permissions, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.pagination import CursorPagination
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import CursorPagination, PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from . import selectors, services
+from . import importers, selectors, services
 from .errors import ImportRejected
-from .filters import LabelFilter
+from .filters import PAIR_PATTERN, TEXT_PATTERN, LabelFilter
 from .models import Annotation
+from .openapi import ApiSchema
 from .renderers import CSVRenderer, JSONLinesRenderer
 from .serializers import (
+    REJECTED_FILE_SCHEMA,
+    VALIDATION_ERROR_SCHEMA,
     ImportResultSerializer,
     ImportSerializer,
     LabelSerializer,
@@ -26,7 +40,34 @@ from .serializers import (
     StudySerializer,
 )
 
-REJECTED = OpenApiResponse(description="The file was rejected; `errors` lists why.")
+REJECTED = OpenApiResponse(
+    VALIDATION_ERROR_SCHEMA,
+    description="The file was rejected (`errors` lists why) or a form field is invalid; "
+    "nothing was stored.",
+)
+TOO_LARGE = OpenApiResponse(
+    REJECTED_FILE_SCHEMA,
+    description="The file is above the import size limit (`HUMEVAL_IMPORT_MAX_BYTES`).",
+)
+PAGE_SIZE_HELP = "Labels per page: a whole number, at least 1 (at most 10000 are sent)."
+#: Room for the multipart envelope around an upload at the size limit.
+MULTIPART_SLACK = 64 * 1024
+
+
+@csrf_exempt
+def not_found(request, *args, **kwargs) -> JsonResponse:
+    """Any other URL under ``/api/`` (a study id that is not a number, say): the API's JSON
+    404, not the site's HTML page."""
+    return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
+
+
+class StudyPagination(PageNumberPagination):
+    """Page numbers; a ``page`` that is not one (empty, ``last``, a word) answers 404."""
+
+    last_page_strings = ()
+
+    def get_page_number(self, request, paginator):
+        return request.query_params.get(self.page_query_param, 1)
 
 
 class LabelPagination(CursorPagination):
@@ -36,6 +77,16 @@ class LabelPagination(CursorPagination):
     page_size = 1000
     page_size_query_param = "page_size"
     max_page_size = 10000
+
+    def get_page_size(self, request) -> int:
+        """``page_size``: a whole number ≥ 1 (above the maximum: the maximum); anything else
+        is an error rather than silently the default."""
+        value = request.query_params.get(self.page_size_query_param)
+        if value is None:
+            return self.page_size
+        if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
+            raise ValidationError({self.page_size_query_param: [PAGE_SIZE_HELP]})
+        return min(int(value), self.max_page_size)
 
     def get_paginated_response(self, data):
         if self.request.accepted_renderer.format in ("csv", "jsonl"):
@@ -56,6 +107,55 @@ class CanImport(permissions.BasePermission):
         return bool(user and (user.is_staff or user.has_perm("annotator.add_study")))
 
 
+LINK = OpenApiParameter(
+    "Link",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    response=[200],
+    description='CSV and JSONL: `<url>; rel="next"` and `<url>; rel="prev"` where there are '
+    "more pages.",
+)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[
+            LINK,
+            OpenApiParameter(
+                "page_size", {"type": "integer", "minimum": 1}, description=PAGE_SIZE_HELP
+            ),
+            OpenApiParameter(
+                "system",
+                OpenApiTypes.STR,
+                pattern=TEXT_PATTERN,
+                description="Labels on items that show this system.",
+            ),
+            OpenApiParameter(
+                "pair",
+                OpenApiTypes.STR,
+                pattern=PAIR_PATTERN,
+                description="Labels on items that show these two systems: 'sys1,sys2'.",
+            ),
+            OpenApiParameter(
+                "annotator",
+                OpenApiTypes.STR,
+                pattern=TEXT_PATTERN,
+                description="Pseudonymous annotator id.",
+            ),
+        ],
+        responses={
+            (200, "application/json"): OpenApiResponse(
+                LabelSerializer(many=True),
+                description="JSON: a cursor page. JSON Lines: one label object per line. "
+                "CSV: a header row (the label fields, Likert scores as `score_<criterion>` "
+                "columns), then one row per label. CSV and JSON Lines name the next page in "
+                "`Link`.",
+            ),
+            (200, "application/jsonl"): OpenApiTypes.STR,
+            (200, "text/csv"): OpenApiTypes.STR,
+        },
+    )
+)
 class StudyLabelsView(generics.ListAPIView):
     """Labels of one study with their provenance, in system order.
 
@@ -68,7 +168,9 @@ class StudyLabelsView(generics.ListAPIView):
     filterset_class = LabelFilter
     filter_backends = [DjangoFilterBackend]
     pagination_class = LabelPagination
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, JSONLinesRenderer, CSVRenderer]
+    # No browsable HTML here: `format` is one of the three data formats the schema names.
+    renderer_classes = [JSONRenderer, JSONLinesRenderer, CSVRenderer]
+    schema = ApiSchema()
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
@@ -78,12 +180,26 @@ class StudyLabelsView(generics.ListAPIView):
         )
         return selectors.annotations_for_export(study)
 
+    def finalize_response(self, request, response, *args, **kwargs):
+        """Keep the Content-Type of an empty body (JSON Lines with no labels), which DRF
+        drops when it renders nothing."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        renderer = getattr(response, "accepted_renderer", None)
+        if renderer is not None and hasattr(response, "add_post_render_callback"):
+            content_type = f"{renderer.media_type}; charset={renderer.charset}"
+            response.add_post_render_callback(
+                lambda rendered: rendered.setdefault("Content-Type", content_type)
+            )
+        return response
+
 
 class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Studies you may read: all for staff, else those that name you as a researcher."""
 
     serializer_class = StudySerializer
     filter_backends: list = []
+    pagination_class = StudyPagination
+    schema = ApiSchema()
 
     def get_queryset(self):
         return (
@@ -94,22 +210,31 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     def _upload(self, request, form_class, store, result) -> Response:
         """Validate the upload form, hand the file to ``store``; a rejected file answers 400
-        with every reason and nothing stored."""
-        form = form_class(data=request.data)
-        form.is_valid(raise_exception=True)
-        upload = form.validated_data["file"]
+        with every reason and nothing stored. A file above the import size limit answers 413,
+        before the request body is parsed when its declared length already says so."""
+        limit = importers.max_import_bytes()
         try:
-            stored = store(upload.read(), upload.name, form.validated_data)
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        try:
+            if declared > limit + MULTIPART_SLACK:
+                raise importers.too_large(None, limit)
+            form = form_class(data=request.data)
+            form.is_valid(raise_exception=True)
+            upload = form.validated_data["file"]
+            data = importers.read_limited(upload, limit)
+            stored = store(data, upload.name, form.validated_data)
         except ImportRejected as exc:
             return Response(
                 {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
-                status=status.HTTP_400_BAD_REQUEST,
+                status=exc.status,
             )
         return Response(result(stored), status=status.HTTP_201_CREATED)
 
     @extend_schema(
         request={"multipart/form-data": ImportSerializer},
-        responses={201: ImportResultSerializer, 400: REJECTED},
+        responses={201: ImportResultSerializer, 400: REJECTED, 413: TOO_LARGE},
     )
     @action(
         detail=False,
@@ -132,7 +257,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     @extend_schema(
         request={"multipart/form-data": RatingsImportSerializer},
-        responses={201: RatingsImportResultSerializer, 400: REJECTED},
+        responses={201: RatingsImportResultSerializer, 400: REJECTED, 413: TOO_LARGE},
     )
     @action(
         detail=True,

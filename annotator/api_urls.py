@@ -1,8 +1,8 @@
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from .api import StudyLabelsView, StudyViewSet
+from .api import StudyLabelsView, StudyViewSet, not_found
 
 router = DefaultRouter()
 router.register("studies", StudyViewSet, basename="study")
@@ -12,4 +12,8 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("studies/<int:pk>/annotations/", StudyLabelsView.as_view(), name="study-annotations"),
     *router.urls,
+    # Last of the /api/ routes (config/urls.py includes this module after the others): any
+    # other path ending in a slash answers the API's JSON 404. Without the slash, Django's
+    # APPEND_SLASH redirect still applies.
+    re_path(r"^[\s\S]*/$", not_found, name="api-not-found"),
 ]

@@ -23,6 +23,27 @@ def neutralise_cell(value: Any) -> Any:
     return value
 
 
+def _is_error(data: Any, renderer_context: dict | None) -> bool:
+    response = (renderer_context or {}).get("response")
+    if response is not None:
+        return response.status_code >= 400
+    return isinstance(data, dict) and "detail" in data
+
+
+def error_messages(data: Any) -> list[str]:
+    """The messages of an error body: ``detail``, then ``field: message`` per field error."""
+    if not isinstance(data, dict):
+        return [str(m) for m in (data if isinstance(data, list) else [data])]
+    messages = [str(data["detail"])] if "detail" in data else []
+    messages += [str(e) for e in data.get("errors", [])]
+    for field, errors in data.items():
+        if field in ("detail", "errors"):
+            continue
+        for error in errors if isinstance(errors, list) else [errors]:
+            messages.append(f"{field}: {error}")
+    return messages
+
+
 def _rows(data: Any) -> list[dict]:
     if isinstance(data, dict) and "results" in data:
         return data["results"]
@@ -43,7 +64,10 @@ def csv_text(rows: Iterable[dict], criteria: list[str] | None = None) -> Iterabl
         criteria = sorted({name for row in rows for name in (row.get("scores") or {})})
     fields = [f for f in LABEL_FIELDS if f != "scores"] + [f"score_{c}" for c in criteria]
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # CRLF rows (RFC 4180): the writer quotes a cell only if it holds a character of the
+    # line terminator, so with "\n" a cell holding a bare CR went out unquoted and every
+    # reader split the row there, making the text after the CR a new, un-neutralised cell
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(fields)
     yield buffer.getvalue()
     for row in rows:
@@ -63,7 +87,8 @@ class JSONLinesRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
-        if isinstance(data, dict) and "detail" in data:
+        """Label rows, one per line; an error is one line, its JSON body."""
+        if _is_error(data, renderer_context):
             return "".join(jsonl_lines([data])).encode()
         return "".join(jsonl_lines(_rows(data))).encode()
 
@@ -74,6 +99,12 @@ class CSVRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
-        if isinstance(data, dict) and "detail" in data:
-            return f"error\n{neutralise_cell(str(data['detail']))}\n".encode()
+        """Label rows; an error is an ``error`` column with one row per message (never the
+        label header over empty cells, which would read as a label)."""
+        if _is_error(data, renderer_context):
+            buffer = io.StringIO()
+            writer = csv.writer(buffer, lineterminator="\r\n")
+            writer.writerow(["error"])
+            writer.writerows([neutralise_cell(m)] for m in error_messages(data))
+            return buffer.getvalue().encode()
         return "".join(csv_text(_rows(data))).encode()

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Criterion, Study
@@ -83,8 +84,14 @@ class LabelSerializer(serializers.Serializer):
         return label_row(instance)
 
 
+@extend_schema_field({"type": "string", "format": "binary"})
+class UploadField(serializers.FileField):
+    """A file part of a multipart form (a file's contents, not a URL as drf-spectacular
+    documents a plain ``FileField``)."""
+
+
 class ImportSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="A JSONL or CSV bundle, or a Judge-Bench JSON file.")
+    file = UploadField(help_text="A JSONL or CSV bundle, or a Judge-Bench JSON file.")
     name = serializers.CharField(required=False, max_length=200)
     kind = serializers.ChoiceField(choices=["pairwise", "likert"], required=False)
 
@@ -96,7 +103,7 @@ class ImportResultSerializer(serializers.Serializer):
 
 
 class RatingsImportSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="Ratings as JSONL or CSV (see docs/import-formats.md).")
+    file = UploadField(help_text="Ratings as JSONL or CSV (see docs/import-formats.md).")
     judge = serializers.CharField(
         required=False, max_length=100, help_text="Judge name for rows that have none."
     )
@@ -104,3 +111,37 @@ class RatingsImportSerializer(serializers.Serializer):
 
 class RatingsImportResultSerializer(serializers.Serializer):
     imported = serializers.IntegerField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of an error answer (DRF's own shape)."""
+
+    detail = serializers.CharField()
+
+
+#: A 400 body: field name → messages (``non_field_errors`` for the whole request), or a
+#: ``detail`` (a body that could not be parsed, a rejected file) with the file's ``errors``.
+VALIDATION_ERROR_SCHEMA = {
+    "type": "object",
+    "description": "Field name → messages; or `detail` with, for a rejected file, every "
+    "reason in `errors`.",
+    "properties": {
+        "detail": {"type": "string"},
+        "errors": {"type": "array", "items": {"type": "string"}},
+    },
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+
+#: A rejected upload: nothing was stored.
+REJECTED_FILE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Every reason, naming the line or record.",
+        },
+    },
+    "required": ["detail", "errors"],
+}

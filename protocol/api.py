@@ -6,12 +6,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.openapi import ApiSchema
 from annotator.selectors import studies_visible_to
 
 from . import selectors
 
 
 class ProtocolStateView(APIView):
+    schema = ApiSchema()
+
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT},
         description="Pairs (state, winner, θ, counts), rounds with the budget spent, and the "
