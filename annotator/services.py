@@ -481,9 +481,10 @@ def task_answer(
 ) -> Task | None:
     """Store the worker's answer (as :func:`annotation_submit`) and lease their next task
     (as :func:`task_next`) under one lock of the participation, so one request makes one
-    annotation cycle. Returns the next task, or ``None`` when nothing is left or this answer
-    got the worker blocked (the answer is stored either way). An invalid, expired or
-    foreign answer raises a :class:`~annotator.errors.ServiceError` and changes nothing.
+    annotation cycle. Returns the next task, or ``None`` when nothing is left; raises
+    :class:`~annotator.errors.WorkerBlocked` when the worker may not work, also after
+    storing an answer that got them blocked (a gold miss). An invalid, expired or foreign
+    answer raises a :class:`~annotator.errors.ServiceError` and changes nothing.
     ``participation`` must be freshly read (its study and worker are not read again).
     """
     now = now or timezone.now()
@@ -492,10 +493,11 @@ def task_answer(
     with transaction.atomic():
         part = _lock(Participation.objects.filter(pk=participation.pk), loaded=participation)
         _, created = _submit_locked(part, token, answer, scores, time_spent_ms, now)
-        if _may_not_work(part):
-            return None
+        blocked = _may_not_work(part)
         # a stored answer was the worker's one open lease, so they hold none now
-        task = _lease_locked(part, now, rng, holds_none=created)
+        task = None if blocked else _lease_locked(part, now, rng, holds_none=created)
+    if blocked:  # raised after the commit: the answer that got them blocked is kept
+        raise WorkerBlocked(blocked)
     if task is None and assignment_release_expired(study=participation.study, now=now):
         task = task_next(participation=participation, now=now, rng=rng)
     return task

@@ -40,15 +40,21 @@ def _cookie_name(study_id) -> str:
     return f"humeval-{UUID(str(study_id)).hex}"
 
 
+def _remembered(request: HttpRequest, study_id) -> int | None:
+    """The participation id the study's signed cookie holds, if any."""
+    pk = request.get_signed_cookie(_cookie_name(study_id), default=None, salt=COOKIE_SALT)
+    return int(pk) if pk and pk.isdigit() else None
+
+
 def _participation(request: HttpRequest, study_id) -> Participation | None:
     """This browser's participation in the study (with the study and the worker loaded),
     from the signed cookie its entry set; no session is read."""
-    pk = request.get_signed_cookie(_cookie_name(study_id), default=None, salt=COOKIE_SALT)
-    if not pk or not pk.isdigit():
+    pk = _remembered(request, study_id)
+    if pk is None:
         return None
     return (
         Participation.objects.select_related("annotator", "study")
-        .filter(pk=int(pk), study__public_id=study_id)
+        .filter(pk=pk, study__public_id=study_id)
         .first()
     )
 
@@ -100,8 +106,7 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
         participation = services.participation_enter(study=study, **entry)
     except ServiceError as exc:
         return _message(request, "Incomplete link", exc.message, 400)
-    known = _participation(request, study.public_id)
-    returning = known is not None and known.pk == participation.pk
+    returning = _remembered(request, study.public_id) == participation.pk
     target = "annotator:task" if returning else "annotator:instructions"
     return _remember(redirect(target, study_id=study.public_id), participation)
 
@@ -242,18 +247,15 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
     request makes one annotation cycle (a repeated POST stores nothing twice)."""
     if participation.status == Participation.Status.QUALIFYING:
         return redirect("annotator:qualify", study_id=study.public_id)
-    if request.method == "POST":
-        if not throttle.allow("submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT):
-            return _too_many(request)
-        try:
-            task = _answer(request.POST, participation)
-        except WorkerBlocked:
-            return redirect("annotator:end", study_id=study.public_id)
-        except ServiceError as exc:
-            messages.error(request, exc.message)
-            task = _next(participation)
-    else:
-        task = _next(participation)
+    posted = request.method == "POST"
+    if posted and not throttle.allow(
+        "submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT
+    ):
+        return _too_many(request)
+    try:
+        task = _answer_or_next(request, participation) if posted else _next(participation)
+    except WorkerBlocked:  # blocked, failed or not qualified: the end page says which
+        return redirect("annotator:end", study_id=study.public_id)
     if task is None:
         if selectors.more_work_expected(study):
             return render(request, "annotator/wait.html", {"study": study, "seconds": WAIT_SECONDS})
@@ -276,10 +278,19 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
 
 
 def _next(participation: Participation) -> services.Task | None:
+    return services.task_next(participation=participation)
+
+
+def _answer_or_next(request: HttpRequest, participation: Participation) -> services.Task | None:
+    """Store the posted answer and lease the next task; a refused answer is shown as a
+    message over the task the worker still has (or their next one)."""
     try:
-        return services.task_next(participation=participation)
+        return _answer(request.POST, participation)
     except WorkerBlocked:
-        return None
+        raise
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return _next(participation)
 
 
 def _answer(post, participation: Participation) -> services.Task | None:

@@ -320,6 +320,7 @@ class CrowdMachine(RuleBasedStateMachine):
             return
         expected = self._expected(worker, current, prefer)
         before = snapshot(self.study)
+        task = None
         try:
             task = services.task_answer(
                 participation=part,
@@ -328,8 +329,15 @@ class CrowdMachine(RuleBasedStateMachine):
                 rng=self.rng,
                 **self._answer(current, prefer),
             )
-        except (WorkerBlocked, InvalidAnswer) as exc:
-            assert expected == {WorkerBlocked: "blocked", InvalidAnswer: "invalid"}[type(exc)]
+        except WorkerBlocked:
+            if expected != "created":
+                assert expected == "blocked", expected
+                assert snapshot(self.study) == before
+                return
+            # this answer (a gold miss) got the worker blocked: it is stored all the same
+            assert Participation.objects.get(pk=part.pk).status == "blocked"
+        except InvalidAnswer:
+            assert expected == "invalid", expected
             assert snapshot(self.study) == before
             return
         assert expected == "created", expected

@@ -108,3 +108,22 @@ def test_worker_waits_between_rounds_instead_of_ending():
     Item.objects.update(is_active=False)
     response = client.get(f"/w/{study.public_id}/task/")
     assert response.status_code == 302 and response.url.endswith("/end/")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_blocked_worker_goes_to_the_end_not_the_waiting_page():
+    from django.test import Client
+
+    from annotator.models import Participation
+
+    study, _ = make()
+    client = Client()
+    client.get(f"/w/{study.public_id}/?worker=cheat")
+    assert 'name="token"' in client.get(f"/w/{study.public_id}/task/").content.decode()
+    services.participation_set_blocked(Participation.objects.get(), True)
+    assert Round.objects.get().state == "open"  # more work is coming, but not for them
+    for response in (
+        client.get(f"/w/{study.public_id}/task/"),
+        client.post(f"/w/{study.public_id}/task/", {"token": "x", "answer": "tie"}),
+    ):
+        assert response.status_code == 302 and response.url.endswith("/end/")
