@@ -8,7 +8,7 @@ from .models import Decision, ProtocolConfig, Round, SystemPair
 @admin.register(ProtocolConfig)
 class ProtocolConfigAdmin(admin.ModelAdmin):
     list_display = ["study", "paper", "allocation", "metric_judge", "committed", "dashboard"]
-    readonly_fields = ["committed", "boundary_constant", "dashboard"]
+    readonly_fields = ["committed", "decision_level", "dashboard"]
 
     @admin.display(description="dashboard")
     def dashboard(self, obj: ProtocolConfig) -> str:

@@ -65,24 +65,21 @@ the summaries that need draws (ROPE, predictive probability).  The human-only po
 special case of a single component ``alpha = n + 1``.
 
 Beyond the paper (its "Limitations"): :func:`rope_probability` (region of practical equivalence
-on ``p> - p<``), :func:`predictive_decision_probability` (futility: chance that the pair can still
-be decided once the remaining inputs are annotated) and an O'Brien-Fleming-type sequential
-boundary calibrated by simulation under the null (:func:`boundary_thresholds`,
-:func:`calibrate_boundary`) that keeps the false-decision rate over all looks near ``gamma``.
+on ``p> - p<``); the prediction of every pair's decision on all its inputs that corrects the
+repeated tests of Algorithm 2 lives in :mod:`protocol.predictive`.
 
 This module is pure: numpy and scipy only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.fft import fft, irfft2, next_fast_len, rfft
-from scipy.special import betainc, digamma, gammaln, ndtr, ndtri
+from scipy.special import betainc, digamma, gammaln
 
 __all__ = [
     "DRAW",
@@ -91,8 +88,6 @@ __all__ = [
     "WIN",
     "Decision",
     "PosteriorDraws",
-    "boundary_thresholds",
-    "calibrate_boundary",
     "counts_from_labels",
     "decide",
     "decide_with_thresholds",
@@ -100,7 +95,6 @@ __all__ = [
     "kl_divergence",
     "posterior_mean_p",
     "posterior_mode_p",
-    "predictive_decision_probability",
     "preferences_from_scores",
     "rope_probability",
     "sample_posterior",
@@ -785,7 +779,7 @@ def posterior_mean_p(
 
 
 # --------------------------------------------------------------------------------------------
-# Decisions (Algorithm 1, lines 18-24) and sequential thresholds
+# Decisions (Algorithm 1, lines 18-24)
 # --------------------------------------------------------------------------------------------
 
 
@@ -810,104 +804,8 @@ def decide_with_thresholds(
     return out
 
 
-def boundary_thresholds(
-    info_fraction: ArrayLike, constant: float, rho: float = 0.5
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-look thresholds ``(upper, lower)`` on ``theta`` of a power-family sequential boundary.
-
-    At information fraction ``t = n_annotated / n_max`` the critical value on the probit scale is
-    ``z(t) = constant * t**(-rho)``; *a* wins if ``theta > Phi(z(t))`` and *b* wins if
-    ``theta < 1 - Phi(z(t))``.  ``rho = 0.5`` is the O'Brien-Fleming shape (very strict early,
-    close to the nominal level at the end), ``rho = 0`` is Pocock's constant boundary.  The
-    paper's fixed rule (Algorithm 1) is ``constant = Phi^{-1}(1 - gamma/2)``, ``rho = 0``.
-    """
-    t = np.clip(np.asarray(info_fraction, dtype=float), 1e-9, 1.0)
-    z = constant * t ** (-rho)
-    upper = ndtr(z)
-    return upper, 1.0 - upper
-
-
-def calibrate_boundary(
-    looks: Sequence[int] | NDArray[np.int64],
-    n_max: int,
-    gamma: float = 0.05,
-    *,
-    rho: float = 0.5,
-    final_gamma: float | None = None,
-    futility: float = 0.0,
-    futility_min_fraction: float = 0.0,
-    draw_rate: float = 0.4,
-    n_sim: int = 20000,
-    seed: int | np.random.Generator | None = 0,
-) -> float:
-    """Calibrate ``constant`` of :func:`boundary_thresholds` by simulation under the null.
-
-    Simulates ``n_sim`` annotation sequences of one pair with ``p> = p< = (1 - draw_rate) / 2``
-    and computes the exact human-only ``theta`` (Eq. 3) after every look in ``looks``
-    (cumulative annotation counts; ``n_max`` is the last possible look).  Returns the smallest
-    constant such that the fraction of sequences that cross a boundary at *any* look is at most
-    ``gamma`` - the correction for the repeated significance tests of Algorithm 2 (paper,
-    "Limitations: Statistical Significance Decision").
-
-    ``final_gamma=None``: one boundary ``constant * t**-rho`` for all looks, final look included.
-    Otherwise the final look (``n_max``) uses the fixed two-sided level ``final_gamma`` and the
-    constant is calibrated for the interim looks so that interim and final together spend
-    ``gamma`` (requires ``final_gamma <= gamma``; ``final_gamma = gamma`` leaves room for interim
-    decisions only when a binding futility rule stops null sequences before the end).
-
-    ``futility > 0`` simulates the binding futility rule of the protocol as well: a sequence
-    stops (undecided) at the first interim look from ``futility_min_fraction`` of ``n_max`` on
-    whose :func:`predictive_decision_probability` (normal method, final level ``final_gamma`` or
-    ``gamma``) is below ``futility``; boundary crossings after that look are not counted.
-    """
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    lk = np.unique(np.append(np.asarray(looks, dtype=np.int64), n_max))
-    lk = lk[(lk > 0) & (lk <= n_max)]
-    pw = (1.0 - draw_rate) / 2.0
-    labels = rng.choice(3, size=(n_sim, n_max), p=[pw, draw_rate, pw])
-    wins = np.cumsum(labels == 0, axis=1)[:, lk - 1]
-    losses = np.cumsum(labels == 2, axis=1)[:, lk - 1]
-    theta = betainc(losses + 1.0, wins + 1.0, 0.5)
-    z = np.abs(ndtri(np.clip(theta, 1e-300, 1.0 - 1e-16)))
-    scaled = z * (lk / n_max) ** rho
-    alive = np.ones(scaled.shape, dtype=bool)
-    if futility > 0 and lk.size > 1:
-        level = gamma if final_gamma is None else final_gamma
-        draws = np.cumsum(labels == 1, axis=1)[:, lk - 1]
-        counts = np.stack([wins, draws, losses], axis=-1).reshape(-1, 3).astype(float)
-        rem = np.broadcast_to(n_max - lk, wins.shape).reshape(-1)
-        pp = predictive_decision_probability(
-            counts, rem, 1.0 - level / 2.0, level / 2.0, method="normal"
-        ).reshape(wins.shape)
-        fut = (pp < futility) & ((lk / n_max) >= futility_min_fraction)[None, :]
-        fut[:, -1] = False
-        # a sequence stopped for futility at look k is not looked at after k
-        stopped_before = np.cumsum(fut, axis=1) - fut > 0
-        alive = ~stopped_before
-    scaled = np.where(alive, scaled, 0.0)
-    if final_gamma is None:
-        stat = scaled.max(axis=1)
-        return float(np.quantile(stat, 1.0 - gamma, method="higher"))
-    if not 0 < final_gamma <= gamma:
-        raise ValueError("final_gamma must be in (0, gamma]")
-    final_cross = theta[:, -1] > 1.0 - final_gamma / 2.0
-    final_cross |= theta[:, -1] < final_gamma / 2.0
-    final_cross &= alive[:, -1]
-    interim = scaled[:, :-1].max(axis=1) if lk.size > 1 else np.zeros(n_sim)
-    # P(interim > c or final crosses) <= gamma
-    #   <=>  P(interim > c and final does not cross) <= gamma - P(final crosses)
-    slack = gamma - final_cross.mean()
-    cand = np.sort(interim[~final_cross])[::-1]
-    k = int(np.floor(slack * n_sim))  # number of extra false decisions allowed
-    if k <= 0:
-        return float(cand[0]) if cand.size else 0.0
-    if k >= cand.size:
-        return 0.0
-    return float(cand[k])
-
-
 # --------------------------------------------------------------------------------------------
-# Beyond the paper: practical equivalence and futility
+# Beyond the paper: practical equivalence
 # --------------------------------------------------------------------------------------------
 
 
@@ -948,77 +846,3 @@ def rope_probability(
         return _rope_from_alpha(post.alpha, delta, nodes)[0]
     alpha = post.components(max_components, np.random.default_rng(0))
     return _rope_from_alpha(alpha, delta, nodes).mean(axis=0)
-
-
-def _difference_moments(
-    post: PosteriorDraws,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Posterior mean and variance of ``p> - p<`` and mean of ``p> + p<`` for a mixture of
-    Dirichlets (law of total variance over the components)."""
-    a = post.alpha
-    a0 = a.sum(axis=-1)
-    mean_d = (a[..., 0] - a[..., 2]) / a0
-    mean_s = (a[..., 0] + a[..., 2]) / a0
-    var_d = a[..., 0] * (a0 - a[..., 0]) + a[..., 2] * (a0 - a[..., 2]) + 2 * a[..., 0] * a[..., 2]
-    var_d = var_d / (a0**2 * (a0 + 1.0))
-    w = post.weights
-    md = (w * mean_d).sum(axis=0)
-    vd = (w * (var_d + mean_d**2)).sum(axis=0) - md**2
-    ms = (w * mean_s).sum(axis=0)
-    return md, np.maximum(vd, 0.0), ms
-
-
-def predictive_decision_probability(
-    posterior: PosteriorDraws | ArrayLike,
-    remaining: ArrayLike,
-    upper: ArrayLike,
-    lower: ArrayLike,
-    *,
-    method: str = "normal",
-    prior_var: float | None = None,
-    n_draws: int = 400,
-    seed: int | np.random.Generator | None = None,
-) -> NDArray[np.float64]:
-    """Posterior predictive probability that the pair is decided once ``remaining`` more inputs
-    are annotated by humans (futility rule; beyond the paper).
-
-    The final decision is the exact human-only rule (Eq. 3) on the current human counts plus the
-    labels of the ``remaining`` inputs, with thresholds ``upper`` / ``lower`` (those of the last
-    look).  ``method="normal"`` (default, deterministic and cheap): the future difference
-    ``W - L`` of wins and losses is approximated as normal with the posterior predictive mean and
-    variance (``R E[p> - p<]`` and ``R (E[p> + p<] - E[(p> - p<)^2]) + R^2 Var(p> - p<)``), and the
-    final rule as ``|W - L| > z sqrt(W + L + 2)`` with ``z = Phi^{-1}(upper)``.
-    ``method="mc"``: draw ``p`` from the posterior and the future labels from
-    ``Multinomial(remaining, p)`` and evaluate the exact rule (``n_draws`` draws).
-    ``prior_var`` (normal method only): empirical-Bayes shrinkage - the posterior of
-    ``p> - p<`` is combined with a ``N(0, prior_var)`` prior for the effect (e.g. the spread of
-    effects across the pairs of a study).
-    """
-    post = posterior if isinstance(posterior, PosteriorDraws) else human_posterior(posterior)
-    n = post.human_counts
-    rem = np.broadcast_to(np.asarray(remaining, dtype=float), (n.shape[0],))
-    if method == "mc":
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        alpha = post.components(n_draws, rng)  # (n_draws, n_pairs, 3)
-        p = _dirichlet(rng, alpha, axis=-1)
-        y = rng.multinomial(np.broadcast_to(rem.astype(np.int64), alpha.shape[:2]), p)
-        theta = _theta_from_alpha(n[None, :, :] + y + 1.0)
-        return (decide_with_thresholds(theta, upper, lower) != 0).mean(axis=0)
-    if method != "normal":
-        raise ValueError("method must be 'normal' or 'mc'")
-    md, vd, ms = _difference_moments(post)
-    if prior_var is not None and prior_var > 0:
-        shrink = prior_var / (prior_var + vd)
-        md, vd = md * shrink, vd * shrink
-    mu = n[:, 0] - n[:, 2] + rem * md
-    var = rem * np.maximum(ms - (vd + md**2), 0.0) + rem**2 * vd
-    sd = np.sqrt(np.maximum(var, 1e-12))
-    s_final = n[:, 0] + n[:, 2] + rem * ms
-    z_up = ndtri(np.clip(np.asarray(upper, dtype=float), 0.5, 1 - 1e-16))
-    z_lo = -ndtri(np.clip(np.asarray(lower, dtype=float), 1e-16, 0.5))
-    c_up = z_up * np.sqrt(s_final + 2.0)
-    c_lo = z_lo * np.sqrt(s_final + 2.0)
-    prob = ndtr((mu - c_up) / sd) + ndtr((-c_lo - mu) / sd)
-    # nothing left to annotate: the decision is already known
-    now = decide_with_thresholds(post.theta(), upper, lower) != 0
-    return np.where(rem > 0, np.clip(prob, 0.0, 1.0), now.astype(float))

@@ -28,10 +28,10 @@ class ProtocolConfig(models.Model):
         help_text="Retire a pair as practically equivalent when P(|p> − p<| < δ) > 1 − γ.",
     )
     futility = models.FloatField(
-        default=0.15,
+        default=0.2,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
-        help_text="Retire a pair whose chance of being decided within its inputs and the "
-        "budget falls below this.",
+        help_text="Retire a pair as undecided when the predicted chance that all its inputs "
+        "(within the budget) decide it falls below this.",
     )
     metric_judge = models.CharField(
         max_length=100,
@@ -49,8 +49,9 @@ class ProtocolConfig(models.Model):
     #: only released while this stays within the study's budget, and an item never takes
     #: more annotations than its redundancy, so the study never collects more than B.
     committed = models.PositiveIntegerField(default=0, editable=False)
-    #: The calibrated boundary constant, fixed once the first round is decided.
-    boundary_constant = models.FloatField(null=True, blank=True, editable=False)
+    #: The predictive level a decision needs (calibrated under the null when the first round
+    #: is decided, then fixed; ``protocol.predictive.calibrate_decision_level``).
+    decision_level = models.FloatField(null=True, blank=True, editable=False)
 
     def __str__(self) -> str:
         return f"protocol of {self.study}"

@@ -7,11 +7,13 @@ is that step, shared by the live protocol (``protocol.services``) and the replay
 
 * ``settings.paper``: the paper's fixed thresholds ``θ > 1 − γ/2`` / ``θ < γ/2`` at every
   look and ``batch`` new annotations for every open pair;
-* otherwise the corrections beyond the paper (its Limitations section): a group-sequential
-  boundary calibrated by simulation under the null so that repeated looks spend ``γ`` in
-  all (:func:`protocol.decision.calibrate_boundary`), retirement of practically equivalent
-  pairs (ROPE) and of pairs that cannot be decided within their inputs and the budget
-  (futility), and allocation in proportion to each pair's predictive chance of a decision.
+* otherwise the corrections beyond the paper (its Limitations section), built on a
+  prediction of each pair's decision on *all* its inputs from everything the study has seen
+  (:mod:`protocol.predictive`): a pair is decided when Algorithm 1 is significant now and the
+  same outcome is predicted on all data with probability at least a level calibrated by
+  simulation under the null (so repeated looks keep false decisions at γ), retired as
+  undecided when that outcome is predicted (futility), retired as practically equivalent
+  (ROPE), and each round's batch goes where the outcome is least settled.
 
 All counts are in annotations: a pair that has ``used`` annotations of a possible ``pool``.
 """
@@ -24,14 +26,14 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from .decision import (
-    PosteriorDraws,
-    boundary_thresholds,
-    calibrate_boundary,
-    decide_with_thresholds,
-    predictive_decision_probability,
-    rope_probability,
-    sample_posterior,
+from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
+from .predictive import (
+    calibrate_decision_level,
+    first_early_look,
+    no_pooling,
+    outcome_probabilities,
+    pool_across_pairs,
+    pool_effect,
 )
 
 OPEN, DECIDED, EQUIVALENT, FUTILE = "open", "decided", "equivalent", "futile"
@@ -42,38 +44,54 @@ EXHAUSTED, BUDGET = "exhausted", "budget"
 @dataclass(frozen=True)
 class RoundDecision:
     """Per open pair: the decision (+1 a wins, −1 b wins, 0 none), why it closes (or
-    ``"open"``), ``θ``, the posterior mean of ``p`` and the predictive chance of a decision
-    (the allocation weight of the next round)."""
+    ``"open"``), ``θ``, the posterior mean of ``p``, the predicted outcome on all data
+    (``p_a``, ``p_b``, ``p_u``: *a* wins, *b* wins, undecided), the pair's own evidence about
+    its effect on the whole pool (``effect_mean``, ``effect_var``; kept for pooling once the
+    pair is closed) and the allocation weight of the next round."""
 
     decision: NDArray[np.int8]
     outcome: NDArray[np.str_]
     theta: NDArray[np.float64]
     mean_p: NDArray[np.float64]
     weight: NDArray[np.float64]
+    p_a: NDArray[np.float64]
+    p_b: NDArray[np.float64]
+    p_u: NDArray[np.float64]
+    effect_mean: NDArray[np.float64]
+    effect_var: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ClosedPairs:
+    """What closed pairs still tell the pooling model: their own evidence about their pool
+    effect and their two systems (integer ids shared with the open pairs)."""
+
+    effect_mean: NDArray[np.float64]
+    effect_var: NDArray[np.float64]
+    systems: NDArray[np.int64]
+
+    @classmethod
+    def empty(cls) -> ClosedPairs:
+        return cls(np.zeros(0), np.zeros(0), np.zeros((0, 2), dtype=np.int64))
 
 
 @lru_cache(maxsize=64)
-def calibrated_constant(
+def calibrated_level(
     n_max: int,
     batch: int,
     gamma: float,
-    rho: float,
-    final_gamma: float | None,
     futility: float,
-    futility_min_fraction: float,
+    min_annotations: int,
     draw_rate: float,
     n_sim: int,
 ) -> float:
-    """The boundary constant for looks every ``batch`` annotations up to ``n_max``."""
-    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
-    return calibrate_boundary(
-        looks,
+    """The decision level for looks every ``batch`` annotations up to ``n_max``."""
+    return calibrate_decision_level(
         n_max,
+        batch,
         gamma,
-        rho=rho,
-        final_gamma=final_gamma,
         futility=futility,
-        futility_min_fraction=futility_min_fraction,
+        min_annotations=min_annotations,
         draw_rate=draw_rate,
         n_sim=n_sim,
         seed=0,
@@ -91,37 +109,19 @@ def null_draw_rate(human: NDArray, settings) -> float:
     return min(max(rate, 0.0), 0.95)
 
 
-def boundary_constant(settings, n_max: int, batch: int, human: NDArray) -> float:
-    final_gamma = _final_gamma(settings)
-    return calibrated_constant(
+def decision_level(settings, n_max: int, batch: int, human: NDArray) -> float:
+    """``settings.decision_level``, or the level calibrated for this pool size and batch."""
+    if settings.decision_level is not None:
+        return float(settings.decision_level)
+    return calibrated_level(
         int(n_max),
         int(batch),
         settings.gamma,
-        settings.boundary_rho,
-        final_gamma,
-        settings.futility if settings.binding_futility else 0.0,
-        settings.futility_min_fraction,
+        settings.futility,
+        settings.min_annotations,
         null_draw_rate(human, settings),
         settings.calibration_sims,
     )
-
-
-def _final_gamma(settings) -> float | None:
-    share = settings.final_gamma_share
-    return None if share is None else share * settings.gamma
-
-
-def thresholds(
-    frac: NDArray[np.float64], last: NDArray[np.bool_], constant: float, settings
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-pair ``(upper, lower)`` thresholds on θ: the calibrated boundary at interim
-    looks, the fixed final level at a pair's last look."""
-    upper, lower = boundary_thresholds(frac, constant, settings.boundary_rho)
-    final_gamma = _final_gamma(settings)
-    if final_gamma is not None:
-        upper = np.where(last, 1.0 - final_gamma / 2.0, upper)
-        lower = np.where(last, final_gamma / 2.0, lower)
-    return upper, lower
 
 
 def posterior(
@@ -142,14 +142,19 @@ def decide_round(
     budget_left: int,
     settings,
     *,
-    constant: float | None,
-    prior_var: float | None = None,
+    level: float | None,
+    systems: NDArray[np.int64] | None = None,
+    closed: ClosedPairs | None = None,
+    redundancy: int = 1,
 ) -> RoundDecision:
     """Decide every open pair after a round (Algorithm 2, inner loop) and say which close.
 
-    ``used``/``pool``: annotations collected and possible per pair; ``budget_left``:
-    annotations the study may still collect; ``constant``: the calibrated boundary
-    constant (ignored with ``settings.paper``).
+    ``used``/``pool``: annotations collected and possible per open pair; ``budget_left``:
+    annotations the study may still collect; ``level``: the predictive level a decision needs
+    (:func:`decision_level`; ignored with ``settings.paper``); ``systems``: the two system ids
+    of every open pair, ``closed``: the closed pairs' evidence — with both, the prediction
+    pools evidence across pairs (``settings.pooling``); ``redundancy``: annotations per input
+    (metric-only inputs count that many labels to come).
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
@@ -157,43 +162,76 @@ def decide_round(
     gamma = settings.gamma
     k = theta.shape[0]
     outcome = np.full(k, OPEN, dtype=object)
-    weight = np.ones(k)
+    now = decide_with_thresholds(theta, 1.0 - gamma / 2.0, gamma / 2.0)
+    eff_mean, eff_var, nondraw = pool_effect(post, pool, redundancy=redundancy)
+    zeros = np.zeros(k)
     if settings.paper:
-        decision = decide_with_thresholds(theta, 1.0 - gamma / 2.0, gamma / 2.0)
-    else:
-        frac = used / np.maximum(pool, 1)
-        last = (used >= pool) | (budget_left <= 0)
-        upper, lower = thresholds(frac, last, constant, settings)
-        decision = decide_with_thresholds(theta, upper, lower)
+        outcome[now != 0] = DECIDED
+        for done, why in ((used >= pool, EXHAUSTED), (np.full(k, budget_left <= 0), BUDGET)):
+            outcome[(outcome == OPEN) & done] = why
+        return RoundDecision(
+            now,
+            outcome.astype(str),
+            theta,
+            post.mean_p(),
+            np.ones(k),
+            zeros,
+            zeros,
+            zeros,
+            eff_mean,
+            eff_var,
+        )
+    remaining = np.minimum(pool - used, max(budget_left, 0))
+    effects = _effects(eff_mean, eff_var, systems, closed, settings)
+    p_a, p_b, p_u = outcome_probabilities(
+        effects, post.human_counts, pool, remaining, nondraw, gamma
+    )
+    last = remaining <= 0
+    early = ~last & (used >= first_early_look(pool, settings.min_annotations))
+    decision = np.where(last, now, 0).astype(np.int8)
+    decision[early & (now > 0) & (p_a >= level)] = 1
+    decision[early & (now < 0) & (p_b >= level)] = -1
     outcome[decision != 0] = DECIDED
     undecided = decision == 0
-    if not settings.paper and settings.rope_delta > 0 and undecided.any():
+    if settings.rope_delta > 0 and undecided.any():
         equivalent = undecided & (rope_probability(post, settings.rope_delta) > 1.0 - gamma)
         outcome[equivalent] = EQUIVALENT
         undecided &= ~equivalent
     for done, why in ((used >= pool, EXHAUSTED), (np.full(k, budget_left <= 0), BUDGET)):
         outcome[undecided & done] = why
         undecided &= ~done
-    if not settings.paper and undecided.any():
-        if settings.futility > 0 or settings.allocation == "adaptive":
-            remaining = np.minimum(pool - used, max(budget_left, 0))
-            up_f, lo_f = thresholds(
-                (used + remaining) / np.maximum(pool, 1),
-                np.ones(k, dtype=bool),
-                constant,
-                settings,
-            )
-            weight = predictive_decision_probability(
-                post, remaining, up_f, lo_f, prior_var=prior_var
-            )
-        if settings.futility > 0:
-            futile = (
-                undecided
-                & (weight < settings.futility)
-                & (used / np.maximum(pool, 1) >= settings.futility_min_fraction)
-            )
-            outcome[futile] = FUTILE
-    return RoundDecision(decision, outcome.astype(str), theta, post.mean_p(), weight)
+    if settings.futility > 0:
+        late = used >= settings.futility_min_fraction * pool
+        futile = undecided & early & late & (p_u > 1.0 - settings.futility)
+        outcome[futile] = FUTILE
+    weight = 1.0 - np.maximum(np.maximum(p_a, p_b), p_u)
+    return RoundDecision(
+        decision,
+        outcome.astype(str),
+        theta,
+        post.mean_p(),
+        weight,
+        p_a,
+        p_b,
+        p_u,
+        eff_mean,
+        eff_var,
+    )
+
+
+def _effects(eff_mean, eff_var, systems, closed, settings):
+    """The pooled (or, without system ids or with ``pooling`` off, the pair's own) posterior
+    of every open pair's pool effect."""
+    if not settings.pooling or systems is None:
+        return no_pooling(eff_mean, eff_var)
+    closed = closed if closed is not None else ClosedPairs.empty()
+    k = eff_mean.shape[0]
+    pooled = pool_across_pairs(
+        np.concatenate([eff_mean, closed.effect_mean]),
+        np.concatenate([eff_var, closed.effect_var]),
+        np.concatenate([np.asarray(systems, dtype=np.int64).reshape(-1, 2), closed.systems]),
+    )
+    return type(pooled)(pooled.weights, pooled.mean[:, :k], pooled.var[:, :k])
 
 
 def allocate(total: int, weights: NDArray[np.float64], cap: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -139,6 +139,18 @@ def partial_order(study: Study) -> dict[str, Any]:
     }
 
 
+def _predicted(pair: SystemPair) -> list[dict[str, Any]] | None:
+    """The predicted outcome of the decision on all the pair's inputs, as of its last look."""
+    pred = pair.evidence.get("predicted")
+    if not pred:
+        return None
+    return [
+        {"outcome": f"{pair.system_a.name} wins", "probability": pred["a"]},
+        {"outcome": f"{pair.system_b.name} wins", "probability": pred["b"]},
+        {"outcome": "undecided", "probability": pred["undecided"]},
+    ]
+
+
 def dashboard(study: Study) -> dict[str, Any]:
     """The pair matrix (state, θ, counts), budget spent per round and the partial order."""
     config = getattr(study, "protocol", None)
@@ -156,6 +168,7 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "human_counts": pair.evidence.get("human"),
                 "metric_counts": pair.evidence.get("metric"),
                 "outcome": pair.evidence.get("outcome"),
+                "predicted": _predicted(pair),
                 "decided_in_round": pair.decided_in_round,
             }
         )

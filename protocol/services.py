@@ -175,12 +175,23 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     pool = np.array([len(selectors.pair_inputs(study, p)) for p in pairs]) * r
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
-    constant = config.boundary_constant
-    if not settings.paper and constant is None:
-        constant = rounds.boundary_constant(settings, int(pool.max()), settings.batch * r, human)
-        ProtocolConfig.objects.filter(pk=config.pk).update(boundary_constant=constant)
+    level = config.decision_level
+    if not settings.paper and level is None:
+        level = rounds.decision_level(settings, int(pool.max()), settings.batch * r, human)
+        ProtocolConfig.objects.filter(pk=config.pk).update(decision_level=level)
     budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk))
-    result = rounds.decide_round(post, used, pool, budget_left, settings, constant=constant)
+    system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
+    result = rounds.decide_round(
+        post,
+        used,
+        pool,
+        budget_left,
+        settings,
+        level=level,
+        systems=np.array([[system_ids[p.system_a_id], system_ids[p.system_b_id]] for p in pairs]),
+        closed=_closed_pairs(study, system_ids),
+        redundancy=r,
+    )
     state_of = {
         rounds.OPEN: SystemPair.State.OPEN,
         rounds.DECIDED: SystemPair.State.DECIDED,
@@ -205,6 +216,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
             "confusion": confusion[k].tolist() if confusion is not None else [],
             "mean_p": result.mean_p[k].round(6).tolist(),
             "weight": float(result.weight[k]),
+            "effect": [float(result.effect_mean[k]), float(result.effect_var[k])],
+            "predicted": {
+                "a": round(float(result.p_a[k]), 4),
+                "b": round(float(result.p_b[k]), 4),
+                "undecided": round(float(result.p_u[k]), 4),
+            },
             "outcome": outcome,
             "round": rnd.number,
             "used": int(used[k]),
@@ -224,3 +241,19 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         pairs, ["state", "theta", "winner", "decided_in_round", "evidence"]
     )
     Decision.objects.bulk_create(decisions)
+
+
+def _closed_pairs(study: Study, system_ids: dict[int, int]) -> rounds.ClosedPairs:
+    """The closed pairs' own evidence about their effect (kept in ``evidence["effect"]``
+    when they were last decided), which still informs the pooling model."""
+    rows = [
+        (system_ids[p.system_a_id], system_ids[p.system_b_id], *p.evidence["effect"])
+        for p in SystemPair.objects.filter(study=study)
+        .exclude(state=SystemPair.State.OPEN)
+        .only("system_a_id", "system_b_id", "evidence")
+        if "effect" in p.evidence
+    ]
+    if not rows:
+        return rounds.ClosedPairs.empty()
+    arr = np.array(rows, dtype=float)
+    return rounds.ClosedPairs(arr[:, 2], arr[:, 3], arr[:, :2].astype(np.int64))

@@ -109,33 +109,30 @@ class ProtocolSettings:
     """Settings of the budgeted protocol (Algorithm 2) and of the corrections beyond the paper.
 
     With ``paper=True`` only ``gamma``, ``batch``, ``budget`` and ``sampler`` are used and the
-    loop is exactly Algorithm 2.  Otherwise (defaults in brackets; tuned on the WMT21 replay, see
-    ``docs/protocol.md``):
+    loop is exactly Algorithm 2.  Otherwise every look predicts each open pair's decision on
+    all its inputs (:mod:`protocol.predictive`; defaults in brackets, see ``docs/protocol.md``):
 
-    * ``boundary_rho`` [0.5, O'Brien-Fleming shape] / ``boundary_constant`` [None = calibrate]:
-      per-look thresholds of :func:`protocol.decision.boundary_thresholds` on the information
-      fraction ``annotated / pool size``; the constant is calibrated by simulation under the
-      null (``p> = p<``; ``calibration_sims`` [20,000] sequences) for the regular schedule
-      ``batch, 2 batch, ..., pool`` so that the chance of a false decision over *all* looks is
-      ``gamma``; ``null_draw_rate`` [None = share of draws among the human labels of the first
-      round, rounded to 0.05 - nothing that depends on a decision is used];
-    * ``final_gamma_share`` [1.0]: the last look of a pair (pool or budget exhausted) uses the
-      fixed level ``final_gamma_share * gamma`` - with 1.0 the same test as the decision on all
-      data - and the interim constant is calibrated so that interim and final looks together
-      spend ``gamma`` (``None``: one boundary for all looks).  A share of 1.0 leaves room for
-      interim decisions only together with a binding futility rule;
+    * ``decision_level`` [None = calibrate]: a pair is decided when Algorithm 1 is significant
+      now and the same direction is predicted on all data with at least this probability; the
+      calibration (``calibration_sims`` [20,000] simulated null sequences of one pair, looks
+      every ``batch`` annotations up to the largest pool, ``null_draw_rate`` [None = share of
+      draws among the human labels of the first round, rounded to 0.05]) takes the smallest
+      level that keeps a lone null pair's false-decision rate over all looks at ``gamma``; a
+      pair's last look (pool or budget used up) is Algorithm 1 at ``gamma``, the decision on
+      all data;
+    * ``futility`` [0.2]: retire a pair as undecided when the chance that all data decide it
+      is below this (binding: part of the calibration), from ``futility_min_fraction`` [0] of
+      its pool on;
+    * ``min_annotations`` [30]: no early decision or retirement before a pair has this many
+      annotations (or a quarter of its pool, if that is fewer);
+    * ``pooling`` [True]: predict from all pairs through ``δ_ab = q_a − q_b + e_ab``
+      (:func:`protocol.predictive.pool_across_pairs`); ``False``: each pair on its own labels;
     * ``rope_delta`` [0.05]: retire a pair as practically equivalent when
       ``P(|p> - p<| < rope_delta) > 1 - gamma`` (0 disables);
-    * ``futility`` [0.15]: retire a pair when the posterior predictive probability that it is
-      decided once the rest of its pool (or of the budget) is annotated falls below this level
-      (0 disables), from ``futility_min_fraction`` [0.1] of its pool on; ``binding_futility``
-      [True]: the calibration simulates these stops too (a retired pair cannot produce a false
-      decision later, so the interim boundary can be less strict); ``futility_shrinkage``
-      [False]: empirical-Bayes shrinkage of the effect in the predictive (no gain on WMT21);
     * ``allocation`` [``"adaptive"``]: after the first round, spend the same round total as the
-      paper (``batch`` x open pairs) in proportion to each pair's predictive probability of
-      being decided, at most ``max_chunk`` [3] x ``batch`` per pair; ``"uniform"`` gives
-      ``batch`` to every open pair (the paper);
+      paper (``batch`` x open pairs) in proportion to how unsettled each pair's predicted
+      outcome is (one minus its most likely outcome's probability), at most ``max_chunk`` [3]
+      x ``batch`` per pair; ``"uniform"``: ``batch`` for every open pair (the paper);
     * ``budget`` [None = the whole pool, the paper's setting]: ``<= 1`` a fraction of the pool,
       ``> 1`` a number of annotations;
     * ``sampler``: keyword arguments of :func:`protocol.decision.sample_posterior` when metric
@@ -146,16 +143,14 @@ class ProtocolSettings:
     batch: int = 10
     paper: bool = False
     budget: float | None = None
-    boundary_rho: float = 0.5
-    boundary_constant: float | None = None
-    final_gamma_share: float | None = 1.0
+    decision_level: float | None = None
     null_draw_rate: float | None = None
     calibration_sims: int = 20000
+    futility: float = 0.2
+    futility_min_fraction: float = 0.0
+    min_annotations: int = 30
+    pooling: bool = True
     rope_delta: float = 0.05
-    futility: float = 0.15
-    futility_min_fraction: float = 0.1
-    binding_futility: bool = True
-    futility_shrinkage: bool = False
     allocation: str = "adaptive"
     max_chunk: int = 3
     sampler: dict[str, Any] = field(
@@ -362,20 +357,6 @@ def classify_outcomes(reference: NDArray[np.int8], decisions: NDArray[np.int8]) 
 # --------------------------------------------------------------------------------------------
 
 
-def _effect_spread(ordered: Sequence[NDArray[np.int8]], used: NDArray[np.int64]) -> float:
-    """Method-of-moments spread ``tau^2`` of the effects ``p> - p<`` across all pairs, from the
-    human labels collected so far (empirical Bayes; no look at uncollected labels)."""
-    d, v = [], []
-    for lab, k in zip(ordered, used, strict=True):
-        if k >= 2:
-            x = lab[:k].astype(float)
-            d.append(x.mean())
-            v.append(x.var(ddof=1) / k)
-    if len(d) < 3:
-        return float("inf")
-    return float(max(np.var(d, ddof=1) - np.mean(v), 1e-6))
-
-
 def _simulate_metric(
     labels: Sequence[NDArray[np.int8]], mu: NDArray[np.float64], rng: np.random.Generator
 ) -> list[NDArray[np.int8]]:
@@ -465,8 +446,12 @@ def replay_once(
     p_prot = np.full((n_pairs, 3), 1.0 / 3.0)
     is_open = np.ones(n_pairs, dtype=bool)
     retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
-    constant = settings.boundary_constant
+    level = settings.decision_level
     weights = np.ones(n_pairs)
+    effect_mean = np.zeros(n_pairs)
+    effect_var = np.ones(n_pairs)
+    sys_id = {s: i for i, s in enumerate(data.systems)}
+    systems = np.array([[sys_id[a], sys_id[b]] for a, b in data.pairs], dtype=np.int64)
     n_rounds = 0
 
     while budget > 0 and is_open.any():
@@ -479,17 +464,27 @@ def replay_once(
         n_rounds += 1
 
         post = _posterior(ordered, metric, used, idx, settings, rng)
-        if not settings.paper and constant is None:
-            constant = rounds.boundary_constant(
+        if not settings.paper and level is None:
+            level = rounds.decision_level(
                 settings, int(pools.max()), settings.batch, post.human_counts
             )
-        prior_var = _effect_spread(ordered, used) if settings.futility_shrinkage else None
+        shut = np.flatnonzero(~is_open)
+        closed = rounds.ClosedPairs(effect_mean[shut], effect_var[shut], systems[shut])
         step = rounds.decide_round(
-            post, used[idx], pools[idx], budget, settings, constant=constant, prior_var=prior_var
+            post,
+            used[idx],
+            pools[idx],
+            budget,
+            settings,
+            level=level,
+            systems=systems[idx],
+            closed=closed,
         )
         final[idx] = step.decision
         p_prot[idx] = step.mean_p
         weights[idx] = step.weight
+        effect_mean[idx] = step.effect_mean
+        effect_var[idx] = step.effect_var
         for outcome in (rounds.DECIDED, rounds.EQUIVALENT, rounds.FUTILE, rounds.EXHAUSTED):
             retired[outcome] += int(np.sum(step.outcome == outcome))
         is_open[idx[step.outcome != rounds.OPEN]] = False
@@ -630,7 +625,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--rope-delta", type=float, default=None)
     p.add_argument("--futility", type=float, default=None)
     p.add_argument("--allocation", choices=["uniform", "adaptive"], default=None)
-    p.add_argument("--rho", type=float, default=None, help="boundary shape (0.5 O'Brien-Fleming)")
+    p.add_argument("--futility-min-fraction", type=float, default=None)
+    p.add_argument("--level", type=float, default=None, help="decision level (default: calibrate)")
+    p.add_argument(
+        "--no-pooling", action="store_true", help="predict each pair from its own labels only"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     return p
 
@@ -658,8 +657,12 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
             overrides["futility"] = args.futility
         if args.allocation is not None:
             overrides["allocation"] = args.allocation
-        if args.rho is not None:
-            overrides["boundary_rho"] = args.rho
+        if args.futility_min_fraction is not None:
+            overrides["futility_min_fraction"] = args.futility_min_fraction
+        if args.level is not None:
+            overrides["decision_level"] = args.level
+        if args.no_pooling:
+            overrides["pooling"] = False
         settings = replace(base, **overrides)
         out.append(replay(data, settings, repeats=args.repeats, seed=args.seed, mu=mu))
     return out

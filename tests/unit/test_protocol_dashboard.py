@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from annotator import services
 from protocol.charts import partial_order_svg
+from protocol.models import ProtocolConfig
 from protocol.selectors import partial_order
 from tests.conftest import active_markup
 from tests.protocol_sim import adaptive_bundle, run_workers
@@ -48,6 +49,14 @@ def test_api_matches_database_and_is_per_study(finished_study):
     assert data["rounds"][-1]["spent_so_far"] == data["spent"]
     s1s3 = next(p for p in data["pairs"] if (p["system_a"], p["system_b"]) == ("s1", "s3"))
     assert s1s3["state"] == "decided" and s1s3["winner"] == "s1" and s1s3["theta"] > 0.975
+    # decided before its 40 inputs were used: Algorithm 1 significant now and the same outcome
+    # predicted on all inputs with at least the calibrated level
+    predicted = {p["outcome"]: p["probability"] for p in s1s3["predicted"]}
+    assert set(predicted) == {"s1 wins", "s3 wins", "undecided"}
+    assert sum(predicted.values()) == pytest.approx(1.0, abs=1e-3)
+    assert sum(s1s3["human_counts"]) < 40
+    level = ProtocolConfig.objects.get(study=finished_study).decision_level
+    assert 0.9 < level < 1 and predicted["s1 wins"] >= level - 1e-4
     json.dumps(data)
 
 
@@ -59,6 +68,7 @@ def test_dashboard_page_needs_login_and_draws_svg(finished_study):
     client.login(username="boss", password="x" * 12)
     page = client.get(url).content.decode()
     assert page.count("<svg") == 2 and "Partial order" in page and "θ=" in page
+    assert "on all inputs: s1 wins" in page
     assert active_markup(page) == []
 
 
