@@ -251,3 +251,15 @@ def test_wmt21_replay_beats_the_papers_curve() -> None:
     assert out["inversion"] == 0.0
     assert out["correct"] >= 0.88
     assert out["annotations"] <= 0.46
+
+
+def test_wmt21_under_a_binding_budget_beats_the_papers_protocol() -> None:
+    # budget 0.35 of the pool: hopeless pairs are retired so their budget goes to the others
+    data = preference_data_from_scores(load_mqm(MQM, PAPER_SYSTEMS))
+    paper_settings = ProtocolSettings.paper_protocol(batch=10, budget=0.35)
+    ours = replay(data, ProtocolSettings(batch=10, budget=0.35), repeats=4, seed=1)["summary"]
+    paper = replay(data, paper_settings, repeats=4, seed=1)["summary"]
+    cap = round(0.35 * int(data.pool_sizes.sum())) / int(data.pool_sizes.sum())
+    assert ours["annotations"] <= cap and paper["annotations"] <= cap
+    assert ours["correct"] > paper["correct"] + 0.03
+    assert ours["insertion"] < paper["insertion"] and ours["inversion"] == 0.0
