@@ -135,11 +135,17 @@ def pool_effect(
 @dataclass(frozen=True)
 class PooledEffects:
     """Posterior of every pair's pool effect ``δ`` under the pooling model: a mixture over the
-    grid of ``τ`` with ``weights`` (G,), component means and variances (G, n_pairs)."""
+    values ``tau_grid`` (G,) of ``τ`` with ``weights`` (G,), component means and variances
+    (G, n_pairs)."""
 
     weights: NDArray[np.float64]
     mean: NDArray[np.float64]
     var: NDArray[np.float64]
+    tau_grid: NDArray[np.float64]
+
+    def first(self, k: int) -> PooledEffects:
+        """The same posterior for the first ``k`` pairs only."""
+        return PooledEffects(self.weights, self.mean[:, :k], self.var[:, :k], self.tau_grid)
 
     def summary(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Mixture mean and variance of ``δ`` per pair."""
@@ -149,7 +155,7 @@ class PooledEffects:
 
     def tau(self) -> float:
         """Posterior mean of the residual sd ``τ`` (how far pairs stray from the model)."""
-        return float((self.weights * TAU_GRID[: self.weights.size]).sum())
+        return float((self.weights * self.tau_grid).sum())
 
 
 def _component(
@@ -231,13 +237,15 @@ def pool_across_pairs(
         out_var[:, idx] = var_c
     logpost = loglik + log_prior
     weights = np.exp(logpost - logpost.max())
-    return PooledEffects(weights / weights.sum(), out_mean, np.maximum(out_var, 1e-15))
+    grid = np.asarray(tau_grid, dtype=float)
+    return PooledEffects(weights / weights.sum(), out_mean, np.maximum(out_var, 1e-15), grid)
 
 
 def no_pooling(mean: ArrayLike, var: ArrayLike) -> PooledEffects:
-    """Each pair on its own evidence (a one-point mixture)."""
+    """Each pair on its own evidence (a one-point mixture; ``τ`` infinite: nothing shared)."""
     m = np.asarray(mean, dtype=float)[None, :]
-    return PooledEffects(np.ones(1), m, np.maximum(np.asarray(var, dtype=float)[None, :], 1e-15))
+    v = np.maximum(np.asarray(var, dtype=float)[None, :], 1e-15)
+    return PooledEffects(np.ones(1), m, v, np.array([np.inf]))
 
 
 # --------------------------------------------------------------------------------------------

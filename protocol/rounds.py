@@ -228,13 +228,12 @@ def _effects(eff_mean, eff_var, systems, closed, settings):
     if not settings.pooling or systems is None:
         return no_pooling(eff_mean, eff_var)
     closed = closed if closed is not None else ClosedPairs.empty()
-    k = eff_mean.shape[0]
     pooled = pool_across_pairs(
         np.concatenate([eff_mean, closed.effect_mean]),
         np.concatenate([eff_var, closed.effect_var]),
         np.concatenate([np.asarray(systems, dtype=np.int64).reshape(-1, 2), closed.systems]),
     )
-    return type(pooled)(pooled.weights, pooled.mean[:, :k], pooled.var[:, :k])
+    return pooled.first(eff_mean.shape[0])
 
 
 def allocate(total: int, weights: NDArray[np.float64], cap: NDArray[np.int64]) -> NDArray[np.int64]:

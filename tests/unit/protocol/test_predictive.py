@@ -10,7 +10,6 @@ from scipy.stats import multivariate_normal
 
 from protocol.decision import sample_posterior
 from protocol.predictive import (
-    TAU_GRID,
     _component,
     calibrate_decision_level,
     no_pooling,
@@ -151,7 +150,6 @@ def test_pooling_stays_with_own_evidence_when_pairs_do_not_fit_or_share_no_syste
     apart = pool_across_pairs([0.2, -0.1], [0.01, 0.01], [[0, 1], [2, 3]])
     alone = pool_across_pairs([0.2], [0.01], [[0, 1]])
     np.testing.assert_allclose(apart.summary()[0][0], alone.summary()[0][0], atol=1e-3)
-    assert TAU_GRID[0] > 0
 
 
 # ---------------------------------------------------------------------------------------------
