@@ -204,8 +204,7 @@ def decide_round(
         outcome[undecided & done] = why
         undecided &= ~done
     if settings.futility > 0:
-        late = used >= settings.futility_min_fraction * pool
-        futile = undecided & early & late & (p_u > 1.0 - settings.futility)
+        futile = undecided & early & (p_u > 1.0 - settings.futility)
         outcome[futile] = FUTILE
     weight = 1.0 - np.maximum(np.maximum(p_a, p_b), p_u)
     return RoundDecision(

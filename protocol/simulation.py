@@ -13,10 +13,10 @@ Two protocols:
 * ``paper=True`` - Algorithm 2 as published: ``N`` new human annotations per undecided pair per
   round, Algorithm 1 with the fixed ``gamma`` after every round, until the budget is spent or
   every pair is decided;
-* the default - the same loop with the corrections of :class:`ProtocolSettings`: a calibrated
-  O'Brien-Fleming-type sequential boundary instead of the fixed ``gamma`` at every look, a
-  region of practical equivalence, a futility rule, and adaptive allocation of each round's
-  batch.
+* the default - the same loop with the corrections of :class:`ProtocolSettings`: every pair
+  stops once its decision on all its inputs is predicted (:mod:`protocol.predictive`: its own
+  labels and metric ratings, pooled across pairs), at a level calibrated under the null; a
+  region of practical equivalence; adaptive allocation of each round's batch.
 
 Budget: by default the budget is the whole pool (the paper's setting: the protocol may use up to
 every rated input of every pair); ``budget`` < 1 is a fraction of the pool, > 1 an absolute
@@ -121,8 +121,7 @@ class ProtocolSettings:
       pair's last look (pool or budget used up) is Algorithm 1 at ``gamma``, the decision on
       all data;
     * ``futility`` [0.2]: retire a pair as undecided when the chance that all data decide it
-      is below this (binding: part of the calibration), from ``futility_min_fraction`` [0] of
-      its pool on;
+      is below this (binding: part of the calibration);
     * ``min_annotations`` [30]: no early decision or retirement before a pair has this many
       annotations (or a quarter of its pool, if that is fewer);
     * ``pooling`` [True]: predict from all pairs through ``δ_ab = q_a − q_b + e_ab``
@@ -147,7 +146,6 @@ class ProtocolSettings:
     null_draw_rate: float | None = None
     calibration_sims: int = 20000
     futility: float = 0.2
-    futility_min_fraction: float = 0.0
     min_annotations: int = 30
     pooling: bool = True
     rope_delta: float = 0.05
@@ -625,7 +623,6 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--rope-delta", type=float, default=None)
     p.add_argument("--futility", type=float, default=None)
     p.add_argument("--allocation", choices=["uniform", "adaptive"], default=None)
-    p.add_argument("--futility-min-fraction", type=float, default=None)
     p.add_argument("--level", type=float, default=None, help="decision level (default: calibrate)")
     p.add_argument(
         "--no-pooling", action="store_true", help="predict each pair from its own labels only"
@@ -657,8 +654,6 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
             overrides["futility"] = args.futility
         if args.allocation is not None:
             overrides["allocation"] = args.allocation
-        if args.futility_min_fraction is not None:
-            overrides["futility_min_fraction"] = args.futility_min_fraction
         if args.level is not None:
             overrides["decision_level"] = args.level
         if args.no_pooling:
