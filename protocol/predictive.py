@@ -342,26 +342,30 @@ def calibrate_decision_level(
     n_max = int(n_max)
     looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
     pw = (1.0 - draw_rate) / 2.0
-    labels = rng.choice(3, size=(n_sim, n_max), p=[pw, draw_rate, pw]).astype(np.int8)
-    wins = np.cumsum(labels == 0, axis=1, dtype=np.int32)[:, looks - 1]
-    losses = np.cumsum(labels == 2, axis=1, dtype=np.int32)[:, looks - 1]
-    del labels
+    # label counts at every look: cumulative multinomial increments between looks
+    steps = np.diff(looks, prepend=0)
+    counts_at = np.cumsum(
+        np.stack([rng.multinomial(k, [pw, draw_rate, pw], size=n_sim) for k in steps], axis=1),
+        axis=1,
+    )
+    wins, losses = counts_at[..., 0], counts_at[..., 2]
     top = np.zeros(n_sim)  # max over live interim looks of P(final in the significant direction)
     alive = np.ones(n_sim, dtype=bool)
     for j, k in enumerate(looks[:-1]):
         if k < first_early_look(n_max, min_annotations):
             continue
-        counts = np.stack([wins[:, j], k - wins[:, j] - losses[:, j], losses[:, j]], axis=1).astype(
-            float
-        )
-        mean, var, nondraw = pool_effect(counts, np.full(n_sim, float(n_max)))
+        # many sequences share their counts at a look: evaluate each distinct one once
+        key, back = np.unique(wins[:, j] * (n_max + 1) + losses[:, j], return_inverse=True)
+        seen = np.stack([key // (n_max + 1), key % (n_max + 1)], axis=1)
+        counts = np.stack([seen[:, 0], k - seen.sum(axis=1), seen[:, 1]], axis=1).astype(float)
+        mean, var, nondraw = pool_effect(counts, np.full(len(seen), float(n_max)))
         p_a, p_b, p_u = outcome_probabilities(
             no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
         )
         theta = betainc(counts[:, 2] + 1.0, counts[:, 0] + 1.0, 0.5)
         sig = np.where(theta > 1 - gamma / 2, p_a, np.where(theta < gamma / 2, p_b, 0.0))
-        top = np.where(alive, np.maximum(top, sig), top)
-        alive &= ~(p_u > 1.0 - futility)
+        top = np.where(alive, np.maximum(top, sig[back]), top)
+        alive &= ~(p_u[back] > 1.0 - futility)
     theta_end = betainc(losses[:, -1] + 1.0, wins[:, -1] + 1.0, 0.5)
     final_false = alive & ((theta_end > 1 - gamma / 2) | (theta_end < gamma / 2))
 
