@@ -264,13 +264,17 @@ def study_configure(study: Study, changed_fields: list[str] | tuple[str, ...]) -
     return study
 
 
-def judge_ratings_import(study: Study, data: bytes, *, filename: str = "", judge: str = "") -> int:
+def judge_ratings_import(
+    study: Study, data: importers.Source, *, filename: str = "", judge: str = ""
+) -> int:
     """Validate a judge or metric rating file whole, then store it; returns the count.
 
-    Every input and system must exist in the study, and no rating may already be stored
-    under the same judge, input, systems and criterion; otherwise nothing is stored.
+    ``data``: the file's bytes or an open binary file; one above ``HUMEVAL_IMPORT_MAX_BYTES``
+    raises :class:`~annotator.errors.ImportTooLarge` before it is read (CLI, admin and API
+    alike). Every input and system must exist in the study, and no rating may already be
+    stored under the same judge, input, systems and criterion; otherwise nothing is stored.
     """
-    specs = ratings.parse_ratings(data, filename, judge)
+    specs = ratings.parse_ratings(importers.read_limited(data), filename, judge)
     inputs = dict(Input.objects.filter(study=study).values_list("external_id", "pk"))
     systems = dict(System.objects.filter(study=study).values_list("name", "pk"))
     errors = []

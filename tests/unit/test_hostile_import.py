@@ -27,9 +27,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.parsers import MultiPartParser
 from rest_framework.test import APIClient
 
-from annotator import importers, services
+from annotator import importers, ratings, services
 from annotator.errors import ImportRejected, ImportTooLarge
-from annotator.models import Annotation, Input, Output, Study
+from annotator.models import Annotation, Input, JudgeRating, Output, Study
 from annotator.renderers import FORMULA_PREFIXES, csv_text
 from tests.conftest import LLMBAR, pairwise_bundle
 
@@ -586,6 +586,23 @@ def test_api_ratings_upload_has_the_same_limit(existing, small_limit):
     )
     assert response.status_code == 413
     assert response.json()["errors"][0].startswith("the file is too large")
+
+
+def test_cli_ratings_import_refuses_a_file_above_the_limit(existing, small_limit, tmp_path):
+    study = Study.objects.filter(collection="all").get()
+    path = tmp_path / "ratings.jsonl"
+    path.write_bytes(
+        b"".join(
+            b'{"judge": "j", "input_id": "in0", "system": "alpha", "score": 0.5}\n'
+            for _ in range(LIMIT // 60)
+        )
+    )
+    before = counts()
+    with mock.patch.object(ratings, "parse_ratings", side_effect=AssertionError("parsed")):
+        with pytest.raises(CommandError, match="the file is too large: the import limit is 16.0"):
+            call_command("import_ratings", str(study.pk), str(path))
+    assert counts() == before
+    assert not JudgeRating.objects.exists()
 
 
 def test_api_hostile_files_answer_400_json_never_500(existing):

@@ -21,9 +21,11 @@ class Command(BaseCommand):
         except Study.DoesNotExist:
             raise CommandError(f"no study with id {study}") from None
         try:
-            count = services.judge_ratings_import(
-                study_obj, path.read_bytes(), filename=path.name, judge=judge
-            )
+            # the open file, not its bytes: one above the size limit is refused unread
+            with path.open("rb") as data:
+                count = services.judge_ratings_import(
+                    study_obj, data, filename=path.name, judge=judge
+                )
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         except ImportRejected as exc:
