@@ -937,8 +937,6 @@ def _validate_spec(spec: StudySpec) -> None:
             errors.add(f"study: '{key}' must be at least {low}")
     if opts.get("collection", "all") not in ("all", "adaptive"):
         errors.add("study: 'collection' must be 'all' or 'adaptive'")
-    if opts.get("collection") == "adaptive" and opts.get("kind") != StudyKind.PAIRWISE:
-        errors.add("study: adaptive collection needs a pairwise study")
     if opts.get("collection") == "adaptive" and spec.annotations:
         errors.add(
             "study: an adaptive study starts without labels; import this file with "
@@ -968,6 +966,19 @@ def _validate_spec(spec: StudySpec) -> None:
         spec.criteria.append(
             CriterionSpec("overall", "Overall quality", 1, 5, {"1": "very poor", "5": "excellent"})
         )
+    if opts.get("collection") == "adaptive" and opts.get("kind") == StudyKind.LIKERT:
+        # pairs compare the two outputs' mean ratings (docs/protocol.md, "Live studies")
+        if len(spec.systems) < 2:
+            errors.add("study: adaptive collection compares systems: give at least two")
+        if all(c.labels for c in spec.criteria):
+            errors.add(
+                "study: adaptive collection of a Likert study needs a criterion rated on a "
+                "scale (categorical labels have no order to compare)"
+            )
+        if any(record.is_gold for record in spec.inputs):
+            errors.add(
+                "study: gold checks are pairwise; an adaptive Likert study takes no 'gold' inputs"
+            )
     seen: dict[str, str] = {}
     known = set(spec.systems)
     for record in spec.inputs:

@@ -1,5 +1,6 @@
 """The adaptive protocol's state: settings, system pairs under test, rounds, decisions."""
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
@@ -44,6 +45,18 @@ class ProtocolConfig(models.Model):
         validators=[MinValueValidator(0)],
         help_text="Score differences within ± this count as a draw (Definition 5).",
     )
+    likert_criterion = models.CharField(
+        max_length=60,
+        blank=True,
+        help_text="Likert studies: the numeric criterion whose mean ratings give each input's "
+        "preference (Definition 5); empty: every numeric criterion, averaged.",
+    )
+    likert_dead_zone = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0)],
+        help_text="Likert studies: mean-rating differences within ± this many scale points "
+        "count as a draw (Definition 5).",
+    )
     seed = models.BigIntegerField(default=0, help_text="Seeds input order and the sampler.")
     #: The ledger: annotations committed to released items (items × redundancy). Items are
     #: only released while this stays within the study's budget, and an item never takes
@@ -55,6 +68,14 @@ class ProtocolConfig(models.Model):
 
     def __str__(self) -> str:
         return f"protocol of {self.study}"
+
+    def clean(self) -> None:
+        if self.likert_criterion:
+            numeric = {c.name for c in self.study.criteria.all() if not c.labels}
+            if self.likert_criterion not in numeric:
+                raise ValidationError(
+                    {"likert_criterion": "Name a criterion of the study rated on a scale."}
+                )
 
 
 class SystemPair(models.Model):

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 
-from annotator.models import Annotation, Input, Item, JudgeRating, Output, Study
+from annotator.choices import StudyKind
+from annotator.models import Annotation, Criterion, Input, Item, JudgeRating, Output, Study
 
 from .decision import preferences_from_scores
-from .models import Round, SystemPair
+from .models import ProtocolConfig, Round, SystemPair
 
 #: A pairwise label in system order → index into [n>, n=, n<].
 LABEL_INDEX = {"A": 0, "tie": 1, "both_good": 1, "both_bad": 1, "B": 2}
@@ -39,6 +42,132 @@ def pair_items(study: Study, pair: SystemPair):
         output_a__system=pair.system_a,
         output_b__system=pair.system_b,
     )
+
+
+def pair_used_inputs(
+    study: Study, pair: SystemPair, likert: LikertRatings | None = None
+) -> set[int]:
+    """The inputs the pair has been given: pairwise, those with an item of the pair; Likert,
+    those whose outputs of both systems have an item (whichever pair asked for them)."""
+    if study.kind == StudyKind.LIKERT:
+        return (likert or likert_ratings(study)).both(pair)
+    return set(pair_items(study, pair).values_list("input_id", flat=True))
+
+
+# --- Likert studies: a preference per input from the two outputs' mean ratings ----------------
+@dataclass(frozen=True)
+class LikertRatings:
+    """What the protocol reads of a Likert study, for every pair at once: per system the
+    inputs whose output has an item (``itemised``; a Likert item shows one output and serves
+    every pair with that system), per ``(input, system)`` the output's score where its item
+    is complete (``scores``: the mean rating over the annotators whose labels count, kept
+    exact), and the dead zone of Definition 5 in scale points."""
+
+    itemised: dict[int, frozenset[int]]
+    scores: dict[tuple[int, int], Fraction]
+    dead_zone: float = 0.0
+
+    def both(self, pair: SystemPair) -> set[int]:
+        """Inputs whose outputs of both systems of the pair have an item."""
+        return itemised_for_both(self.itemised, pair)
+
+
+def itemised_for_both(itemised: dict[int, frozenset[int]], pair: SystemPair) -> set[int]:
+    """Of ``itemised`` (system → inputs), the inputs itemised for both systems of the pair."""
+    empty: frozenset[int] = frozenset()
+    return set(itemised.get(pair.system_a_id, empty) & itemised.get(pair.system_b_id, empty))
+
+
+def likert_itemised(study: Study) -> dict[int, frozenset[int]]:
+    """Per system, the inputs whose output has a (non-gold) Likert item."""
+    out: dict[int, set[int]] = defaultdict(set)
+    for input_id, system_id in Item.objects.filter(
+        study=study, is_gold=False, output_b__isnull=True
+    ).values_list("input_id", "output_a__system_id"):
+        out[system_id].add(input_id)
+    return {system: frozenset(inputs) for system, inputs in out.items()}
+
+
+def likert_criteria(study: Study, criterion: str = "") -> list[Criterion]:
+    """The criteria whose ratings make an output's score: the named one, or (blank) every
+    criterion rated on a scale; categorical criteria have no order and never count."""
+    numeric = [c for c in study.criteria.all() if not c.labels]
+    chosen = [c for c in numeric if c.name == criterion] if criterion else numeric
+    if not chosen:
+        raise ValueError(
+            f"study {study.pk}: "
+            + (
+                f"'{criterion}' is not a criterion rated on a scale"
+                if criterion
+                else "no criterion is rated on a scale"
+            )
+        )
+    return chosen
+
+
+def annotator_rating(scores: dict[str, Any], criteria: list[Criterion]) -> Fraction | None:
+    """One annotator's rating of one output: the mean of their ratings on ``criteria``, each
+    mapped linearly onto the scale of the first (the identity when the scales are equal), or
+    ``None`` when they rated none of them."""
+    ref = criteria[0]
+    values = []
+    for c in criteria:
+        value = scores.get(c.name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        values.append(
+            ref.scale_min
+            + (Fraction(value) - c.scale_min)
+            * (ref.scale_max - ref.scale_min)
+            / (c.scale_max - c.scale_min)
+        )
+    return sum(values, Fraction(0)) / len(values) if values else None
+
+
+def likert_ratings(study: Study, config: ProtocolConfig | None = None) -> LikertRatings:
+    """Every output's score in a Likert study (see :class:`LikertRatings`). Only complete
+    items count; flagged labels (workers blocked after gold checks) and gold items never do.
+    The criterion and dead zone are the study's protocol settings
+    (``ProtocolConfig.likert_criterion``, ``likert_dead_zone``)."""
+    if config is None:
+        config = ProtocolConfig.objects.filter(study=study).first()
+    criteria = likert_criteria(study, config.likert_criterion if config else "")
+    totals: dict[tuple[int, int], list] = {}
+    rows = Annotation.objects.filter(
+        study=study,
+        is_flagged=False,
+        item__is_gold=False,
+        item__output_b__isnull=True,
+        item__n_done__gte=F("item__redundancy"),
+    ).values_list("item__input_id", "item__output_a__system_id", "scores")
+    for input_id, system_id, scores in rows:
+        rating = annotator_rating(scores or {}, criteria)
+        if rating is not None:
+            total = totals.setdefault((input_id, system_id), [Fraction(0), 0])
+            total[0] += rating
+            total[1] += 1
+    return LikertRatings(
+        itemised=likert_itemised(study),
+        scores={key: total / n for key, (total, n) in totals.items()},
+        dead_zone=config.likert_dead_zone if config else 0.0,
+    )
+
+
+def likert_labels(pair: SystemPair, likert: LikertRatings) -> dict[int, list[int]]:
+    """Per input whose outputs of both systems are rated, the one derived preference of the
+    pair as an index into [>, =, <]: the sign of the difference of the two outputs' mean
+    ratings, a draw within the dead zone (Definition 5). The difference is exact (means of
+    whole numbers are fractions), then rounded once, so equal means are always a draw and a
+    difference of exactly the dead zone is one too."""
+    a, b = pair.system_a_id, pair.system_b_id
+    inputs = sorted(
+        i for i in likert.both(pair) if (i, a) in likert.scores and (i, b) in likert.scores
+    )
+    if not inputs:
+        return {}
+    diff = np.array([float(likert.scores[i, a] - likert.scores[i, b]) for i in inputs])
+    codes = preferences_from_scores(diff, np.zeros_like(diff), likert.dead_zone)
+    return {i: [CODE_INDEX[int(c)]] for i, c in zip(inputs, codes, strict=True)}
 
 
 def human_labels(study: Study, pair: SystemPair) -> dict[int, list[int]]:
@@ -90,13 +219,26 @@ def metric_labels(study: Study, pair: SystemPair, judge: str, dead_zone: float) 
 
 
 def pair_evidence(
-    study: Study, pair: SystemPair, judge: str = "", dead_zone: float = 0.0
+    study: Study,
+    pair: SystemPair,
+    judge: str = "",
+    dead_zone: float = 0.0,
+    *,
+    likert: LikertRatings | None = None,
 ) -> dict[str, Any]:
     """Counts for Algorithm 1: human ``[n>, n=, n<]``; with a metric, the confusion
     ``n[c, c']`` (metric said c, a human c') on human-rated inputs, counted per human label,
     and the metric-only counts ``m`` on inputs no human rated for this pair (never the
-    metric ratings of human-rated inputs again)."""
-    humans = human_labels(study, pair)
+    metric ratings of human-rated inputs again).
+
+    Pairwise studies count every human label; Likert studies one derived label per input
+    (:func:`likert_labels`; ``likert``: the study's ratings, read once for all pairs, else
+    here). ``dead_zone`` is the metric's (``ProtocolConfig.metric_dead_zone``)."""
+    if study.kind == StudyKind.LIKERT:
+        likert = likert if likert is not None else likert_ratings(study)
+        humans = likert_labels(pair, likert)
+    else:
+        humans = human_labels(study, pair)
     human = np.zeros(3, dtype=np.int64)
     for labels in humans.values():
         human += np.bincount(labels, minlength=3)
@@ -105,7 +247,7 @@ def pair_evidence(
         metric = metric_labels(study, pair, judge, dead_zone)
         confusion = np.zeros((3, 3), dtype=np.int64)
         only = np.zeros(3, dtype=np.int64)
-        itemised = set(pair_items(study, pair).values_list("input_id", flat=True))
+        itemised = pair_used_inputs(study, pair, likert)
         for input_id, c in metric.items():
             if input_id in itemised:
                 for c_human in humans.get(input_id, []):
@@ -152,7 +294,9 @@ def _predicted(pair: SystemPair) -> list[dict[str, Any]] | None:
 
 
 def dashboard(study: Study) -> dict[str, Any]:
-    """The pair matrix (state, θ, counts), budget spent per round and the partial order."""
+    """The pair matrix (state, θ, counts), budget spent per round and the partial order.
+    The budget is always in annotations; a Likert study's pair counts are in inputs (one
+    preference per input from the two outputs' mean ratings)."""
     config = getattr(study, "protocol", None)
     pairs = []
     for pair in SystemPair.objects.filter(study=study).select_related(
@@ -191,8 +335,14 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "spent_so_far": spent,
             }
         )
+    likert = study.kind == StudyKind.LIKERT
+    criterion = ((config.likert_criterion if config else "") or "mean") if likert else None
     return {
         "study": study.pk,
+        "kind": study.kind,
+        # what a pair's counts count: every human label, or one derived label per input
+        "human_counts_unit": "inputs" if likert else "labels",
+        "likert_criterion": criterion,
         "budget": study.budget,
         "committed": config.committed if config else 0,
         "spent": spent,

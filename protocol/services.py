@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from annotator.choices import StudyKind
 from annotator.models import Item, Output, Study
 
 from . import rounds, selectors
@@ -56,7 +57,9 @@ def round_open(study: Study, number: int) -> Round | None:
     inputs as the allocation gives it (highest priority first where inputs have one,
     else in a seeded random order), each item with the study's redundancy. The budget
     ledger is locked and charged ``items × redundancy``; nothing is released beyond the
-    budget. With nothing left to release the open pairs close as exhausted."""
+    budget. With nothing left to release the open pairs close as exhausted.
+
+    Likert studies release one item per output instead (:func:`_likert_items`)."""
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(
@@ -67,53 +70,163 @@ def round_open(study: Study, number: int) -> Round | None:
     if not pairs:
         return None
     redundancy = study.redundancy
+    likert = study.kind == StudyKind.LIKERT
+    itemised = selectors.likert_itemised(study) if likert else {}
     unused = []
     for pair in pairs:
-        used = set(selectors.pair_items(study, pair).values_list("input_id", flat=True))
+        if likert:
+            used = selectors.itemised_for_both(itemised, pair)
+        else:
+            used = set(selectors.pair_items(study, pair).values_list("input_id", flat=True))
         unused.append(sorted(selectors.pair_inputs(study, pair) - used))
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
+    affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
     give = rounds.round_allocation(
         weights,
         np.array([len(u) for u in unused]),
-        _budget_left(study, config) // redundancy,
+        affordable,
         settings,
         first=number == 1,
     )
     if give.sum() == 0:
-        why = "budget" if _budget_left(study, config) // redundancy == 0 else "inputs"
-        for pair in pairs:
-            pair.state = SystemPair.State.EXHAUSTED
-            pair.evidence = {**pair.evidence, "outcome": why}
-        SystemPair.objects.bulk_update(pairs, ["state", "evidence"])
-        return None
-    rnd = Round.objects.create(study=study, number=number)
-    rng = random.Random(f"{config.seed}:{study.pk}:{number}")
+        return _exhaust(pairs, "budget" if affordable == 0 else "inputs")
     priority = dict(study.inputs.values_list("pk", "priority"))
     outputs = {
         (o.input_id, o.system_id): o
         for o in Output.objects.filter(input__study=study).only("pk", "input_id", "system_id")
     }
-    new = []
-    for pair, inputs, n in zip(pairs, unused, give, strict=True):
-        rng.shuffle(inputs)
-        inputs.sort(key=lambda i: -(priority[i] if priority[i] is not None else -np.inf))
-        new += [
+    if likert:
+        rank = _study_order(study, config, priority)
+        chosen = _likert_items(pairs, unused, give, itemised, rank, affordable)
+        if not chosen:  # one item left in the budget and every input needs two
+            return _exhaust(pairs, "budget")
+        new = [
             Item(
                 study=study,
                 input_id=i,
                 round_number=number,
                 redundancy=redundancy,
-                output_a=outputs[(i, pair.system_a_id)],
-                output_b=outputs[(i, pair.system_b_id)],
+                output_a=outputs[(i, system)],
             )
-            for i in inputs[: int(n)]
+            for i, system in chosen
         ]
+    else:
+        rng = random.Random(f"{config.seed}:{study.pk}:{number}")
+        new = []
+        for pair, inputs, n in zip(pairs, unused, give, strict=True):
+            rng.shuffle(inputs)
+            inputs.sort(key=lambda i: -(priority[i] if priority[i] is not None else -np.inf))
+            new += [
+                Item(
+                    study=study,
+                    input_id=i,
+                    round_number=number,
+                    redundancy=redundancy,
+                    output_a=outputs[(i, pair.system_a_id)],
+                    output_b=outputs[(i, pair.system_b_id)],
+                )
+                for i in inputs[: int(n)]
+            ]
+    rnd = Round.objects.create(study=study, number=number)
     Item.objects.bulk_create(new)
     charge = len(new) * redundancy
     ProtocolConfig.objects.filter(pk=config.pk).update(committed=F("committed") + charge)
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
     rnd.refresh_from_db()
     return rnd
+
+
+def _exhaust(pairs: list[SystemPair], why: str) -> None:
+    """Nothing more can be released: the open pairs close as exhausted (``why``: what ran
+    out, the budget or the inputs)."""
+    for pair in pairs:
+        pair.state = SystemPair.State.EXHAUSTED
+        pair.evidence = {**pair.evidence, "outcome": why}
+    SystemPair.objects.bulk_update(pairs, ["state", "evidence"])
+    return None
+
+
+def _study_order(
+    study: Study, config: ProtocolConfig, priority: dict[int, float | None]
+) -> dict[int, tuple[float, int]]:
+    """Every input's place in the study's order: highest priority first, the rest in one
+    seeded random order, the same in every round and for every pair (so pairs that share a
+    system ask for the same inputs and share their items)."""
+    ids = sorted(priority)
+    random.Random(f"{config.seed}:{study.pk}").shuffle(ids)
+    return {
+        i: (-(priority[i] if priority[i] is not None else -np.inf), n) for n, i in enumerate(ids)
+    }
+
+
+def _likert_items(
+    pairs: list[SystemPair],
+    unused: list[list[int]],
+    give: np.ndarray,
+    itemised: dict[int, frozenset[int]],
+    rank: dict[int, tuple[float, int]],
+    affordable: int,
+) -> list[tuple[int, int]]:
+    """The ``(input, system)`` outputs to itemise in a Likert round.
+
+    Giving pair (a, b) input i means both outputs (i, a) and (i, b) are rated; an output's
+    item serves every pair with its system, so only missing items are made, and an input
+    costs 0, 1 or 2 new items. Pairs take inputs in turn, one at a time, so a budget that
+    runs short is shared out evenly: each takes its next input in the study's order,
+    preferring one whose other output has an item already at equal priority, and only one
+    whose missing items the budget (``affordable`` items) still pays for. Every pair for
+    which an input becomes complete gets it, also a pair that did not ask (at no cost); it
+    counts towards that pair's share (``give``, in inputs) of the round."""
+    have: dict[int, set[int]] = {system: set(inputs) for system, inputs in itemised.items()}
+    for pair in pairs:
+        have.setdefault(pair.system_a_id, set())
+        have.setdefault(pair.system_b_id, set())
+    remaining = [sorted(inputs, key=rank.__getitem__) for inputs in unused]
+    left = [set(inputs) for inputs in unused]
+    start = [0] * len(pairs)  # remaining[k][:start[k]] are all given already
+    want = [int(n) for n in give]
+    chosen: list[tuple[int, int]] = []
+
+    def missing(pair: SystemPair, i: int) -> list[int]:
+        return [s for s in (pair.system_a_id, pair.system_b_id) if i not in have[s]]
+
+    def pick(k: int) -> int | None:
+        while start[k] < len(remaining[k]) and remaining[k][start[k]] not in left[k]:
+            start[k] += 1
+        budget = affordable - len(chosen)
+        top = None
+        for i in remaining[k][start[k] :]:
+            if i not in left[k]:
+                continue
+            cost = len(missing(pairs[k], i))
+            if cost > budget:
+                continue
+            if top is not None and rank[i][0] != rank[top][0]:
+                break  # cheaper inputs are preferred only at equal priority
+            if cost == 1:
+                return i
+            top = i if top is None else top
+        return top
+
+    progress = True
+    while progress:
+        progress = False
+        for k, pair in enumerate(pairs):
+            if want[k] <= 0:
+                continue
+            i = pick(k)
+            if i is None:
+                want[k] = 0
+                continue
+            for system in missing(pair, i):
+                have[system].add(i)
+                chosen.append((i, system))
+            for j, other in enumerate(pairs):  # every pair this input completes gets it
+                if i in left[j] and not missing(other, i):
+                    left[j].discard(i)
+                    want[j] -= 1
+            progress = True
+    return chosen
 
 
 def round_close_if_complete(study_id: int, number: int) -> bool:
@@ -161,9 +274,20 @@ def round_decide(study_id: int, number: int) -> bool:
 
 
 def _decide_pairs(study, config, settings, rnd, pairs) -> None:
+    """Algorithm 1 on every open pair, then retire pairs as ``rounds.decide_round`` says.
+
+    Units: a pairwise study counts every human label, so ``used``/``pool`` are in
+    annotations (inputs × redundancy) like the budget. A Likert study has one derived label
+    per input (the sign of the two outputs' mean-rating difference), so ``used``/``pool``
+    are in inputs, and the budget left is passed as the items it still pays for (an input
+    costs at most two new items and often one or none, since items are shared by pairs)."""
     r = study.redundancy
+    likert = selectors.likert_ratings(study, config) if study.kind == StudyKind.LIKERT else None
+    per_input = 1 if likert is not None else r  # labels an input gives the pair
     evidence = [
-        selectors.pair_evidence(study, p, config.metric_judge, config.metric_dead_zone)
+        selectors.pair_evidence(
+            study, p, config.metric_judge, config.metric_dead_zone, likert=likert
+        )
         for p in pairs
     ]
     human = np.array([e["human"] for e in evidence])
@@ -171,15 +295,20 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if config.metric_judge:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
-    used = np.array([selectors.pair_items(study, p).count() for p in pairs]) * r
-    pool = np.array([len(selectors.pair_inputs(study, p)) for p in pairs]) * r
+    if likert is None:
+        used = np.array([selectors.pair_items(study, p).count() for p in pairs]) * r
+    else:
+        used = np.array([len(likert.both(p)) for p in pairs])
+    pool = np.array([len(selectors.pair_inputs(study, p)) for p in pairs]) * per_input
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
     level = config.decision_level
     if not settings.paper and level is None:
-        level = rounds.decision_level(settings, int(pool.max()), settings.batch * r, human)
+        level = rounds.decision_level(settings, int(pool.max()), settings.batch * per_input, human)
         ProtocolConfig.objects.filter(pk=config.pk).update(decision_level=level)
     budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk))
+    if likert is not None:
+        budget_left = _likert_budget_inputs(study, pairs, likert, budget_left // r)
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
     result = rounds.decide_round(
         post,
@@ -190,7 +319,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         level=level,
         systems=np.array([[system_ids[p.system_a_id], system_ids[p.system_b_id]] for p in pairs]),
         closed=_closed_pairs(study, system_ids),
-        redundancy=r,
+        redundancy=per_input,
     )
     state_of = {
         rounds.OPEN: SystemPair.State.OPEN,
@@ -241,6 +370,21 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         pairs, ["state", "theta", "winner", "decided_in_round", "evidence"]
     )
     Decision.objects.bulk_create(decisions)
+
+
+def _likert_budget_inputs(study, pairs, likert: selectors.LikertRatings, affordable: int) -> int:
+    """The budget left of a Likert study as the decision reads it, in inputs: the items it
+    still pays for, or 0 when that is one item and no open pair has an input that one
+    item completes (its last look is then now, not after a round that cannot open)."""
+    if affordable != 1:
+        return affordable
+    empty: frozenset[int] = frozenset()
+    for pair in pairs:
+        a = likert.itemised.get(pair.system_a_id, empty)
+        b = likert.itemised.get(pair.system_b_id, empty)
+        if (a ^ b) & selectors.pair_inputs(study, pair):
+            return 1
+    return 0
 
 
 def _closed_pairs(study: Study, system_ids: dict[int, int]) -> rounds.ClosedPairs:

@@ -1,16 +1,19 @@
-"""Simulated crowdworkers for protocol tests: they prefer the truly better system with a
-fixed accuracy, through the same services the worker pages call."""
+"""Simulated crowdworkers for protocol tests, through the same services the worker pages
+call: in a pairwise study they prefer the truly better system with a fixed accuracy; in a
+Likert study they rate an output around its system's true mean rating, with noise."""
 
 import json
 import random
 
 from annotator import services
-from annotator.models import Output
+from annotator.models import Criterion, Output
 
 QUALITY = {"s1": 4, "s2": 3, "s3": 1, "s4": 1}
+#: Likert: the true mean rating of each system's outputs on a 1–5 scale (s3 = s4: a null pair).
+MEAN_RATING = {"s1": 4.5, "s2": 3.5, "s3": 2.0, "s4": 2.0}
 
 
-def adaptive_bundle(n_inputs: int = 40, **options) -> bytes:
+def adaptive_bundle(n_inputs: int = 40, systems=tuple(QUALITY), **options) -> bytes:
     study = {
         "kind": "pairwise",
         "collection": "adaptive",
@@ -28,12 +31,36 @@ def adaptive_bundle(n_inputs: int = 40, **options) -> bytes:
             {
                 "id": f"in{i}",
                 "input": f"input {i}",
-                "outputs": {s: f"{s} says {i}" for s in QUALITY},
+                "outputs": {s: f"{s} says {i}" for s in systems},
             }
         )
         for i in range(n_inputs)
     ]
     return ("\n".join(lines) + "\n").encode()
+
+
+def likert_bundle(n_inputs: int = 40, systems=tuple(QUALITY), **options) -> bytes:
+    """An adaptive Likert study of the simulated systems (one 1–5 criterion unless
+    ``criteria`` are given)."""
+    return adaptive_bundle(n_inputs, systems, **{"kind": "likert", **options})
+
+
+def rate(
+    assignment, criteria: list[Criterion], rng: random.Random, noise: float = 1.0
+) -> dict[str, int | str]:
+    """A simulated worker's Likert scores of the one output of ``assignment``: on every
+    scale, its system's true mean mapped onto the scale plus Gaussian noise, rounded and
+    clipped; a random label on categorical criteria."""
+    system = Output.objects.get(pk=assignment.item.output_a_id).system.name
+    scores: dict[str, int | str] = {}
+    for c in criteria:
+        if c.labels:
+            scores[c.name] = rng.choice([str(label) for label in c.labels])
+            continue
+        mean = c.scale_min + (MEAN_RATING[system] - 1) * (c.scale_max - c.scale_min) / 4
+        value = round(mean + rng.gauss(0, noise))
+        scores[c.name] = min(max(value, c.scale_min), c.scale_max)
+    return scores
 
 
 def answer(assignment, rng: random.Random, accuracy: float = 0.85) -> str:
@@ -49,22 +76,25 @@ def answer(assignment, rng: random.Random, accuracy: float = 0.85) -> str:
 
 
 def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25) -> int:
-    """Workers arrive one after another, each doing up to ``per_worker`` items, until no
-    work is left or ``n_workers`` came; returns the number of submitted labels."""
+    """Workers arrive one after another, each doing up to ``per_worker`` items, until one
+    finds nothing to do at once (no work is left that they may take: with redundancy above
+    1 a worker who ran out of items they have not seen hands over to the next) or
+    ``n_workers`` came; returns the number of submitted labels."""
     rng = random.Random(seed)
+    criteria = list(study.criteria.all()) if study.kind == "likert" else None
     submitted = 0
     for w in range(n_workers):
         part = services.participation_enter(study=study, platform="link", external_id=f"sim{w}")
-        for _ in range(per_worker):
+        for done in range(per_worker):
             a = services.assignment_next(participation=part)
             if a is None:
+                if done == 0:
+                    return submitted
                 break
-            services.annotation_submit(
-                annotator=part.annotator, token=a.token, answer=answer(a, rng)
-            )
+            if criteria is None:
+                given = {"answer": answer(a, rng)}
+            else:
+                given = {"scores": rate(a, criteria, rng)}
+            services.annotation_submit(annotator=part.annotator, token=a.token, **given)
             submitted += 1
-        else:
-            continue
-        if not services.assignment_next(participation=part):
-            return submitted
     return submitted

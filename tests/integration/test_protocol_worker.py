@@ -1,6 +1,6 @@
 """The adaptive protocol with a real Celery worker: rounds are decided by the worker,
-pairs retire, the budget holds; a worker killed mid-decision leaves the round to be
-decided exactly once after restart."""
+pairs retire, the budget holds (pairwise and Likert studies); a worker killed mid-decision
+leaves the round to be decided exactly once after restart."""
 
 import threading
 import time
@@ -11,7 +11,7 @@ from django.db import connection, connections, transaction
 from annotator import services
 from annotator.models import Annotation, Item
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
-from tests.protocol_sim import adaptive_bundle, run_workers
+from tests.protocol_sim import adaptive_bundle, likert_bundle, run_workers
 from tests.services import CeleryWorker, wait_for
 
 
@@ -50,6 +50,29 @@ def test_worker_decides_rounds_until_pairs_retire_within_budget(celery_worker):
         pairs = list(rnd.decisions.values_list("pair", flat=True))
         assert len(pairs) == len(set(pairs))
     assert SystemPair.objects.get(study=study, system_a__name="s1", system_b__name="s3").winner
+    assert "protocol.decide_round" in celery_worker.log.read_text()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_decides_likert_rounds_with_shared_items_within_budget(celery_worker):
+    study = services.study_import(likert_bundle(budget=70), filename="l.jsonl")
+    assert Round.objects.get(study=study).items == 20  # 5 inputs × 4 outputs for 6 pairs
+    work_until_done(study)
+    config = ProtocolConfig.objects.get(study=study)
+    collected = Annotation.objects.filter(study=study).count()
+    assert collected == config.committed <= 70
+    rounds = list(Round.objects.filter(study=study).values_list("state", flat=True))
+    assert len(rounds) >= 2 and set(rounds) == {"decided"}
+    for rnd in Round.objects.filter(study=study):
+        pairs = list(rnd.decisions.values_list("pair", flat=True))
+        assert len(pairs) == len(set(pairs))
+    outputs = list(Item.objects.filter(study=study).values_list("input_id", "output_a_id"))
+    assert len(outputs) == len(set(outputs))  # an output's item serves every pair
+    by_budget = [p.evidence.get("outcome") == "budget" for p in SystemPair.objects.all()]
+    assert 70 - collected <= 1 or not any(by_budget)
+    s1_s3 = SystemPair.objects.get(study=study, system_a__name="s1", system_b__name="s3")
+    assert s1_s3.winner.name == "s1"
+    assert sum(s1_s3.evidence["human"]) == s1_s3.evidence["used"] <= 40  # inputs
     assert "protocol.decide_round" in celery_worker.log.read_text()
 
 

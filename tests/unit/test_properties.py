@@ -570,8 +570,9 @@ SYSTEMS3 = ["s1", "s2", "s3"]
 
 
 class BudgetMachine(CrowdMachine):
-    """An adaptive pairwise study (3 systems, 3 pairs) whose rounds close and are decided
-    as workers complete them, with or without a budget."""
+    """An adaptive study (3 systems, 3 pairs; pairwise, or Likert with one item per output
+    shared by the pairs) whose rounds close and are decided as workers complete them, with
+    or without a budget."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -581,6 +582,7 @@ class BudgetMachine(CrowdMachine):
         )
 
     @initialize(
+        kind=st.sampled_from(["pairwise", "likert"]),
         n_inputs=st.integers(3, 5),
         batch=st.integers(1, 2),
         redundancy=st.integers(1, 2),
@@ -588,7 +590,13 @@ class BudgetMachine(CrowdMachine):
         paper=st.booleans(),
     )
     def create_study(
-        self, n_inputs: int, batch: int, redundancy: int, budget: int | None, paper: bool
+        self,
+        kind: str,
+        n_inputs: int,
+        batch: int,
+        redundancy: int,
+        budget: int | None,
+        paper: bool,
     ) -> None:
         options = {
             "collection": "adaptive",
@@ -600,7 +608,7 @@ class BudgetMachine(CrowdMachine):
         if budget is not None:
             options["budget"] = budget
         self.study = services.study_import(
-            study_file(n_inputs=n_inputs, systems=SYSTEMS3, kind="pairwise", **options),
+            study_file(n_inputs=n_inputs, systems=SYSTEMS3, kind=kind, **options),
             filename="budget.jsonl",
         )
         ProtocolConfig.objects.filter(study=self.study).update(paper=paper)
@@ -631,6 +639,13 @@ class BudgetMachine(CrowdMachine):
         assert labels <= committed, (labels, committed)
         if self.budget is not None:
             assert committed <= self.budget and labels <= self.budget, (committed, labels)
+
+        if study.kind == "likert":  # an output's item is made once, whichever pair needs it
+            outputs = list(
+                Item.objects.filter(study=study).values_list("input_id", "output_a_id", "output_b")
+            )
+            assert all(b is None for _, _, b in outputs)
+            assert len({o[:2] for o in outputs}) == len(outputs), "an output itemised twice"
 
         # rounds are numbered 1…n, all decided but the last, each decided once per pair
         assert [r[0] for r in rounds] == list(range(1, len(rounds) + 1))
