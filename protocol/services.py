@@ -306,9 +306,13 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if not settings.paper and level is None:
         level = rounds.decision_level(settings, int(pool.max()), settings.batch * per_input, human)
         ProtocolConfig.objects.filter(pk=config.pk).update(decision_level=level)
-    budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk))
+    # what the budget can still buy: whole items (r annotations each); less than an item's
+    # worth left means this is every open pair's last look
+    budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk)) // r
     if likert is not None:
-        budget_left = _likert_budget_inputs(study, pairs, likert, budget_left // r)
+        budget_left = _likert_budget_inputs(study, pairs, likert, budget_left)
+    else:
+        budget_left *= r
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
     result = rounds.decide_round(
         post,

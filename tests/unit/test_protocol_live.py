@@ -59,6 +59,22 @@ def test_budget_is_never_overspent_and_ends_exactly_spent():
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_budget_left_below_one_item_gives_every_open_pair_its_last_look():
+    # redundancy 2 and an odd budget: one annotation is left that no item can use, so the
+    # round that spends the rest is the last look (Algorithm 1 at gamma) for every open pair
+    study, config = make(budget=61, redundancy=2)
+    run_workers(study, per_worker=40)
+    config.refresh_from_db()
+    assert Annotation.objects.filter(study=study).count() == config.committed == 60
+    assert not SystemPair.objects.filter(state="open").exists()
+    last = Round.objects.filter(study=study).order_by("number").last()
+    for decision in Decision.objects.filter(round=last):
+        significant = not 0.025 <= decision.theta <= 0.975
+        assert decision.outcome == ("decided" if significant else "exhausted")
+    assert Decision.objects.filter(round=last).exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_paper_protocol_gives_n_to_every_open_pair():
     study, config = make()
     config.paper = True
