@@ -81,7 +81,7 @@ from enum import IntEnum
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.fft import fft, irfft2, next_fast_len, rfft
+from scipy.fft import fft, ifft, irfft, next_fast_len, rfft
 from scipy.special import betainc, digamma, gammaln, ndtr, ndtri
 
 __all__ = [
@@ -385,7 +385,7 @@ _EXACT_COMPONENTS = 512
 """Dirichlet components kept (systematic resampling) per exactly computed pair."""
 _FFT_FLOOR = 1e-12
 """Entries of the FFT convolution below this fraction of its maximum are round-off noise."""
-_WINDOW_TAIL = 1e-18
+_WINDOW_TAIL = 1e-15
 """Each tail of a latent-total bound left outside the computed window (fraction of its total)."""
 _EXACT_TOL = 1e-5
 """Largest accepted bound on the posterior mass the FFT floor and the window can move (else the
@@ -465,6 +465,26 @@ def _fold(x: NDArray, size: int, shift: int, axis: int, out: NDArray | None = No
     return out
 
 
+def _window(full: NDArray[np.float64], lo0: int, rows: int, lo1: int, cols: int) -> NDArray:
+    """``full[(lo0 + i) mod size0, (lo1 + j) mod size1]`` for ``i < rows``, ``j < cols``: the window
+    of a cyclic convolution's output (``rows <= size0``, ``cols <= size1``), as a new array."""
+    size0, size1 = full.shape
+    out = np.empty((rows, cols))
+    r0, c0 = lo0 % size0, lo1 % size1
+    rs = [(0, r0, min(rows, size0 - r0))]
+    if rs[0][2] < rows:
+        rs.append((rs[0][2], 0, rows - rs[0][2]))
+    cs = [(0, c0, min(cols, size1 - c0))]
+    if cs[0][2] < cols:
+        cs.append((cs[0][2], 0, cols - cs[0][2]))
+    for dst_r, src_r, nr in rs:
+        for dst_c, src_c, nc in cs:
+            out[dst_r : dst_r + nr, dst_c : dst_c + nc] = full[
+                src_r : src_r + nr, src_c : src_c + nc
+            ]
+    return out
+
+
 def _central(v: NDArray[np.float64], tail: float) -> tuple[int, int]:
     """Smallest ``[lo, hi)`` leaving at most ``tail * sum(v)`` of the non-negative ``v`` on each
     side."""
@@ -517,7 +537,7 @@ def _theta_sum(
     np.cumprod(pmf, axis=1, out=pmf)
     pmf[:, 0] = betainc(rest0.astype(float), base + 1.0, 0.5)  # the CDF at the band's start
     cdf = np.cumsum(pmf, axis=1, out=pmf)
-    return float(np.vdot(cdf, sub)) + above
+    return float(np.einsum("ij,ij->", cdf, sub)) + above
 
 
 def _systematic_cells(
@@ -626,18 +646,23 @@ def _exact_latent_totals(
         rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
         size0 = next_fast_len(rows)
         size1 = next_fast_len(cols, real=True)
-        # 2-D real FFTs of the three tables folded to the window (table 0 carries the window's
-        # offset): along axis 1 per table, then along axis 0 in one batched call
-        spec = np.zeros((3, size0, size1 // 2 + 1), dtype=np.complex128)
+        # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> per table,
+        # then along t= in one batched call, in the layout (t> frequency, t=) so that the complex
+        # transforms run over contiguous memory
+        spec = np.zeros((3, size1 // 2 + 1, size0), dtype=np.complex128)
         for c in range(3):
-            shift = (lo_eq, lo_gt) if c == 0 else (0, 0)
-            half_spec = rfft(_fold(tables[c], size1, shift[1], axis=1), axis=1)
-            _fold(half_spec, size0, shift[0], axis=0, out=spec[c])
-        spec = fft(spec, axis=1, overwrite_x=True)
+            tab = tables[c] if tables[c].shape[1] <= size1 else _fold(tables[c], size1, 0, axis=1)
+            _fold(rfft(tab, n=size1, axis=1).T, size0, 0, axis=1, out=spec[c])
+        spec = fft(spec, axis=2, overwrite_x=True)
         prod = spec[0] * spec[1]
         prod *= spec[2]
         del spec
-        conv = irfft2(prod, s=(size0, size1), overwrite_x=True)[:rows, :cols]
+        prod = ifft(prod, axis=1, overwrite_x=True)
+        full = irfft(
+            prod.T, n=size1, axis=1
+        )  # the cyclic convolution, (t= mod size0, t> mod size1)
+        del prod
+        conv = _window(full, lo_eq, rows, lo_gt, cols)
         cmax = conv.max()
         conv[conv < _FFT_FLOOR * cmax] = 0.0
         # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
