@@ -530,7 +530,9 @@ def _theta_sum(
     r = np.arange(band, dtype=float)[None, :]
     pmf = (big_n - base + 1.0)[:, None] - r
     np.maximum(pmf, 0.0, out=pmf)
-    pmf /= np.maximum(base[:, None] + r, 1.0)  # column 0 is replaced below
+    den = base[:, None] + r  # >= 1 but in column 0, which is replaced below
+    den[:, 0] = 1.0
+    pmf /= den
     rest0 = np.maximum(big_n - base, 1)
     lf = _log_gamma_int(int(big_n.max()) + 2)[1:]  # lf[i] = log i!
     pmf[:, 0] = np.exp(lf[big_n] - lf[base] - lf[rest0] - big_n * np.log(2.0))
@@ -625,14 +627,14 @@ def _exact_latent_totals(
     mean_t = big_m * (n + 1.0) / (n.sum() + 3.0)  # first guess: the human-only posterior mean
     for attempt in range(3):
         lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
-        # tables indexed [t=, t>] (rows: true label '=', columns: '>'), tilted by lambda**t
+        # tables indexed [t>, t=], tilted by lambda**t
         tables = []
         for c in range(3):
             k = np.arange(mi[c] + 1.0)
-            tables.append(_row_table([l_row[c][j] + lt[j] * k for j in (1, 0, 2)], int(mi[c])))
-        # exact 1-D marginals of the convolution in t= and in t> (direct convolutions)
-        marg_eq = np.convolve(np.convolve(tables[0].sum(1), tables[1].sum(1)), tables[2].sum(1))
-        marg_gt = np.convolve(np.convolve(tables[0].sum(0), tables[1].sum(0)), tables[2].sum(0))
+            tables.append(_row_table([l_row[c][j] + lt[j] * k for j in range(3)], int(mi[c])))
+        # exact 1-D marginals of the convolution in t> and in t= (direct convolutions)
+        marg_gt = np.convolve(np.convolve(tables[0].sum(1), tables[1].sum(1)), tables[2].sum(1))
+        marg_eq = np.convolve(np.convolve(tables[0].sum(0), tables[1].sum(0)), tables[2].sum(0))
         e = [np.exp(x - x.max()) for x in (l_second[j] - lt[j] * tf for j in range(3))]
         # upper bound of the second factor along a line of fixed t= (or t>): prefix maxima
         pmax = [np.maximum.accumulate(x) for x in e]
@@ -646,21 +648,22 @@ def _exact_latent_totals(
         rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
         size0 = next_fast_len(rows)
         size1 = next_fast_len(cols, real=True)
-        # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> per table,
-        # then along t= in one batched call, in the layout (t> frequency, t=) so that the complex
-        # transforms run over contiguous memory
-        spec = np.zeros((3, size1 // 2 + 1, size0), dtype=np.complex128)
-        for c in range(3):
-            tab = tables[c] if tables[c].shape[1] <= size1 else _fold(tables[c], size1, 0, axis=1)
-            _fold(rfft(tab, n=size1, axis=1).T, size0, 0, axis=1, out=spec[c])
-        spec = fft(spec, axis=2, overwrite_x=True)
-        prod = spec[0] * spec[1]
-        prod *= spec[2]
-        del spec
+        # 2-D real FFTs of the three tables (cyclic, of the window's size; tables larger than the
+        # window folded first): along t> (real), then along t= (complex, over contiguous rows)
+        prod = None
+        for tab in tables:
+            if tab.shape[0] > size1:
+                tab = _fold(tab, size1, 0, axis=0)
+            if tab.shape[1] > size0:
+                tab = _fold(tab, size0, 0, axis=1)
+            spec = fft(rfft(tab, n=size1, axis=0), n=size0, axis=1, overwrite_x=True)
+            if prod is None:
+                prod = spec
+            else:
+                prod *= spec
         prod = ifft(prod, axis=1, overwrite_x=True)
-        full = irfft(
-            prod.T, n=size1, axis=1
-        )  # the cyclic convolution, (t= mod size0, t> mod size1)
+        # the cyclic convolution, indexed [t= mod size0, t> mod size1]
+        full = irfft(prod.T, n=size1, axis=1)
         del prod
         conv = _window(full, lo_eq, rows, lo_gt, cols)
         cmax = conv.max()
