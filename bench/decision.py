@@ -6,6 +6,16 @@ The reference is the paper's own approach (Deriu et al. 2023, Appendix B): NUTS 
 mixture matrix mu[:, c'] ~ Dir(1, 1, 1); human counts ~ Mult(p); confusion column c' ~
 Mult(mu[:, c']); metric-only counts ~ Mult(mu @ p).
 
+How the reference runs (docs/protocol.md, "Bench"): the chains are vectorized
+(``chain_method="vectorized"``), float64, one thread per process, the cases spread over
+``--workers`` processes (2: one per core); every process compiles its sampler once before any
+timing and keeps JAX's persistent compilation cache, because NumPyro's ``MCMC.run`` otherwise
+re-traces and re-compiles for every pair (about 10 s here).  So the per-pair NUTS times are
+sampling times - the fastest form of the reference found on this machine.  The largest cases
+(``--paper-cases``) are also run through the paper's own sampler configuration (the theoval
+package: NumPyro's defaults with 8 virtual CPU devices, i.e. 5 chains in parallel threads,
+float32, a new sampler and compilation per pair) for comparison.
+
 The reference is itself a Monte Carlo estimate: the bench prints its standard error (from the
 effective sample size of the indicator over the chains) and a Rao-Blackwellised estimate of the
 same theta from the same draws (see ``reference_summary``), with its SE.  |delta theta| is
@@ -14,12 +24,16 @@ reported against both; ``z`` is |delta theta| / SE of the reference.
 Run (never part of the test suite; needs the optional ``bench`` dependencies)::
 
     pip install .[bench]          # numpyro + jax
-    python bench/decision.py [--cases 24] [--seed 0] [--quick] [--save F | --load F]
+    python bench/decision.py [--cases 24] [--seed 0] [--workers 2] [--paper-cases 2]
+                             [--repeats 7] [--quick] [--save F | --load F]
 
-Prints per case the thetas, |delta theta|, both decisions and the per-pair times (NUTS measured
-in the same run; ours one pair per call, median of ``--repeats`` runs), then the bars:
-|delta theta| <= 0.01 everywhere, equal decisions unless the reference theta is within 0.01 of
-a threshold, speed-up >= 1000x, a round of 136 pairs with metric data in < 2 s.
+Ours is timed after the NUTS runs, at a quiet moment if one comes within ``--quiet-wait``
+seconds (other processes using at most 15 % of the cores, from /proc/stat): one pair per call,
+the median of ``--repeats`` calls, the repeats going round all cases.  Prints per case the
+thetas, |delta theta|, both decisions and the per-pair times, the machine's load at each stage,
+then the bars: |delta theta| <= 0.01 everywhere, equal decisions unless the reference theta is
+within 0.01 of a threshold, speed-up >= 1000x, a round of 136 pairs with metric data in < 2 s,
+the whole bench in < 10 min.
 """
 
 from __future__ import annotations
@@ -299,6 +313,52 @@ def _timed(fn, repeats: int) -> tuple[float, object]:
     return float(np.median(times)), out
 
 
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) clock ticks of all cores since boot, from /proc/stat (Linux)."""
+    with open("/proc/stat") as fh:
+        vals = [int(v) for v in fh.readline().split()[1:]]
+    idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+    return sum(vals) - idle, sum(vals)
+
+
+class _BusyMeter:
+    """Share of the machine's cores used by *other* processes since creation (all cores' busy
+    ticks minus this process's CPU time)."""
+
+    def __init__(self) -> None:
+        self.start = _cpu_jiffies()
+        self.cpu = time.process_time()
+
+    def others(self) -> float:
+        busy, total = _cpu_jiffies()
+        d_busy, d_total = busy - self.start[0], total - self.start[1]
+        if d_total <= 0:
+            return 0.0
+        hz = os.sysconf("SC_CLK_TCK")
+        ours = (time.process_time() - self.cpu) * hz
+        return max(0.0, (d_busy - ours) / d_total)
+
+    def report(self) -> str:
+        share = self.others()
+        return f"other processes used {share:.0%} of the {os.cpu_count()} cores"
+
+
+def _wait_until_quiet(max_wait: float, share: float = 0.15) -> str:
+    """Wait (at most ``max_wait`` s) for a second in which other processes use at most ``share``
+    of the cores, so that ours is timed at a quiet moment if there is one."""
+    t0 = time.perf_counter()
+    while True:
+        meter = _BusyMeter()
+        time.sleep(1.0)
+        used = meter.others()
+        waited = time.perf_counter() - t0
+        if used <= share or waited >= max_wait:
+            verdict = "quiet" if used <= share else "NOT quiet (gave up waiting)"
+            return (
+                f"{verdict}: other processes used {used:.0%} of the cores (waited {waited:.0f} s)"
+            )
+
+
 def _load() -> str:
     one, five, _fifteen = os.getloadavg()
     return f"load average {one:.2f} (1 min) / {five:.2f} (5 min) on {os.cpu_count()} cores"
@@ -312,6 +372,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load", help="reuse NUTS summaries and times from a --save file")
     ap.add_argument("--repeats", type=int, default=7, help="timing repeats of ours (median)")
     ap.add_argument("--workers", type=int, default=2, help="NUTS processes (one thread each)")
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=90.0,
+        help="wait at most this long (s) for a quiet moment before timing ours",
+    )
     ap.add_argument(
         "--paper-cases",
         type=int,
@@ -360,27 +426,31 @@ def main(argv: list[str] | None = None) -> int:
     n = np.array([c[0] for c in cases])
     conf = np.array([c[1] for c in cases])
     m = np.array([c[2] for c in cases])
-    print(f"timing ours: {_load()}")
-    # ours, one pair per call (the per-pair speed-up) and all cases in one vectorised call
-    theta_ours, t_single, err = [], [], []
-    for k in range(len(cases)):
-        dt, post = _timed(
-            lambda k=k: sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k),
-            args.repeats,
-        )
-        t_single.append(dt)
-        theta_ours.append(float(post.theta()[0]))
-        err.append(float(post.mcse[0]))
+    quiet = _wait_until_quiet(args.quiet_wait)
+    print(f"timing ours: {_load()}; {quiet}")
+    # ours, one pair per call (the per-pair speed-up; the repeats go round all cases so that a
+    # burst of load elsewhere hits every case alike) and all cases in one vectorised call
+    busy = _BusyMeter()
+    times = np.zeros((args.repeats, len(cases)))
+    theta_ours, err = np.zeros(len(cases)), np.zeros(len(cases))
+    for k in range(len(cases)):  # warm-up call, and the results
+        post = sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
+        theta_ours[k], err[k] = post.theta()[0], post.mcse[0]
+    for rep in range(args.repeats):
+        for k in range(len(cases)):
+            t0 = time.perf_counter()
+            sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
+            times[rep, k] = time.perf_counter() - t0
+    t_single = np.median(times, axis=0)
     dt_vec, post_all = _timed(lambda: sample_posterior(n, conf, m, seed=args.seed), args.repeats)
+    print(f"while ours was timed: {busy.report()}")
     t_vec = dt_vec / len(cases)
-    theta_ours = np.array(theta_ours)
     theta_ref = np.array([r[0] for r in ref])
     se_ref = np.array([r[1] for r in ref])
     theta_rb = np.array([r[2] for r in ref])
     se_rb = np.array([r[3] for r in ref])
     t_ref = np.array([r[4] for r in ref])
     cpu_ref = np.array([r[5] if len(r) > 5 else np.nan for r in ref])
-    t_single = np.array(t_single)
 
     dec_ref = decide(theta_ref, GAMMA)
     dec_ours = decide(theta_ours, GAMMA)
