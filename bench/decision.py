@@ -47,7 +47,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    # ours runs single-threaded, like each NUTS process (and the busy meter below then sees
+    # every other core's use as somebody else's)
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -449,8 +454,11 @@ def main(argv: list[str] | None = None) -> int:
     se_ref = np.array([r[1] for r in ref])
     theta_rb = np.array([r[2] for r in ref])
     se_rb = np.array([r[3] for r in ref])
-    t_ref = np.array([r[4] for r in ref])
+    wall_ref = np.array([r[4] for r in ref])
     cpu_ref = np.array([r[5] if len(r) > 5 else np.nan for r in ref])
+    # the NUTS time of a pair: its wall time, or its CPU time where other processes kept the
+    # (single-threaded) sampler waiting for a core - never more than either
+    t_ref = np.fmin(wall_ref, cpu_ref)
 
     dec_ref = decide(theta_ref, GAMMA)
     dec_ours = decide(theta_ours, GAMMA)
@@ -493,8 +501,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{se_rb.max():.4f}"
     )
     print(
-        f"NUTS per pair (vectorized chains, one thread): {t_ref.min():.1f}-{t_ref.max():.1f} s, "
-        f"median {np.median(t_ref):.1f} s (CPU {np.nanmedian(cpu_ref):.1f} s)"
+        f"NUTS per pair (vectorized chains, one thread; min of wall and CPU time): "
+        f"{t_ref.min():.1f}-{t_ref.max():.1f} s, median {np.median(t_ref):.1f} s (wall "
+        f"{wall_ref.min():.1f}-{wall_ref.max():.1f} s, CPU {np.nanmin(cpu_ref):.1f}-"
+        f"{np.nanmax(cpu_ref):.1f} s)"
     )
     for k, wall, theta_paper, devices in paper:
         print(
