@@ -186,22 +186,66 @@ def test_exact_posterior_edge_cases_without_warnings() -> None:
 
 def test_exact_band_theta_equals_direct_betainc_sum() -> None:
     # _theta_sum sums binomial CDFs only in a band around N'/2; check against betainc everywhere
+    # (rows: t=, columns: t>)
     from protocol.decision import _theta_sum
 
     rng = np.random.default_rng(5)
     for n, big_m, shape, lo in [
-        ((3, 4, 5), 300, (200, 180), (40, 30)),
+        ((3, 4, 5), 300, (180, 200), (30, 40)),
         ((90, 5, 1), 80, (81, 81), (0, 0)),
+        ((1, 0, 40), 500, (150, 420), (10, 60)),
     ]:
         prob = rng.random(shape)
-        t0 = lo[0] + np.arange(shape[0])[:, None]
-        t1 = lo[1] + np.arange(shape[1])[None, :]
+        t1 = lo[0] + np.arange(shape[0])[:, None]
+        t0 = lo[1] + np.arange(shape[1])[None, :]
         t2 = big_m - t0 - t1
         prob = np.where(t2 >= 0, prob, 0.0)
         h = betainc(n[2] + np.maximum(t2, 0) + 1.0, n[0] + t0 + 1.0, 0.5)
         direct = (prob * h).sum()
         band = _theta_sum(prob, lo[0], lo[1], np.array(n, float), big_m)
         assert band == pytest.approx(direct, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("n", "conf", "m"),
+    [
+        # bench cases 12 and 23 (well and weakly identified), and a lopsided pair
+        ([73, 69, 77], [[50, 8, 3], [12, 40, 10], [4, 9, 60]], [230, 210, 236]),
+        ([2, 8, 11], [[2, 1, 0], [0, 5, 2], [0, 2, 9]], [40, 130, 167]),
+        ([150, 20, 10], [[90, 3, 1], [10, 12, 2], [5, 5, 7]], [300, 60, 40]),
+    ],
+)
+def test_exact_window_equals_whole_grid(monkeypatch, n, conf, m) -> None:
+    # the default computes a window of latent totals by a cyclic convolution of its size; the
+    # whole grid (a linear convolution, nothing left out or folded in) gives the same posterior
+    from protocol import decision
+
+    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
+    t_w, th_w, mean_w, err_w = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)  # every latent total
+    t_f, th_f, mean_f, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert err_w < 1e-6 and err_f < 1e-5  # the a-posteriori bounds
+    assert th_w == pytest.approx(th_f, abs=1e-11)
+    np.testing.assert_allclose(mean_w, mean_f, atol=1e-8)
+    # the resampled latent totals are draws of the same posterior, on the simplex
+    assert np.all(t_w >= 0) and np.all(t_w.sum(axis=1) == sum(m))
+    np.testing.assert_allclose(t_w.mean(axis=0), mean_f, rtol=0.02, atol=1.0)
+
+
+def test_systematic_cells_follow_the_weights() -> None:
+    from protocol.decision import _systematic_cells
+
+    rng = np.random.default_rng(3)
+    for shape in [(7, 5), (300, 700)]:
+        prob = rng.random(shape) ** 8
+        prob[:, ::3] = 0.0
+        rows, cols = _systematic_cells(prob, 4096, np.random.default_rng(1))
+        assert np.all(prob[rows, cols] > 0)
+        counts = np.zeros(shape)
+        np.add.at(counts, (rows, cols), 1.0)
+        # systematic resampling: every cell is drawn floor or ceil of its expected count
+        expected = prob / prob.sum() * 4096
+        assert np.all(np.abs(counts - expected) < 1.0 + 1e-9)
 
 
 def test_exact_and_gibbs_agree_on_a_large_weakly_identified_pair() -> None:
