@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 
@@ -46,13 +46,13 @@ class Columns:
             self._sql[vendor] = ", ".join(f"{q(self.alias)}.{q(f.column)}" for f in self.fields)
         return self._sql[vendor]
 
-    def _converters_now(self) -> list[tuple[int, list, Any]]:
-        vendor = connection.vendor
+    def _converters_for(self, conn) -> list[tuple[int, list, Any]]:
+        vendor = conn.vendor
         if vendor not in self._converters:
             found = []
             for i, field in enumerate(self.fields):
                 col = field.get_col(self.alias)
-                convs = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+                convs = conn.ops.get_db_converters(col) + col.get_db_converters(conn)
                 if convs:
                     found.append((i, convs, col))
             self._converters[vendor] = found
@@ -60,13 +60,14 @@ class Columns:
 
     def load(self, row: tuple | list, start: int = 0) -> Model:
         """The instance whose columns are ``row[start:start + len(self)]``."""
+        conn = connections[DEFAULT_DB_ALIAS]
         values = list(row[start : start + len(self.fields)])
-        for i, convs, col in self._converters_now():
+        for i, convs, col in self._converters_for(conn):
             value = values[i]
             for conv in convs:
-                value = conv(value, col, connection)
+                value = conv(value, col, conn)
             values[i] = value
-        return self.model.from_db(connection.alias, self.attnames, values)
+        return self.model.from_db(DEFAULT_DB_ALIAS, self.attnames, values)
 
 
 def db_value(model: type[Model], name: str, value: Any) -> Any:

@@ -10,8 +10,9 @@ simulated workers taking turns (enter, then answer and get the next task, parsin
 assignment and CSRF tokens from each page like a browser), and the trivial authenticated
 endpoint ``GET /api/studies/`` with a token for comparison. Per request kind it reports
 the median and mean CPU time of the web thread, the database's CPU time (the PostgreSQL
-backend process of this connection, from /proc; SQLite runs inside the web thread) and
-the statements run.
+backend process of this connection, from /proc; SQLite runs inside the web thread), the
+statements run and the median wall time (which, unlike CPU time, includes waiting for the
+disk and for the database).
 
     python bench/cycle_cost.py [--sqlite] [--cycles 1000] [--profile FILE]
 
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
 
     call = Wsgi(application)
     base = f"/w/{setup.public_id}/"
-    kinds: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    kinds: dict[str, list[tuple[float, float, int, float]]] = defaultdict(list)
     profiler = cProfile.Profile(time.thread_time) if args.profile else None
     queries = [0]
 
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
             pid = connection.connection.info.backend_pid
         queries[0] = 0
         db0 = backend_cpu(pid)
-        c0 = time.thread_time()
+        c0, w0 = time.thread_time(), time.perf_counter()
         prof = profiler if (measure and kind == "task-post") else None
         if prof:
             prof.enable()
@@ -175,12 +176,12 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
             out = call(*a, **kw)
         if prof:
             prof.disable()
-        cpu = time.thread_time() - c0
+        cpu, wall = time.thread_time() - c0, time.perf_counter() - w0
         if connection.vendor == "postgresql" and connection.connection is not None:
             pid = pid or connection.connection.info.backend_pid
         db = backend_cpu(pid) - db0
         if measure:
-            kinds[kind].append((cpu, db, queries[0]))
+            kinds[kind].append((cpu, db, queries[0], wall))
         return out
 
     jars = [dict() for _ in range(args.workers)]
@@ -229,7 +230,10 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
 
     mode = "SQLite (embedded)" if args.sqlite else "PostgreSQL + Redis"
     print(f"\nper-request cost, {mode}, one request at a time (CPU time, not wall time)")
-    print(f"{'kind':<14}{'n':>6}{'web CPU p50':>13}{'mean':>8}{'db CPU mean':>13}{'SQL':>6}")
+    print(
+        f"{'kind':<14}{'n':>6}{'web CPU p50':>13}{'mean':>8}{'db CPU mean':>13}{'SQL':>6}"
+        f"{'wall p50':>11}"
+    )
     for kind in ("entry", "instructions", "task-get", "task-post", "api"):
         rows = kinds.get(kind, [])
         if not rows:
@@ -238,9 +242,10 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
         db = [1000 * r[1] for r in rows]
         sql = [r[2] for r in rows]
         web_p50, web_mean = statistics.median(web), statistics.mean(web)
+        wall = statistics.median(1000 * r[3] for r in rows)
         print(
             f"{kind:<14}{len(rows):>6}{web_p50:>10.2f} ms{web_mean:>8.2f}"
-            f"{statistics.mean(db):>10.2f} ms{statistics.mean(sql):>6.1f}"
+            f"{statistics.mean(db):>10.2f} ms{statistics.mean(sql):>6.1f}{wall:>8.2f} ms"
         )
     post, api = kinds["task-post"], kinds["api"]
     cyc = statistics.mean(r[0] + r[1] for r in post)

@@ -953,7 +953,8 @@ async def crowdworker(
                 if page is None:
                     sent = time.perf_counter()
                     r = await client.request("GET", f"{base}task/")
-                    if r.status == 200 and WAITING in r.text():
+                    html = r.text() if r.status == 200 else ""
+                    if WAITING in html:
                         # between rounds: the page looks again after a few seconds
                         stats.no_work += stats.measuring(sent)
                         stats.record(stats.nowork_latency, r, sent)
@@ -968,7 +969,7 @@ async def crowdworker(
                         entered = False
                         await pause(rng.uniform(0.5, 1.5) * args.reenter)
                         continue
-                    page = parse_task_page(r.text()) if r.status == 200 else None
+                    page = parse_task_page(html) if html else None
                     if page is None:
                         stats.error(f"task GET {r.status} {r.location}")
                         await pause(1.0)
@@ -997,8 +998,9 @@ async def crowdworker(
                     headers={"Content-Type": "application/x-www-form-urlencoded"},
                 )
                 done = page.token
-                page = parse_task_page(r.text()) if r.status == 200 else None
-                waiting = r.status == 200 and WAITING in r.text() and not MESSAGES.search(r.text())
+                html = r.text() if r.status == 200 else ""
+                page = parse_task_page(html) if html else None
+                waiting = page is None and WAITING in html and not MESSAGES.search(html)
                 if (
                     (page is not None and not page.messages)
                     or waiting
