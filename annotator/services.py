@@ -614,9 +614,9 @@ def _lease_locked(
         study.items_per_worker is not None and done >= study.items_per_worker
     ):
         return None
-    seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
     item = None
     if not part.last_was_gold and rng.random() < study.gold_rate(done):
+        seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
         golds = list(
             Item.objects.filter(study=study, is_gold=True, is_active=True)
             .exclude(Exists(seen))

@@ -99,3 +99,21 @@ def test_postgresql_statements_are_bound_and_prepared_by_the_server_unless_turne
         DATABASE_URL=url, HUMEVAL_PG_PREPARED="0", HUMEVAL_VAR_DIR=str(tmp_path)
     )
     assert "server_side_binding" not in off and "prepare_threshold" not in off
+
+
+def test_the_remembered_answer_buttons_are_the_rendered_fragment():
+    from django.template.loader import render_to_string
+
+    from annotator.choices import RawAnswer
+    from annotator.templatetags.humeval import _answer_buttons, answer_buttons
+
+    _answer_buttons.cache_clear()
+    for answers in ([RawAnswer.LEFT, RawAnswer.RIGHT], list(RawAnswer)):
+        for disabled in (False, True):
+            expected = render_to_string(
+                "annotator/_answers.html", {"answers": answers, "disabled": disabled}
+            )
+            assert answer_buttons(answers, disabled) == expected
+            assert answer_buttons(answers, disabled) is answer_buttons(answers, disabled)
+    assert "disabled" in answer_buttons([RawAnswer.LEFT], True)
+    assert "disabled" not in answer_buttons([RawAnswer.LEFT], False)
