@@ -83,7 +83,11 @@ def _database_options(**env) -> dict:
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        env={
+            **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            **env,
+        },
         capture_output=True,
         text=True,
         check=True,
@@ -117,3 +121,10 @@ def test_the_remembered_answer_buttons_are_the_rendered_fragment():
             assert answer_buttons(answers, disabled) is answer_buttons(answers, disabled)
     assert "disabled" in answer_buttons([RawAnswer.LEFT], True)
     assert "disabled" not in answer_buttons([RawAnswer.LEFT], False)
+
+
+def test_the_embedded_sqlite_file_keeps_a_write_ahead_log_and_syncs_every_commit(tmp_path):
+    options = _database_options(HUMEVAL_VAR_DIR=str(tmp_path))
+    assert options["transaction_mode"] == "IMMEDIATE"
+    pragmas = [p.strip() for p in options["init_command"].split(";")]
+    assert pragmas == ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"]
