@@ -281,7 +281,18 @@ class Item(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["study", "is_active", "n_taken"], name="item_open_idx")]
+        indexes = [
+            # The worker cycle takes the fullest open item first (``services._take_item``):
+            # this index hands it over in that order, so the statement reads a few index
+            # entries instead of sorting every open item of the study.
+            models.Index(
+                F("study"),
+                F("n_taken").desc(),
+                F("id"),
+                condition=Q(is_active=True, is_gold=False, n_taken__lt=F("redundancy")),
+                name="item_fill_idx",
+            )
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(n_taken__lte=F("redundancy")), name="item_taken_within_redundancy"

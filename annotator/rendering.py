@@ -50,10 +50,22 @@ def _markdown():
     return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
 
+#: Rendered texts kept per process. A task page shows an input and two outputs, and the
+#: same input comes with every pair of systems and every worker who gets it (fill-first:
+#: an item's workers come one after another), so most renders are repeats; a pure function
+#: of the text, so a cached result is exactly what rendering again would give.
+RENDER_CACHE_SIZE = 2048
+
+
 def render_untrusted(text: str, markdown: bool = True) -> SafeString:
     """HTML for a model output or any other text that workers or researchers did not write."""
     if not markdown:
         return format_html('<div class="plain">{}</div>', text)
+    return _render_markdown(text)
+
+
+@lru_cache(maxsize=RENDER_CACHE_SIZE)
+def _render_markdown(text: str) -> SafeString:
     html = _markdown().render(text)
     clean = nh3.clean(
         html,

@@ -44,6 +44,7 @@ from .models import (
     System,
 )
 from .signals import annotation_submitted, study_created
+from .sqlrows import Columns, db_value, insert
 
 log = logging.getLogger(__name__)
 BULK = 2000
@@ -463,7 +464,7 @@ def task_next(
 
     def lease() -> Task | None:
         with transaction.atomic():
-            part = _lock(Participation.objects.filter(pk=participation.pk))
+            part = _lock_participation(participation.pk)
             _check_may_work(part)
             return _lease_locked(part, now, rng, holds_none=False)
 
@@ -495,7 +496,7 @@ def task_answer(
     rng = rng or _RNG
     token = _token(token)
     with transaction.atomic():
-        part = _lock(Participation.objects.filter(pk=participation.pk), loaded=participation)
+        part = _lock_participation(participation.pk, loaded=participation)
         _, created = _submit_locked(part, token, answer, scores, time_spent_ms, now)
         blocked = _may_not_work(part)
         # a stored answer was the worker's one open lease, so they hold none now
@@ -507,19 +508,94 @@ def task_answer(
     return task
 
 
-_SHOWN_ITEM = ("input", "output_a", "output_b")
-_SHOWN = tuple(f"item__{name}" for name in _SHOWN_ITEM)
+def _lock(participations) -> Participation | None:
+    """Lock one participation row, or ``None``; with its study and worker read along."""
+    return (
+        participations.select_related("study", "annotator").select_for_update(of=("self",)).first()
+    )
 
 
-def _lock(participations, loaded: Participation | None = None) -> Participation | None:
-    """Lock one participation row, or ``None``; with its study and worker read along, or
-    taken from ``loaded``, the same participation read earlier in this request."""
-    if loaded is None:
-        participations = participations.select_related("study", "annotator")
-    part = participations.select_for_update(of=("self",)).first()
-    if part is not None and loaded is not None:
+# The statements of the worker cycle are written out (see ``sqlrows``): they run on every
+# request, and building them through the QuerySet API costs more than running them.
+_PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Columns(Annotator, "w")
+_ASSIGNMENT, _ITEM = Columns(Assignment, "asg"), Columns(Item, "i")
+_INPUT, _OUT_A, _OUT_B = Columns(Input, "inp"), Columns(Output, "oa"), Columns(Output, "ob")
+
+
+def _for_update(*tables: str) -> str:
+    """`` FOR UPDATE OF …`` where the database has row locks (on SQLite the transaction,
+    begun IMMEDIATE, is exclusive already)."""
+    if not connection.features.has_select_for_update:
+        return ""
+    return " " + connection.ops.for_update_sql(
+        of=tables if connection.features.has_select_for_update_of else ()
+    )
+
+
+def _lock_participation(pk: int, loaded: Participation | None = None) -> Participation:
+    """Lock the participation row and read it afresh; with its study and worker read along,
+    or taken from ``loaded``, the same participation read earlier in this request."""
+    if loaded is not None:
+        sql = f"SELECT {_PART.sql} FROM {_PART.table} WHERE p.id = %s"  # noqa: S608
+    else:
+        sql = (
+            f"SELECT {_PART.sql}, {_STUDY.sql}, {_WORKER.sql} FROM {_PART.table}"  # noqa: S608
+            f" JOIN {_STUDY.table} ON s.id = p.study_id"
+            f" JOIN {_WORKER.table} ON w.id = p.annotator_id WHERE p.id = %s"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql + _for_update("p"), [pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Participation.DoesNotExist(pk)
+    part = _PART.load(row)
+    if loaded is not None:
         part.study, part.annotator = loaded.study, loaded.annotator
+    else:
+        part.study = _STUDY.load(row, len(_PART))
+        part.annotator = _WORKER.load(row, len(_PART) + len(_STUDY))
     return part
+
+
+def _shown_items(where: str, params: list, *, assignment: bool = False) -> list:
+    """Items with what a worker is shown (the input and the outputs) in one statement;
+    with ``assignment``, the worker's assignments of them (``where`` on ``asg``)."""
+    select = [_ITEM.sql, _INPUT.sql, _OUT_A.sql, _OUT_B.sql]
+    joins = (
+        f" JOIN {_INPUT.table} ON inp.id = i.input_id"
+        f" JOIN {_OUT_A.table} ON oa.id = i.output_a_id"
+        f" LEFT JOIN {_OUT_B.table} ON ob.id = i.output_b_id"
+    )
+    if assignment:
+        select.insert(0, _ASSIGNMENT.sql)
+        sql = f"SELECT {', '.join(select)} FROM {_ASSIGNMENT.table} JOIN {_ITEM.table}"  # noqa: S608
+        sql += f" ON i.id = asg.item_id{joins} WHERE {where}"
+    else:
+        sql = f"SELECT {', '.join(select)} FROM {_ITEM.table}{joins} WHERE {where}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found = []
+    for row in rows:
+        at = len(_ASSIGNMENT) if assignment else 0
+        item = _ITEM.load(row, at)
+        at += len(_ITEM)
+        item.input = _INPUT.load(row, at)
+        at += len(_INPUT)
+        item.output_a = _OUT_A.load(row, at)
+        at += len(_OUT_A)
+        item.output_b = _OUT_B.load(row, at) if item.output_b_id is not None else None
+        if assignment:
+            lease = _ASSIGNMENT.load(row)
+            lease.item = item
+            found.append(lease)
+        else:
+            found.append(item)
+    return found
+
+
+def _shown_item(pk: int) -> Item:
+    return _shown_items("i.id = %s", [pk])[0]
 
 
 def _lease_locked(
@@ -530,46 +606,51 @@ def _lease_locked(
     study, worker = part.study, part.annotator
     done = _count_submitted(study.pk, worker.pk)
     if not holds_none:
-        current = (
-            Assignment.objects.filter(
-                study=study, annotator=worker, state=AssignmentState.ISSUED, expires_at__gt=now
-            )
-            .select_related(*_SHOWN)
-            .first()
+        current = _shown_items(
+            "asg.study_id = %s AND asg.annotator_id = %s AND asg.state = %s"
+            " AND asg.expires_at > %s ORDER BY asg.id",
+            [study.pk, worker.pk, AssignmentState.ISSUED.value, _when(now)],
+            assignment=True,
         )
-        if current is not None:
-            return Task(current, done)
+        if current:
+            return Task(current[0], done)
     if not study.is_active or (
         study.items_per_worker is not None and done >= study.items_per_worker
     ):
         return None
-    seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
     item = None
     if not part.last_was_gold and rng.random() < study.gold_rate(done):
+        seen = Assignment.objects.filter(item=OuterRef("pk"), annotator=worker)
         golds = list(
             Item.objects.filter(study=study, is_gold=True, is_active=True)
             .exclude(Exists(seen))
             .values_list("pk", flat=True)
         )
         if golds:
-            item = Item.objects.select_related(*_SHOWN_ITEM).get(pk=rng.choice(golds))
+            item = _shown_item(rng.choice(golds))
     if item is None:
         taken = _take_item(study.pk, worker.pk)
         if taken is None:
             return None
-        item = Item.objects.select_related(*_SHOWN_ITEM).get(pk=taken)
+        item = _shown_item(taken)
     if part.last_was_gold != item.is_gold:
         Participation.objects.filter(pk=part.pk).update(last_was_gold=item.is_gold)
         part.last_was_gold = item.is_gold
-    assignment = Assignment.objects.create(
-        study=study,
-        item=item,
-        annotator=worker,
-        left_is_a=secrets.randbelow(2) == 0,
-        issued_at=now,
-        expires_at=now + timedelta(seconds=study.lease_seconds),
+    assignment = insert(
+        Assignment(
+            study=study,
+            item=item,
+            annotator=worker,
+            left_is_a=secrets.randbelow(2) == 0,
+            issued_at=now,
+            expires_at=now + timedelta(seconds=study.lease_seconds),
+        )
     )
     return Task(assignment, done)
+
+
+def _when(moment: datetime):
+    return connection.ops.adapt_datetimefield_value(moment)
 
 
 _RNG = random.SystemRandom()
@@ -639,12 +720,19 @@ def _submit_locked(
 ) -> tuple[Annotation, bool]:
     """The body of :func:`annotation_submit`, with ``part`` locked by the caller."""
     annotator = part.annotator
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("item")
-        .filter(token=token, annotator=annotator, study_id=part.study_id)
-        .first()
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_ASSIGNMENT.sql}, {_ITEM.sql} FROM {_ASSIGNMENT.table}"  # noqa: S608
+            f" JOIN {_ITEM.table} ON i.id = asg.item_id"
+            " WHERE asg.token = %s AND asg.annotator_id = %s AND asg.study_id = %s"
+            + _for_update("asg"),
+            [db_value(Assignment, "token", token), annotator.pk, part.study_id],
+        )
+        row = cursor.fetchone()
+    assignment = None
+    if row is not None:
+        assignment = _ASSIGNMENT.load(row)
+        assignment.item = _ITEM.load(row, len(_ASSIGNMENT))
     if assignment is None:
         raise AssignmentNotFound("This task does not exist or is not yours.")
     if assignment.state == AssignmentState.SUBMITTED:
@@ -660,21 +748,27 @@ def _submit_locked(
     elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
     if time_spent_ms is not None:
         time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
-    annotation = Annotation.objects.create(
-        study=study,
-        item=assignment.item,
-        annotator=annotator,
-        assignment=assignment,
-        raw_answer=raw,
-        value=normalise(raw, assignment.left_is_a) if raw else value,
-        scores=clean_scores,
-        time_spent_ms=time_spent_ms,
-        config_version=study.config_version,
-        submitted_at=now,
+    annotation = insert(
+        Annotation(
+            study=study,
+            item=assignment.item,
+            annotator=annotator,
+            assignment=assignment,
+            raw_answer=raw,
+            value=normalise(raw, assignment.left_is_a) if raw else value,
+            scores=clean_scores,
+            time_spent_ms=time_spent_ms,
+            config_version=study.config_version,
+            submitted_at=now,
+        )
     )
-    Assignment.objects.filter(pk=assignment.pk).update(
-        state=AssignmentState.SUBMITTED, closed_at=now
-    )
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET state = %s, closed_at = %s WHERE id = %s",  # noqa: S608
+            [AssignmentState.SUBMITTED.value, _when(now), assignment.pk],
+        )
+    assignment.state, assignment.closed_at = AssignmentState.SUBMITTED, now
     if assignment.item.is_gold:
         _score_gold(part, assignment.item, annotation, now)
     else:

@@ -52,11 +52,7 @@ def _participation(request: HttpRequest, study_id) -> Participation | None:
     pk = _remembered(request, study_id)
     if pk is None:
         return None
-    return (
-        Participation.objects.select_related("annotator", "study")
-        .filter(pk=pk, study__public_id=study_id)
-        .first()
-    )
+    return selectors.worker_participation(pk, UUID(str(study_id)))
 
 
 def _remember(response: HttpResponse, participation: Participation) -> HttpResponse:

@@ -84,11 +84,26 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # BEGIN IMMEDIATE: an atomic block takes SQLite's write lock at once, so the
     # assignment service's read-then-write is serialised as FOR UPDATE would do.
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 30}
+    # Write-ahead log: a commit syncs the log once (measured 5 ms here) instead of the
+    # rollback journal's several syncs (14 ms), and readers never wait for the writer.
+    # synchronous=FULL keeps every commit durable, as before.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 else:
     # Reconnect transparently after a PostgreSQL restart.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if _env_bool("HUMEVAL_PG_PREPARED", True):
+        # Parameters bound by the server, and a statement run five times on a connection is
+        # prepared: PostgreSQL then no longer parses and plans it on every request, which was
+        # half of its CPU per annotation cycle. Turn off (HUMEVAL_PG_PREPARED=0) behind a
+        # connection pooler in transaction mode that cannot carry prepared statements.
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            {"server_side_binding": True, "prepare_threshold": 5}
+        )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache (throttle counters) ------------------------------------------------------------

@@ -5,6 +5,7 @@ from pathlib import Path
 import yaml
 from django.core.management import call_command
 
+from annotator import rendering
 from annotator.rendering import render_untrusted
 from tests.conftest import active_markup
 
@@ -35,6 +36,21 @@ def test_markdown_is_sanitised():
     assert "&lt;script&gt;" in html  # raw HTML is shown as text, not run
 
 
+HOSTILE = '<img src=x onerror="a()"> *b* <script>c()</script> [d](javascript:e())\n'
+
+
+def test_a_cached_render_is_the_render_and_stays_inert():
+    rendering._render_markdown.cache_clear()
+    first = render_untrusted(HOSTILE)
+    again = render_untrusted(HOSTILE)
+    assert again is first  # the second time from the per-process cache
+    assert rendering._render_markdown.cache_info().hits == 1
+    fresh = rendering._render_markdown.__wrapped__(HOSTILE)
+    assert str(again) == str(fresh) and active_markup(again) == []
+    assert "<em>b</em>" in again and "&lt;script&gt;" in again
+    assert str(render_untrusted(HOSTILE, markdown=False)).startswith('<div class="plain">&lt;img')
+
+
 def test_plain_text_is_escaped():
     assert str(render_untrusted("<b>x</b>\n", markdown=False)) == (
         '<div class="plain">&lt;b&gt;x&lt;/b&gt;\n</div>'
@@ -52,3 +68,63 @@ def test_embedded_default_uses_sqlite_and_eager_celery(settings):
     if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         assert settings.CELERY_TASK_ALWAYS_EAGER is True
         assert app.conf.task_always_eager is True
+
+
+def _database_options(**env) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, django; django.setup(); from django.conf import settings; "
+        "print(json.dumps(settings.DATABASES['default'].get('OPTIONS', {})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(result.stdout)
+
+
+def test_postgresql_statements_are_bound_and_prepared_by_the_server_unless_turned_off(tmp_path):
+    url = "postgres://u@db.invalid:5432/humeval"
+    on = _database_options(DATABASE_URL=url, HUMEVAL_VAR_DIR=str(tmp_path))
+    assert on == {"server_side_binding": True, "prepare_threshold": 5}
+    off = _database_options(
+        DATABASE_URL=url, HUMEVAL_PG_PREPARED="0", HUMEVAL_VAR_DIR=str(tmp_path)
+    )
+    assert "server_side_binding" not in off and "prepare_threshold" not in off
+
+
+def test_the_remembered_answer_buttons_are_the_rendered_fragment():
+    from django.template.loader import render_to_string
+
+    from annotator.choices import RawAnswer
+    from annotator.templatetags.humeval import _answer_buttons, answer_buttons
+
+    _answer_buttons.cache_clear()
+    for answers in ([RawAnswer.LEFT, RawAnswer.RIGHT], list(RawAnswer)):
+        for disabled in (False, True):
+            expected = render_to_string(
+                "annotator/_answers.html", {"answers": answers, "disabled": disabled}
+            )
+            assert answer_buttons(answers, disabled) == expected
+            assert answer_buttons(answers, disabled) is answer_buttons(answers, disabled)
+    assert "disabled" in answer_buttons([RawAnswer.LEFT], True)
+    assert "disabled" not in answer_buttons([RawAnswer.LEFT], False)
+
+
+def test_the_embedded_sqlite_file_keeps_a_write_ahead_log_and_syncs_every_commit(tmp_path):
+    options = _database_options(HUMEVAL_VAR_DIR=str(tmp_path))
+    assert options["transaction_mode"] == "IMMEDIATE"
+    pragmas = [p.strip() for p in options["init_command"].split(";")]
+    assert pragmas == ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"]

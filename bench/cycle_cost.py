@@ -1,0 +1,286 @@
+"""Per-request cost of the worker cycle: CPU of the web code and of the database, SQL
+statements, one request at a time, in process.
+
+The load bench (``bench/load.py``) measures throughput, which depends on everything else
+the machine does. This one measures what a request *costs*, which does not: the same
+study as the load bench (an adaptive pairwise study, 8 systems, redundancy 3), the
+production WSGI application (``config.wsgi``: every middleware, CSRF, throttles, the
+signed worker cookie, template rendering) called directly with a WSGI environ, ``--workers``
+simulated workers taking turns (enter, then answer and get the next task, parsing the
+assignment and CSRF tokens from each page like a browser), and the trivial authenticated
+endpoint ``GET /api/studies/`` with a token for comparison. Per request kind it reports
+the median and mean CPU time of the web thread, the database's CPU time (the PostgreSQL
+backend process of this connection, from /proc; SQLite runs inside the web thread), the
+statements run and the median wall time (which, unlike CPU time, includes waiting for the
+disk and for the database).
+
+    python bench/cycle_cost.py [--sqlite] [--cycles 1000] [--profile FILE]
+
+PostgreSQL (default) runs a private cluster with fsync on and Redis for the throttle
+counters, as in production; no Celery worker is started, so rounds are closed but not
+decided (the study has work enough for the run). ``--sqlite`` is the embedded default
+(a SQLite file, local-memory cache, eager Celery). ``--profile FILE`` writes a cProfile of
+the answer requests (POST) to FILE and prints the top functions. Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import load  # noqa: E402 - the load bench's stack, study and page parsing
+
+
+class Wsgi:
+    """Calls the WSGI application the way gunicorn does, with one cookie jar per worker."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        cookies: dict[str, str] | None = None,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        parts = urlsplit(path)
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": parts.path,
+            "QUERY_STRING": parts.query,
+            "SERVER_NAME": load.HOST,
+            "SERVER_PORT": "8000",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": load.HOST,
+            "HTTP_HOST": load.HOST,
+            "SCRIPT_NAME": "",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.version": (1, 0),
+            "wsgi.multithread": False,
+            "wsgi.multiprocess": True,
+            "wsgi.run_once": False,
+        }
+        if body:
+            environ["CONTENT_LENGTH"] = str(len(body))
+            environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
+        if cookies:
+            environ["HTTP_COOKIE"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        for key, value in (headers or {}).items():
+            environ["HTTP_" + key.upper().replace("-", "_")] = value
+        seen: dict[str, object] = {}
+
+        def start_response(status, response_headers, exc_info=None):
+            seen["status"] = int(status.split()[0])
+            seen["headers"] = response_headers
+
+        result = self.app(environ, start_response)
+        try:
+            data = b"".join(result)
+        finally:
+            if hasattr(result, "close"):
+                result.close()  # request_finished: connection housekeeping, as in gunicorn
+        head: dict[str, str] = {}
+        for key, value in seen["headers"]:
+            if key.lower() == "set-cookie" and cookies is not None:
+                name, val, deleted = load.parse_set_cookie(value)
+                if deleted:
+                    cookies.pop(name, None)
+                else:
+                    cookies[name] = val
+            else:
+                head[key.lower()] = value
+        return seen["status"], head, data
+
+
+def backend_cpu(pid: int | None) -> float:
+    """CPU seconds of a process, to the nanosecond (/proc/PID/schedstat; the tick counts of
+    /proc/PID/stat are too coarse for one request)."""
+    if not pid:
+        return 0.0
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except OSError:
+        return 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sqlite", action="store_true")
+    p.add_argument("--cycles", type=int, default=1000, help="answers measured")
+    p.add_argument("--workers", type=int, default=50, help="workers taking turns")
+    p.add_argument("--api", type=int, default=500, help="trivial requests measured")
+    p.add_argument("--warmup", type=int, default=100, help="unmeasured answers first")
+    p.add_argument("--profile", metavar="FILE", help="cProfile of the answers into FILE")
+    args = p.parse_args(argv)
+    largs = load.parse_args(["--sqlite"] if args.sqlite else [])
+    largs.profile = args.profile  # PostgreSQL: pg_stat_statements loaded
+    stack = load.Stack(largs)
+    try:
+        return run(args, largs, stack)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        stack.stop()
+
+
+def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) -> int:
+    if not args.sqlite:
+        stack.start_postgres()
+        stack.start_redis()
+    stack.manage("migrate", "--noinput")
+    load.django_setup(stack.env)
+    setup = load.prepare_study(largs)
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext  # noqa: F401 - settles the import
+
+    from config.wsgi import application
+
+    call = Wsgi(application)
+    base = f"/w/{setup.public_id}/"
+    kinds: dict[str, list[tuple[float, float, int, float]]] = defaultdict(list)
+    profiler = cProfile.Profile(time.thread_time) if args.profile else None
+    queries = [0]
+
+    def counter(execute, sql, params, many, context):
+        queries[0] += 1
+        return execute(sql, params, many, context)
+
+    def timed(kind: str, measure: bool, *a, **kw):
+        pid = None
+        if connection.vendor == "postgresql" and connection.connection is not None:
+            pid = connection.connection.info.backend_pid
+        queries[0] = 0
+        db0 = backend_cpu(pid)
+        c0, w0 = time.thread_time(), time.perf_counter()
+        prof = profiler if (measure and kind == "task-post") else None
+        if prof:
+            prof.enable()
+        with connection.execute_wrapper(counter):
+            out = call(*a, **kw)
+        if prof:
+            prof.disable()
+        cpu, wall = time.thread_time() - c0, time.perf_counter() - w0
+        if connection.vendor == "postgresql" and connection.connection is not None:
+            pid = pid or connection.connection.info.backend_pid
+        db = backend_cpu(pid) - db0
+        if measure:
+            kinds[kind].append((cpu, db, queries[0], wall))
+        return out
+
+    jars = [dict() for _ in range(args.workers)]
+    pages: list[load.TaskPage | None] = [None] * args.workers
+    import random
+
+    rng = random.Random(1)
+    for n, jar in enumerate(jars):
+        status, head, _ = timed("entry", True, "GET", f"{base}?worker=cost-{n}", cookies=jar)
+        assert status == 302, status
+        timed("instructions", True, "GET", urlsplit(head["location"]).path, cookies=jar)
+        status, _, body = timed("task-get", True, "GET", f"{base}task/", cookies=jar)
+        pages[n] = load.parse_task_page(body.decode())
+        assert pages[n] is not None, body[:300]
+    answered = 0
+    total = args.warmup + args.cycles
+    while answered < total:
+        for n, jar in enumerate(jars):
+            page = pages[n]
+            if page is None or answered >= total:
+                continue
+            form = {
+                "csrfmiddlewaretoken": page.csrf,
+                "token": page.token,
+                "answer": load.choose_answer(page.left, page.right, rng),
+                "time_ms": str(rng.randint(800, 9000)),
+            }
+            status, head, body = timed(
+                "task-post",
+                answered >= args.warmup,
+                "POST",
+                f"{base}task/",
+                cookies=jar,
+                body=urlencode(form).encode(),
+            )
+            answered += 1
+            pages[n] = load.parse_task_page(body.decode()) if status == 200 else None
+            if pages[n] is not None and pages[n].messages:
+                raise SystemExit(f"answer refused: {pages[n].messages}")
+        if not any(pages):
+            raise SystemExit(f"the study ran out of work after {answered} answers")
+    api_headers = {"Authorization": f"Token {setup.api_token}", "Accept": "application/json"}
+    for i in range(args.api + 20):
+        status, _, _ = timed("api", i >= 20, "GET", "/api/studies/", headers=api_headers)
+        assert status == 200, status
+
+    mode = "SQLite (embedded)" if args.sqlite else "PostgreSQL + Redis"
+    print(f"\nper-request cost, {mode}, one request at a time (CPU time, not wall time)")
+    print(
+        f"{'kind':<14}{'n':>6}{'web CPU p50':>13}{'mean':>8}{'db CPU mean':>13}{'SQL':>6}"
+        f"{'wall p50':>11}"
+    )
+    for kind in ("entry", "instructions", "task-get", "task-post", "api"):
+        rows = kinds.get(kind, [])
+        if not rows:
+            continue
+        web = [1000 * r[0] for r in rows]
+        db = [1000 * r[1] for r in rows]
+        sql = [r[2] for r in rows]
+        web_p50, web_mean = statistics.median(web), statistics.mean(web)
+        wall = statistics.median(1000 * r[3] for r in rows)
+        print(
+            f"{kind:<14}{len(rows):>6}{web_p50:>10.2f} ms{web_mean:>8.2f}"
+            f"{statistics.mean(db):>10.2f} ms{statistics.mean(sql):>6.1f}{wall:>8.2f} ms"
+        )
+    post, api = kinds["task-post"], kinds["api"]
+    cyc = statistics.mean(r[0] + r[1] for r in post)
+    triv = statistics.mean(r[0] + r[1] for r in api)
+    print(
+        f"server CPU per cycle {1000 * cyc:.2f} ms, per trivial request {1000 * triv:.2f} ms: "
+        f"ratio by CPU {triv / cyc:.3f}"
+    )
+    busy0, total0 = load.machine_busy()
+    time.sleep(1)
+    busy1, total1 = load.machine_busy()
+    share = (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
+    print(
+        f"machine busy right after: {100 * share:.0f}% of {100 * (os.cpu_count() or 1)}% "
+        "(this bench itself idle)"
+    )
+    if profiler is not None and not args.sqlite:
+        with connection.cursor() as cursor:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            cursor.execute(
+                "SELECT calls, total_exec_time, mean_exec_time, left(regexp_replace(query, "
+                "'\\s+', ' ', 'g'), 160) FROM pg_stat_statements "
+                "ORDER BY total_exec_time DESC LIMIT 20"
+            )
+            for calls, total, mean, q in cursor.fetchall():
+                print(f"{calls:>8} calls {total:>9.0f} ms {mean:7.3f} ms/call  {q}")
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(45)
+        stats.sort_stats("tottime").print_stats(30)
+        print(out.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
