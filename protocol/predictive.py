@@ -119,6 +119,13 @@ def pool_effect(
     w = post.weights
     rest_mean = (w * comp_mean).sum(axis=0)
     rest_var = np.maximum((w * (comp_var + comp_mean**2)).sum(axis=0) - rest_mean**2, 0.0)
+    if post.mean_p_values is not None:
+        # exactly computed pairs: every component has the same total n + t + 3, so the exact
+        # posterior mean of p gives the exact mean of t and of the future labels
+        size_a = post.alpha.sum(axis=-1)[0]
+        exact_t = post.mean_p_values * size_a[:, None] - n - 1.0
+        exact_d = post.mean_p_values[:, 0] - post.mean_p_values[:, 2]
+        rest_mean = redundancy * (exact_t[:, 0] - exact_t[:, 2]) + future[0] * exact_d
     nondraw_rest = (w * (redundancy * (latent[..., 0] + latent[..., 2]) + future * mean_s)).sum(0)
     size = np.maximum(total, 1.0)
     mean = (n[:, 0] - n[:, 2] + rest_mean) / size
