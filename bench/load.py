@@ -28,10 +28,10 @@ targets are reported, not enforced).
 Web server: sync workers (6; ``--worker-class gthread --threads N`` to compare). The
 cycle is CPU-bound Python on a 2-core machine, but every answer also waits for its commit
 to reach the disk (fsync on): three single-threaded processes per core keep both cores
-busy through those waits, without the GIL hand-offs of threads (measured: 96 cycles/s with 6 workers while
-other work took a third of a core; 4 gthread workers of 2 threads left 60 of the 200% of
-CPU idle during the load). ``--sqlite`` runs the same
-against the embedded default: a SQLite file (write-ahead log, every commit synced), eager
+busy through those waits, without the GIL hand-offs of threads (measured: 96 cycles/s
+with 6 workers while other work took a third of a core; 4 gthread workers of 2 threads
+left 60 of the 200% of CPU idle during the load). ``--sqlite`` runs the same against the
+embedded default: a SQLite file (write-ahead log, every commit synced), eager
 Celery (a round's decision runs inside the request that completes it), no Redis, three
 sync gunicorn workers: SQLite has one writer at a time, but one worker's commit (5 ms of
 sync here) overlaps the others' rendering and parsing (one worker: 43 cycles/s, idle a
