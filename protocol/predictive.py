@@ -50,9 +50,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.special import betainc, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
-from .decision import PosteriorDraws, human_posterior
+from .decision import PosteriorDraws, decide, human_posterior, theta_human
 
 __all__ = [
     "PooledEffects",
@@ -301,9 +301,8 @@ def outcome_probabilities(
     w = effects.weights[:, None]
     p_a = (w * ndtr((final_mean - crit) / sd)).sum(axis=0)
     p_b = (w * ndtr((-crit - final_mean) / sd)).sum(axis=0)
-    theta = betainc(n[:, 2] + 1.0, n[:, 0] + 1.0, 0.5)
-    now_a = (theta > 1.0 - gamma / 2.0).astype(float)
-    now_b = (theta < gamma / 2.0).astype(float)
+    now = decide(theta_human(n), gamma)
+    now_a, now_b = (now > 0).astype(float), (now < 0).astype(float)
     done = rem <= 0
     p_a = np.where(done, now_a, np.clip(p_a, 0.0, 1.0))
     p_b = np.where(done, now_b, np.clip(p_b, 0.0, 1.0 - p_a))
@@ -369,12 +368,12 @@ def calibrate_decision_level(
         p_a, p_b, p_u = outcome_probabilities(
             no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
         )
-        theta = betainc(counts[:, 2] + 1.0, counts[:, 0] + 1.0, 0.5)
-        sig = np.where(theta > 1 - gamma / 2, p_a, np.where(theta < gamma / 2, p_b, 0.0))
+        now = decide(theta_human(counts), gamma)
+        sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
         top = np.where(alive, np.maximum(top, sig[back]), top)
         alive &= ~(p_u[back] > 1.0 - futility)
-    theta_end = betainc(losses[:, -1] + 1.0, wins[:, -1] + 1.0, 0.5)
-    final_false = alive & ((theta_end > 1 - gamma / 2) | (theta_end < gamma / 2))
+    last = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
+    final_false = alive & (decide(theta_human(last), gamma) != 0)
 
     def rate(level: float) -> float:
         return float(np.mean((top >= level) | final_false))
