@@ -388,6 +388,23 @@ _WINDOW_TAIL = 1e-15
 _EXACT_TOL = 1e-5
 """Largest accepted bound on the posterior mass the FFT floor and the window can move (else the
 tilt is refined and, at the last attempt, the whole grid of latent totals is computed)."""
+_COARSE_MIN_CELLS = 40_000
+"""Windows of fewer latent totals are always computed on the lattice of every total."""
+_COARSE_WIDTH_PER_STEP = 100
+"""A coarse lattice step ``h`` needs a window at least ``100 h`` wide in both directions (the
+posterior's standard deviation is then at least about ``6 h``)."""
+_COARSE_MAX_STEP = 8
+"""Largest coarse lattice step."""
+_COARSE_FACE_MASS = 1e-6
+"""Largest bound on the posterior mass within ``12 h`` of the face ``t< = 0`` for a coarse step
+``h`` (a coarse lattice moves mass past it, which is dropped)."""
+_COARSE_SHARP_FACES = 0.2 * 5e-4
+"""Above this rough size of the error at the faces ``t> = 0`` and ``t= = 0``
+(:func:`_face_errors`), coarse lattices are only used when three of them converge as ``h^2``
+predicts."""
+_COARSE_TOL = 5e-4
+"""Largest accepted estimate of the coarse-lattice error of ``theta`` (else every latent total is
+computed)."""
 
 _LOG_GAMMA = np.array([np.inf])
 """``_LOG_GAMMA[k] = log Gamma(k)`` for the integers ``k`` (grown on demand, see
@@ -494,26 +511,35 @@ def _central(v: NDArray[np.float64], tail: float) -> tuple[int, int]:
 
 
 def _theta_sum(
-    prob: NDArray[np.float64], lo_eq: int, lo_gt: int, n: NDArray[np.float64], big_m: int
+    prob: NDArray[np.float64],
+    lo_eq: int,
+    lo_gt: int,
+    n: NDArray[np.float64],
+    big_m: int,
+    step: int = 1,
 ) -> float:
     """``sum_t prob[t] (1 - I_1/2(n> + t> + 1, n< + t< + 1))`` over a box of latent totals
-    (``t= = lo_eq + row``, ``t> = lo_gt + column``, ``t< = |M| - t> - t=``; zero mass off the
-    simplex).
+    (``t= = lo_eq + step * row``, ``t> = lo_gt + step * column``, ``t< = |M| - t> - t=``; a
+    coarse lattice, ``step > 1``, may hold cells just off the simplex, ``t< < 0``, where the
+    binomial CDF below goes on, 1 from ``n> + t> >= N'``).
 
     For integer arguments ``1 - I_1/2(a>, a<)`` is the CDF of ``Binomial(N', 1/2)`` at
     ``a> - 1 = n> + t>`` with ``N' = a> + a< - 1 = n> + n< + 1 + |M| - t=``, the same ``N'`` along
-    a row, so the row's values are a cumulative sum of binomial probabilities.  Only a band of
-    ``+- 4.5 sqrt(N')`` around ``N' / 2`` is summed: beyond it the CDF is within ``2 exp(-40)`` of 0
-    or 1 (Hoeffding), and the mass after the band counts with CDF 1.
+    a row, so the row's values are a cumulative sum of binomial probabilities (every ``step``-th
+    one is used).  Only a band of ``+- 4.5 sqrt(N')`` around ``N' / 2`` is summed: beyond it the
+    CDF is within ``2 exp(-40)`` of 0 or 1 (Hoeffding), and the mass after the band counts with
+    CDF 1.
     """
     n0, n2 = int(n[0]), int(n[2])
     rows, cols = prob.shape
-    big_n = n0 + n2 + 1 + big_m - (lo_eq + np.arange(rows))  # binomial size per row
+    # binomial size per row (rows wholly off the simplex, t= > |M|, keep a size >= 1)
+    big_n = np.maximum(n0 + n2 + 1 + big_m - (lo_eq + step * np.arange(rows)), 1)
     half = int(np.ceil(4.5 * np.sqrt(big_n.max()))) + 2
-    band = min(2 * half + 1, cols)
+    band = min(2 * half // step + 2, cols)  # columns of ``prob`` in the band
     if band < cols:
-        centre = np.round(big_n / 2.0 - n0 - lo_gt).astype(np.int64)  # column where CDF ~ 1/2
-        start = np.clip(centre - half, 0, cols - band)
+        # column where the CDF is about 1/2
+        centre = np.round((big_n / 2.0 - n0 - lo_gt) / step).astype(np.int64)
+        start = np.clip(centre - band // 2, 0, cols - band)
         after = np.arange(cols)[None, :] >= (start + band)[:, None]
         above = float(prob.sum(where=after))
         flat = (np.arange(rows) * cols + start)[:, None] + np.arange(band)[None, :]
@@ -522,21 +548,29 @@ def _theta_sum(
         start = np.zeros(rows, dtype=np.int64)
         above = 0.0
         sub = prob
-    base = n0 + lo_gt + start  # binomial argument n> + t> at the band's first column
+    base = n0 + lo_gt + step * start  # binomial argument n> + t> at the band's first column
+    length = step * (band - 1) + 1  # the band in unit steps of t>
     # binomial probabilities along the band by the ratio pmf(k + 1) / pmf(k) = (N' - k) / (k + 1);
     # cells off the simplex (N' - k < 1) carry no mass, the clip only keeps the products finite
-    r = np.arange(band, dtype=float)[None, :]
+    r = np.arange(length, dtype=float)[None, :]
     pmf = (big_n - base + 1.0)[:, None] - r
     np.maximum(pmf, 0.0, out=pmf)
     den = base[:, None] + r  # >= 1 but in column 0, which is replaced below
     den[:, 0] = 1.0
     pmf /= den
     rest0 = np.maximum(big_n - base, 1)
-    lf = _log_gamma_int(int(big_n.max()) + 2)[1:]  # lf[i] = log i!
-    pmf[:, 0] = np.exp(lf[big_n] - lf[base] - lf[rest0] - big_n * np.log(2.0))
+    lf = _log_gamma_int(int(max(big_n.max(), base.max())) + 2)[1:]  # lf[i] = log i!
+    with np.errstate(under="ignore"):
+        pmf[:, 0] = np.where(
+            base < big_n,
+            np.exp(lf[big_n] - lf[np.minimum(base, big_n)] - lf[rest0] - big_n * np.log(2.0)),
+            0.0,
+        )
     np.cumprod(pmf, axis=1, out=pmf)
-    pmf[:, 0] = betainc(rest0.astype(float), base + 1.0, 0.5)  # the CDF at the band's start
+    pmf[:, 0] = np.where(base < big_n, betainc(rest0.astype(float), base + 1.0, 0.5), 1.0)
     cdf = np.cumsum(pmf, axis=1, out=pmf)
+    if step > 1:
+        cdf = cdf[:, ::step]
     return float(np.einsum("ij,ij->", cdf, sub)) + above
 
 
@@ -567,13 +601,189 @@ def _systematic_cells(
     return row, blk * block + np.minimum(inside, last)
 
 
+def _coarsen(table: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A table on ``0..L-1`` (both axes) moved onto the lattice ``0, 2, 4, ...`` by linear
+    (cloud-in-cell) weights: an even index keeps its value, an odd one ``2q + 1`` gives half to
+    ``q`` and half to ``q + 1``, so mass and first moments are kept exactly.  Nested linear
+    interpolation is linear interpolation, so applying this ``k`` times is the same move onto
+    the lattice of step ``2**k``."""
+    rows, cols = table.shape
+    half = np.zeros(((rows + 1) // 2 + 1, cols))
+    odd = 0.5 * table[1::2]
+    half[: (rows + 1) // 2] += table[::2]
+    half[: odd.shape[0]] += odd
+    half[1 : odd.shape[0] + 1] += odd
+    out = np.zeros((half.shape[0], (cols + 1) // 2 + 1))
+    odd = 0.5 * half[:, 1::2]
+    out[:, : (cols + 1) // 2] += half[:, ::2]
+    out[:, : odd.shape[1]] += odd
+    out[:, 1 : odd.shape[1] + 1] += odd
+    return out
+
+
+def _stride(v: NDArray[np.float64], start: int, step: int, size: int) -> NDArray[np.float64]:
+    """``v[start + step * i]`` for ``i < size``, zero past the end of ``v``."""
+    idx = start + step * np.arange(size)
+    return np.where(idx < v.size, v[np.minimum(idx, v.size - 1)], 0.0)
+
+
+class _Lattices(dict):
+    """The three row tables per lattice step (1, 2, 4, ...), each step made from the previous
+    one by :func:`_coarsen` when first asked for."""
+
+    def __missing__(self, step: int) -> list[NDArray[np.float64]]:
+        if step < 2 or step & (step - 1):
+            raise ValueError(f"lattice steps are powers of two, not {step}")
+        tables = [_coarsen(tab) for tab in self[step // 2]]
+        self[step] = tables
+        return tables
+
+
+@dataclass
+class _Level:
+    """The posterior of the latent totals on one lattice (``step`` apart, first cell at
+    ``t= = lo_eq``, ``t> = lo_gt``), unnormalised, rows ``t=`` and columns ``t>``."""
+
+    prob: NDArray[np.float64]
+    lo_eq: int
+    lo_gt: int
+    step: int
+    cmax: float
+    total: float
+    mean_t: NDArray[np.float64]
+
+    def theta(self, n: NDArray[np.float64], big_m: int) -> float:
+        return _theta_sum(self.prob, self.lo_eq, self.lo_gt, n, big_m, self.step) / self.total
+
+
+def _latent_level(
+    tables: _Lattices,
+    second: list[NDArray[np.float64]],
+    big_m: int,
+    window: tuple[int, int, int, int],
+    step: int,
+) -> _Level:
+    """Posterior of the latent totals on the window ``[lo_eq, hi_eq) x [lo_gt, hi_gt)``: the
+    cyclic 2-D convolution of the three row tables (of the window's size, tables larger than it
+    folded first) times the second factor.  ``step == 1`` is the exact lattice of every latent
+    total; ``step > 1`` (a power of two) convolves the tables moved onto a coarser lattice by
+    :func:`_coarsen` (mass that this moves off the simplex, ``t< < 0``, is dropped)."""
+    lo_eq, hi_eq, lo_gt, hi_gt = window
+    tables = tables[step]
+    if step > 1:
+        lo_eq, hi_eq = lo_eq // step, (hi_eq - 1) // step + 2
+        lo_gt, hi_gt = lo_gt // step, (hi_gt - 1) // step + 2
+    rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
+    size0 = next_fast_len(rows)
+    size1 = next_fast_len(cols, real=True)
+    # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> (real), then
+    # along t= (complex, over contiguous rows)
+    prod = None
+    for tab in tables:
+        if tab.shape[0] > size1:
+            tab = _fold(tab, size1, 0, axis=0)
+        if tab.shape[1] > size0:
+            tab = _fold(tab, size0, 0, axis=1)
+        spec = fft(rfft(tab, n=size1, axis=0), n=size0, axis=1, overwrite_x=True)
+        if prod is None:
+            prod = spec
+        else:
+            prod *= spec
+    prod = ifft(prod, axis=1, overwrite_x=True)
+    # the cyclic convolution, indexed [t= mod size0, t> mod size1]
+    full = irfft(prod.T, n=size1, axis=1)
+    del prod
+    conv = _window(full, lo_eq, rows, lo_gt, cols)
+    cmax = float(conv.max())
+    conv[conv < _FFT_FLOOR * cmax] = 0.0
+    # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
+    if step == 1:
+        e_eq, e_gt = second[1][lo_eq:hi_eq], second[0][lo_gt:hi_gt]
+        top = big_m - lo_eq - lo_gt  # t< at the window's first cell
+        e2_back = np.zeros(rows + cols - 1)
+        seg = second[2][max(top - rows - cols + 2, 0) : max(top + 1, 0)][::-1]
+        e2_back[: seg.size] = seg
+    else:
+        e_eq = _stride(second[1], step * lo_eq, step, rows)
+        e_gt = _stride(second[0], step * lo_gt, step, cols)
+        t_lt = big_m - step * (lo_eq + lo_gt + np.arange(rows + cols - 1))
+        e2_back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
+    prob = conv * e_eq[:, None]
+    prob *= e_gt[None, :]
+    prob *= _hankel(e2_back, rows, cols)
+    row_mass = prob.sum(axis=1)
+    col_mass = prob.sum(axis=0)
+    total = float(row_mass.sum())
+    mean_gt = step * (col_mass @ (lo_gt + np.arange(cols, dtype=float))) / total
+    mean_eq = step * (row_mass @ (lo_eq + np.arange(rows, dtype=float))) / total
+    mean_t = np.array([mean_gt, mean_eq, big_m - mean_gt - mean_eq])
+    return _Level(prob, step * lo_eq, step * lo_gt, step, cmax, total, mean_t)
+
+
+def _anti_diagonal_sums(table: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``out[s] = sum_{i + j = s} table[i, j]`` for a square row table (zero where
+    ``i + j >= len(table)``): column ``s`` of the view ``V[i, s] = flat[i (L - 1) + s]`` is the
+    anti-diagonal ``s``, its wrapped cells (``i > s``) lie beyond it, where the table is zero,
+    except for ``s = 0``."""
+    size = table.shape[0]
+    flat = np.ascontiguousarray(table).ravel()
+    step = flat.strides[0]
+    view = np.lib.stride_tricks.as_strided(
+        flat, shape=(size, size), strides=((size - 1) * step, step), writeable=False
+    )
+    out = view.sum(axis=0)
+    out[0] = table[0, 0]
+    return out
+
+
+def _face_errors(
+    near_faces: list[NDArray[np.float64]], n: NDArray[np.float64], coarsest: int
+) -> tuple[float, float]:
+    """What lattices up to step ``coarsest`` can get wrong at the faces of the simplex,
+    ``near_faces[j][k]`` bounding the posterior mass with ``t_j <= k`` (for ``t>``, ``t=``,
+    ``t<``).  First, a bound: the mass within ``6 coarsest`` of ``t< = 0``, past which a coarse
+    lattice moves some mass that is dropped.  Second, a rough size: near ``t> = 0`` and
+    ``t= = 0`` the second factor varies on the scale ``n_j + 1`` (its pole is
+    ``t_j = -n_j - 1``), so a lattice sum over the mass within ``2 coarsest`` of such a face
+    errs by up to ``(coarsest / (n_j + 1))^2`` of it."""
+
+    def near(j: int, k: int) -> float:
+        return float(near_faces[j][min(k, near_faces[j].size - 1)])
+
+    sharp = sum(near(j, 2 * coarsest) * min(1.0, (coarsest / (n[j] + 1.0)) ** 2) for j in (0, 1))
+    return near(2, 6 * coarsest), sharp
+
+
+def _coarse_step(
+    rows: int, cols: int, near_faces: list[NDArray[np.float64]], n: NDArray[np.float64]
+) -> int:
+    """Lattice step ``h`` (a power of two) for a window of ``rows x cols`` latent totals: 1 (every
+    total) unless the window is wide enough that a posterior spread over it is smooth on the
+    lattices of step ``h`` and ``2h``, at most ``_COARSE_FACE_MASS`` lies within ``12 h`` of the
+    face ``t< = 0`` and the faces ``t> = 0``, ``t= = 0`` leave room for the tolerance
+    (:func:`_face_errors`)."""
+    step = 1
+    while 2 * step <= min(min(rows, cols) // _COARSE_WIDTH_PER_STEP, _COARSE_MAX_STEP):
+        step *= 2
+    while step > 1:
+        spill = near_faces[2][min(12 * step, near_faces[2].size - 1)]
+        sharp2 = _face_errors(near_faces, n, 2 * step)[1]
+        sharp4 = _face_errors(near_faces, n, 4 * step)[1]
+        if spill <= _COARSE_FACE_MASS and (
+            sharp2 <= _COARSE_SHARP_FACES or sharp4 <= 0.5 * _COARSE_TOL
+        ):
+            break
+        step //= 2
+    return step
+
+
 def _exact_latent_totals(
     n: NDArray[np.float64],
     conf: NDArray[np.float64],
     m: NDArray[np.float64],
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.float64], float]:
-    """Exact posterior of the latent true-label totals ``t`` of one pair's metric-only inputs.
+    """Posterior of the latent true-label totals ``t`` of one pair's metric-only inputs.
 
     With ``z`` the latent table (metric label ``c`` x true label ``c'``, row sums ``m``) and
     ``t = z.sum(axis=0)``, integrating ``p`` and ``mu`` out of Algorithm 1's model (Dirichlet-
@@ -603,8 +813,21 @@ def _exact_latent_totals(
       computation repeated (the last attempt on the whole grid).
 
     Then ``theta = sum_t P(t) (1 - I_1/2(n> + t> + 1, n< + t< + 1))`` is evaluated exactly
-    (:func:`_theta_sum`).  Returns ``_EXACT_COMPONENTS`` latent totals drawn from ``P(t)`` by
-    systematic resampling (shape (K, 3)), ``theta``, the posterior mean of ``t`` and ``err``.
+    (:func:`_theta_sum`).
+
+    Wide posteriors (weakly identified pairs with hundreds of metric-only inputs: windows of
+    ``650 x 850`` latent totals) are computed on coarser lattices instead (:func:`_coarse_step`):
+    the row tables are moved onto the lattice of step ``h`` by linear weights that keep their
+    mass and mean (:func:`_coarsen`), so that the lattice sum of a smooth function errs by
+    ``c (h^2 - 1) + O(h^4)``.  Steps ``h``, ``2h`` and ``4h`` are computed; ``theta`` and the
+    mean of ``t`` are Richardson-extrapolated from ``h`` and ``2h``, the spread of the two
+    extrapolations (``h, 2h`` and ``2h, 4h``) estimates the error, and the step-``h`` path is
+    only taken when the three levels converge as ``h^2`` predicts and that estimate is at most
+    ``_COARSE_TOL``; otherwise every latent total is computed.
+
+    Returns ``_EXACT_COMPONENTS`` latent totals drawn from ``P(t)`` by systematic resampling
+    (shape (K, 3)), ``theta``, the posterior mean of ``t`` and ``err`` (the bound, plus the
+    coarse-lattice error estimate where one was used).
     """
     ai = (conf + 1.0).astype(np.int64)
     big_a = ai.sum(axis=0)
@@ -623,6 +846,8 @@ def _exact_latent_totals(
         for c in range(3)
     ]
     mean_t = big_m * (n + 1.0) / (n.sum() + 3.0)  # first guess: the human-only posterior mean
+    coarse_err = 0.0
+    near_faces = [np.zeros(1)] * 3
     for attempt in range(3):
         lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
         # tables indexed [t>, t=], tilted by lambda**t
@@ -633,7 +858,10 @@ def _exact_latent_totals(
         # exact 1-D marginals of the convolution in t> and in t= (direct convolutions)
         marg_gt = np.convolve(np.convolve(tables[0].sum(1), tables[1].sum(1)), tables[2].sum(1))
         marg_eq = np.convolve(np.convolve(tables[0].sum(0), tables[1].sum(0)), tables[2].sum(0))
-        e = [np.exp(x - x.max()) for x in (l_second[j] - lt[j] * tf for j in range(3))]
+        lattices = _Lattices({1: tables})
+        logs = [l_second[j] - lt[j] * tf for j in range(3)]
+        shift = [float(x.max()) for x in logs]
+        e = [np.exp(x - s) for x, s in zip(logs, shift, strict=True)]
         # upper bound of the second factor along a line of fixed t= (or t>): prefix maxima
         pmax = [np.maximum.accumulate(x) for x in e]
         w_eq = marg_eq * e[1] * (pmax[0] * pmax[2])[::-1]
@@ -643,60 +871,97 @@ def _exact_latent_totals(
             lo_gt, hi_gt = _central(w_gt, _WINDOW_TAIL)
         else:
             lo_eq, hi_eq, lo_gt, hi_gt = 0, big_m + 1, 0, big_m + 1
+        window = (lo_eq, hi_eq, lo_gt, hi_gt)
         rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
-        size0 = next_fast_len(rows)
-        size1 = next_fast_len(cols, real=True)
-        # 2-D real FFTs of the three tables (cyclic, of the window's size; tables larger than the
-        # window folded first): along t> (real), then along t= (complex, over contiguous rows)
-        prod = None
-        for tab in tables:
-            if tab.shape[0] > size1:
-                tab = _fold(tab, size1, 0, axis=0)
-            if tab.shape[1] > size0:
-                tab = _fold(tab, size0, 0, axis=1)
-            spec = fft(rfft(tab, n=size1, axis=0), n=size0, axis=1, overwrite_x=True)
-            if prod is None:
-                prod = spec
-            else:
-                prod *= spec
-        prod = ifft(prod, axis=1, overwrite_x=True)
-        # the cyclic convolution, indexed [t= mod size0, t> mod size1]
-        full = irfft(prod.T, n=size1, axis=1)
-        del prod
-        conv = _window(full, lo_eq, rows, lo_gt, cols)
-        cmax = conv.max()
-        conv[conv < _FFT_FLOOR * cmax] = 0.0
-        # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
+        step = 1
+        if attempt < 2 and rows * cols >= _COARSE_MIN_CELLS:
+            # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table), so the
+            # posterior must stay clear of that face: bound its mass along t< like the others
+            lt_margins = [_anti_diagonal_sums(tab)[::-1] for tab in tables]  # over z_c<
+            marg_lt = np.convolve(np.convolve(lt_margins[0], lt_margins[1]), lt_margins[2])
+            w_lt = marg_lt * e[2] * (pmax[0] * pmax[1])[::-1]
+            # bounds of the mass with t_j <= index, for t>, t= and t<
+            near_faces = [np.cumsum(w) / w.sum() for w in (w_gt, w_eq, w_lt)]
+            step = _coarse_step(rows, cols, near_faces, n)
+        # the coarser lattice first (cheap): it refines the tilt and the window
+        level = _latent_level(lattices, e, big_m, window, 2 * step if step > 1 else 1)
+        mean_t = level.mean_t
+        # bounds: (1) the floor (and the round-off it covers) in every window cell, (2) what the
+        # cyclic convolution folds in from outside the window, (3) the mass outside the window
         e_eq, e_gt = e[1][lo_eq:hi_eq], e[0][lo_gt:hi_gt]
-        top = big_m - lo_eq - lo_gt  # t< at the window's first cell
+        top = big_m - lo_eq - lo_gt
         e2_back = np.zeros(rows + cols - 1)
         seg = e[2][max(top - rows - cols + 2, 0) : max(top + 1, 0)][::-1]
         e2_back[: seg.size] = seg
-        prob = conv * e_eq[:, None]
-        prob *= e_gt[None, :]
-        prob *= _hankel(e2_back, rows, cols)
-        row_mass = prob.sum(axis=1)
-        col_mass = prob.sum(axis=0)
-        total = row_mass.sum()
-        mean_t = np.array([col_mass @ tf[lo_gt:hi_gt], row_mass @ tf[lo_eq:hi_eq], 0.0]) / total
-        mean_t[2] = big_m - mean_t[0] - mean_t[1]
-        # bounds: (1) the floor (and the round-off it covers) in every window cell, (2) what the
-        # cyclic convolution folds in from outside the window, (3) the mass outside the window
         r_window = float(np.convolve(e_eq, e_gt) @ e2_back)
-        err_floor = _FFT_FLOOR * cmax * r_window
+        err_floor = _FFT_FLOOR * level.cmax * r_window / level.step**2  # cells hold ~h^2 totals
         conv_out = marg_eq[:lo_eq].sum() + marg_eq[hi_eq:].sum()
         conv_out += marg_gt[:lo_gt].sum() + marg_gt[hi_gt:].sum()
         err_fold = conv_out * e_eq.max() * e_gt.max() * e2_back.max()
         err_out = w_eq[:lo_eq].sum() + w_eq[hi_eq:].sum() + w_gt[:lo_gt].sum() + w_gt[hi_gt:].sum()
-        err = float(min(1.0, (err_floor + err_fold + err_out) / total))
-        if err <= _EXACT_TOL:
+        err = float(min(1.0, (err_floor + err_fold + err_out) / level.total))
+        if err > _EXACT_TOL:
+            continue
+        if step == 1:
+            theta = level.theta(n, big_m)
             break
 
-    theta = float(np.clip(_theta_sum(prob, lo_eq, lo_gt, n, big_m) / total, 0.0, 1.0))
+        # coarse lattices h and 2h: Richardson extrapolation in h^2 - 1; where the estimated
+        # error is too large, h / 2 and h (while h is even), then every latent total
+        rough, rougher = level, None
+        while rough.step % 2 == 0:
+            step = rough.step // 2
+            fine = _latent_level(lattices, e, big_m, window, step)
+            if step == 1:
+                level = fine
+                break
+            th_fine, th_rough = fine.theta(n, big_m), rough.theta(n, big_m)
+            d1 = th_rough - th_fine
+            c1 = (step * step - 1.0) / (3.0 * step * step)  # (h^2 - 1) / ((2h)^2 - h^2)
+            extrapolated = th_fine - c1 * d1
+            spill, sharp = _face_errors(near_faces, n, 2 * step)
+            # the correction: an estimate of th_fine's error, far above the extrapolation's,
+            # as long as the lattice sums are smooth in h (not where a face's sharp second
+            # factor has mass)
+            estimate = c1 * abs(d1) + spill if sharp <= _COARSE_SHARP_FACES else np.inf
+            spill4, sharp4 = _face_errors(near_faces, n, 4 * step)
+            if estimate > _COARSE_TOL and spill4 < _COARSE_TOL:
+                # a third lattice (4h): if the three converge as h^2 predicts, the two
+                # extrapolations (h, 2h and 2h, 4h) differ by 15 times the first one's error
+                if rougher is None:
+                    rougher = _latent_level(lattices, e, big_m, window, 4 * step)
+                d2 = rougher.theta(n, big_m) - th_rough
+                c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
+                if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
+                    spread = abs(extrapolated - (th_rough - c2 * d2))
+                    # (the faces' sharp second factor adds terms not of order h^2 or h^4)
+                    estimate = min(estimate, spread + spill4 + sharp4)
+            if estimate <= _COARSE_TOL:
+                theta = extrapolated
+                mean_t = fine.mean_t - c1 * (rough.mean_t - fine.mean_t)
+                level, coarse_err = fine, float(estimate)
+                break
+            rough, rougher = fine, rough
+        else:
+            level = _latent_level(lattices, e, big_m, window, 1)
+        if level.step == 1:
+            theta = level.theta(n, big_m)
+            mean_t = level.mean_t
+        break
+    else:  # the last attempt (the whole grid) is accepted whatever its bound
+        theta = level.theta(n, big_m)
+
+    theta = float(np.clip(theta, 0.0, 1.0))
+    prob = level.prob
+    if level.step > 1:
+        # components only from cells on the simplex (the coarse lattice's spill off it is tiny)
+        t_eq_v = level.lo_eq + level.step * np.arange(prob.shape[0])
+        t_gt_v = level.lo_gt + level.step * np.arange(prob.shape[1])
+        prob = np.where(t_eq_v[:, None] + t_gt_v[None, :] <= big_m, prob, 0.0)
     t_eq, t_gt = _systematic_cells(prob, _EXACT_COMPONENTS, rng)
-    t_eq, t_gt = t_eq + lo_eq, t_gt + lo_gt
+    t_eq, t_gt = level.lo_eq + level.step * t_eq, level.lo_gt + level.step * t_gt
     t = np.stack([t_gt, t_eq, big_m - t_gt - t_eq], axis=-1).astype(float)
-    return t, theta, mean_t, err
+    return t, theta, mean_t, err + coarse_err
 
 
 def sample_posterior(

@@ -218,8 +218,10 @@ def test_exact_band_theta_equals_direct_betainc_sum() -> None:
 def test_exact_window_equals_whole_grid(monkeypatch, n, conf, m) -> None:
     # the default computes a window of latent totals by a cyclic convolution of its size; the
     # whole grid (a linear convolution, nothing left out or folded in) gives the same posterior
+    # (both on the lattice of every total; coarse lattices are tested below)
     from protocol import decision
 
+    _every_total(monkeypatch)
     args = (np.array(n, float), np.array(conf, float), np.array(m, float))
     t_w, th_w, mean_w, err_w = decision._exact_latent_totals(*args, np.random.default_rng(0))
     monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)  # every latent total
@@ -347,3 +349,163 @@ def test_rope_probability_matches_dirichlet_monte_carlo() -> None:
         p = rng.dirichlet(row + 1.0, size=100_000)
         mc = np.mean(np.abs(p[:, 0] - p[:, 2]) < 0.05)
         assert r == pytest.approx(mc, abs=0.005)
+
+
+def _every_total(monkeypatch) -> None:
+    from protocol import decision
+
+    monkeypatch.setattr(decision, "_COARSE_MIN_CELLS", 10**12)
+
+
+# bench cases (bench/decision.py, seed 0) whose windows are wide enough for coarse lattices:
+# weakly identified (3) and well identified (4, 12, 24)
+_WIDE_CASES = [
+    ([5, 9, 10], [[4, 0, 2], [1, 8, 4], [0, 1, 4]], [290, 319, 138]),
+    ([43, 78, 33], [[35, 22, 3], [3, 37, 0], [5, 19, 30]], [237, 215, 243]),
+    ([73, 69, 77], [[53, 4, 4], [2, 61, 9], [18, 4, 64]], [175, 220, 281]),
+    ([91, 70, 49], [[60, 13, 1], [2, 27, 20], [29, 30, 28]], [204, 136, 249]),
+]
+
+
+@pytest.mark.parametrize(("n", "conf", "m"), _WIDE_CASES)
+def test_coarse_lattices_give_theta_within_their_estimate(monkeypatch, n, conf, m) -> None:
+    # wide posteriors are computed on lattices of step h and 2h and extrapolated; the result
+    # must be within the returned error estimate (and 1e-4) of the lattice of every total
+    from protocol import decision
+
+    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
+    steps: list[int] = []
+    level = decision._latent_level
+
+    def spy(tables, e, big_m, window, step):
+        steps.append(step)
+        return level(tables, e, big_m, window, step)
+
+    monkeypatch.setattr(decision, "_latent_level", spy)
+    t_c, th_c, mean_c, err_c = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert 1 not in steps and min(steps) >= 2  # the coarse path was taken
+    _every_total(monkeypatch)
+    t_f, th_f, mean_f, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert err_f < 1e-5
+    assert abs(th_c - th_f) <= err_c + err_f
+    assert abs(th_c - th_f) < 1e-4
+    np.testing.assert_allclose(mean_c, mean_f, atol=0.05)
+    # the components are latent totals on the simplex, drawn from the same posterior
+    assert np.all(t_c >= 0) and np.all(t_c.sum(axis=1) == sum(m))
+    np.testing.assert_allclose(t_c.mean(axis=0), mean_f, rtol=0.02, atol=2.0)
+
+
+@pytest.mark.parametrize(
+    ("n", "conf", "m", "theta"),
+    [
+        # bench case 19: the posterior reaches t> = 0 and t< = 0, where a coarse lattice would
+        # move mass off the simplex
+        ([2, 2, 1], [[2, 1, 0], [0, 0, 0], [0, 1, 1]], [173, 80, 159], 0.6748798),
+        # bench cases 7 and 11: much mass near t= = 0, where the second factor is sharp
+        ([16, 3, 10], [[16, 1, 4], [0, 1, 0], [0, 1, 6]], [272, 91, 192], 0.6347280),
+        ([12, 3, 12], [[10, 1, 0], [0, 2, 5], [2, 0, 7]], [380, 208, 364], 0.5427258),
+    ],
+)
+def test_a_posterior_at_the_faces_is_computed_on_every_total(monkeypatch, n, conf, m, theta):
+    from protocol import decision
+
+    steps: list[int] = []
+    level = decision._latent_level
+
+    def spy(tables, e, big_m, window, step):
+        steps.append(step)
+        return level(tables, e, big_m, window, step)
+
+    monkeypatch.setattr(decision, "_latent_level", spy)
+    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
+    _, th, _, err = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert steps == [1] and err < 1e-7
+    assert th == pytest.approx(theta, abs=1e-7)
+
+
+def test_coarse_lattices_stay_within_their_estimate_on_random_wide_pairs(monkeypatch) -> None:
+    # pairs with 250-1,200 metric-only inputs, few to many human labels, sharp to vague metrics
+    from protocol import decision
+
+    rng = np.random.default_rng(11)
+    coarse = 0
+    for _ in range(24):
+        n_h = int(rng.choice([rng.integers(0, 15), rng.integers(15, 60), rng.integers(60, 400)]))
+        draw, share = rng.uniform(0.02, 0.6), rng.uniform(0.2, 0.8)
+        p = np.array([(1 - draw) * share, draw, (1 - draw) * (1 - share)])
+        conc = rng.choice([2.0, 8.0, 30.0])
+        mu = np.stack([rng.dirichlet(np.where(np.arange(3) == c, conc, 1.5)) for c in range(3)], 1)
+        true = rng.choice(3, size=n_h + int(rng.integers(250, 1200)), p=p)
+        met = np.array([rng.choice(3, p=mu[:, c]) for c in true])
+        n = np.bincount(true[:n_h], minlength=3).astype(float)
+        conf = np.zeros((3, 3))
+        np.add.at(conf, (met[:n_h], true[:n_h]), 1.0)
+        m = np.bincount(met[n_h:], minlength=3).astype(float)
+        monkeypatch.setattr(decision, "_COARSE_MIN_CELLS", 40_000)
+        _, th, _, err = decision._exact_latent_totals(n, conf, m, np.random.default_rng(0))
+        monkeypatch.setattr(decision, "_COARSE_MIN_CELLS", 10**12)
+        _, th_f, _, err_f = decision._exact_latent_totals(n, conf, m, np.random.default_rng(0))
+        coarse += err > 1e-6
+        assert abs(th - th_f) <= err + err_f
+    assert coarse >= 6  # the coarse path was exercised
+
+
+def test_coarsen_keeps_mass_and_mean_and_nests() -> None:
+    from protocol.decision import _coarsen
+
+    rng = np.random.default_rng(2)
+    for size in (1, 2, 7, 40, 41):
+        table = rng.random((size, size))
+        once = _coarsen(table)
+        i = np.arange(size)
+        q = np.arange(once.shape[0])
+        assert once.sum() == pytest.approx(table.sum(), rel=1e-13)
+        assert (2 * q) @ once.sum(axis=1) == pytest.approx(i @ table.sum(axis=1), rel=1e-13)
+        assert (2 * q) @ once.sum(axis=0) == pytest.approx(i @ table.sum(axis=0), rel=1e-13)
+        # twice is the linear move onto the lattice of step 4, computed directly
+        twice = _coarsen(once)
+        direct = np.zeros((size // 4 + 2, size // 4 + 2))
+        for a in range(size):
+            for b in range(size):
+                qa, ra = divmod(a, 4)
+                qb, rb = divmod(b, 4)
+                for da, wa in ((0, 1 - ra / 4), (1, ra / 4)):
+                    for db, wb in ((0, 1 - rb / 4), (1, rb / 4)):
+                        direct[qa + da, qb + db] += wa * wb * table[a, b]
+        rows, cols = min(direct.shape[0], twice.shape[0]), min(direct.shape[1], twice.shape[1])
+        np.testing.assert_allclose(twice[:rows, :cols], direct[:rows, :cols], atol=1e-12)
+        assert twice[rows:].sum() == 0 and direct[rows:].sum() == 0
+
+
+def test_anti_diagonal_sums_of_a_row_table() -> None:
+    from protocol.decision import _anti_diagonal_sums
+
+    rng = np.random.default_rng(4)
+    for size in (1, 2, 5, 60):
+        i, j = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
+        table = np.where(i + j < size, rng.random((size, size)), 0.0)
+        expected = np.array([table[i + j == s].sum() for s in range(size)])
+        np.testing.assert_allclose(_anti_diagonal_sums(table), expected, rtol=1e-13, atol=0)
+
+
+def test_strided_band_theta_equals_direct_betainc_sum() -> None:
+    # _theta_sum on a coarse lattice (every step-th latent total), including cells just off
+    # the simplex (t< < 0), where the binomial CDF goes on (and is 1 once N' - k < 1)
+    from protocol.decision import _theta_sum
+
+    rng = np.random.default_rng(6)
+    for n, big_m, shape, lo, step in [
+        ((3, 4, 5), 300, (70, 80), (30, 40), 4),
+        ((90, 5, 1), 80, (30, 30), (0, 0), 3),
+        ((1, 0, 40), 500, (80, 200), (10, 60), 2),
+    ]:
+        prob = rng.random(shape)
+        t1 = lo[0] + step * np.arange(shape[0])[:, None]
+        t0 = lo[1] + step * np.arange(shape[1])[None, :]
+        t2 = big_m - t0 - t1
+        prob = np.where(t2 >= -3 * step, prob, 0.0)
+        a_lt = n[2] + t2 + 1.0  # the binomial CDF continued: 1 once N' - k < 1
+        h = np.where(a_lt > 0, betainc(np.maximum(a_lt, 1e-300), n[0] + t0 + 1.0, 0.5), 1.0)
+        direct = (prob * h).sum()
+        band = _theta_sum(prob, lo[0], lo[1], np.array(n, float), big_m, step)
+        assert band == pytest.approx(direct, rel=1e-12, abs=1e-12)
