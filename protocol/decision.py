@@ -401,13 +401,13 @@ _COARSE_MAX_STEP = 8
 _COARSE_FACE_MASS = 1e-6
 """Largest bound on the posterior mass within ``12 h`` of the face ``t< = 0`` for a coarse step
 ``h`` (a coarse lattice moves mass past it, which is dropped)."""
-_COARSE_SHARP_FACES = 0.2 * 5e-4
-"""Above this rough size of the error at the faces ``t> = 0`` and ``t= = 0``
-(:func:`_face_errors`), coarse lattices are only used when three of them converge as ``h^2``
-predicts."""
 _COARSE_TOL = 5e-4
 """Largest accepted estimate of the coarse-lattice error of ``theta`` (else every latent total is
 computed)."""
+_COARSE_SHARP_FACES = 0.2 * _COARSE_TOL
+"""Above this rough size of the error at the faces ``t> = 0`` and ``t= = 0``
+(:func:`_face_errors`), coarse lattices are only used when three of them converge as ``h^2``
+predicts."""
 
 _LOG_GAMMA = np.array([np.inf])
 """``_LOG_GAMMA[k] = log Gamma(k)`` for the integers ``k`` (grown on demand, see
