@@ -630,6 +630,25 @@ def _stride(v: NDArray[np.float64], start: int, step: int, size: int) -> NDArray
     return np.where(idx < v.size, v[np.minimum(idx, v.size - 1)], 0.0)
 
 
+def _second_on_lattice(
+    second: list[NDArray[np.float64]],
+    big_m: int,
+    lo_eq: int,
+    rows: int,
+    lo_gt: int,
+    cols: int,
+    step: int = 1,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The second factor's three parts on a box of the lattice of step ``step`` (first cell
+    ``t= = step lo_eq``, ``t> = step lo_gt``): ``e1`` along ``t=``, ``e0`` along ``t>`` and
+    ``e2`` along the anti-diagonals (``t< = |M| - t> - t=``, zero off the simplex)."""
+    e_eq = _stride(second[1], step * lo_eq, step, rows)
+    e_gt = _stride(second[0], step * lo_gt, step, cols)
+    t_lt = big_m - step * (lo_eq + lo_gt + np.arange(rows + cols - 1))
+    e2_back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
+    return e_eq, e_gt, e2_back
+
+
 class _Lattices(dict):
     """The three row tables per lattice step (1, 2, 4, ...), each step made from the previous
     one by :func:`_coarsen` when first asked for."""
@@ -700,17 +719,7 @@ def _latent_level(
     cmax = float(conv.max())
     conv[conv < _FFT_FLOOR * cmax] = 0.0
     # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
-    if step == 1:
-        e_eq, e_gt = second[1][lo_eq:hi_eq], second[0][lo_gt:hi_gt]
-        top = big_m - lo_eq - lo_gt  # t< at the window's first cell
-        e2_back = np.zeros(rows + cols - 1)
-        seg = second[2][max(top - rows - cols + 2, 0) : max(top + 1, 0)][::-1]
-        e2_back[: seg.size] = seg
-    else:
-        e_eq = _stride(second[1], step * lo_eq, step, rows)
-        e_gt = _stride(second[0], step * lo_gt, step, cols)
-        t_lt = big_m - step * (lo_eq + lo_gt + np.arange(rows + cols - 1))
-        e2_back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
+    e_eq, e_gt, e2_back = _second_on_lattice(second, big_m, lo_eq, rows, lo_gt, cols, step)
     prob = conv * e_eq[:, None]
     prob *= e_gt[None, :]
     prob *= _hankel(e2_back, rows, cols)
@@ -891,11 +900,7 @@ def _exact_latent_totals(
         mean_t = level.mean_t
         # bounds: (1) the floor (and the round-off it covers) in every window cell, (2) what the
         # cyclic convolution folds in from outside the window, (3) the mass outside the window
-        e_eq, e_gt = e[1][lo_eq:hi_eq], e[0][lo_gt:hi_gt]
-        top = big_m - lo_eq - lo_gt
-        e2_back = np.zeros(rows + cols - 1)
-        seg = e[2][max(top - rows - cols + 2, 0) : max(top + 1, 0)][::-1]
-        e2_back[: seg.size] = seg
+        e_eq, e_gt, e2_back = _second_on_lattice(e, big_m, lo_eq, rows, lo_gt, cols)
         r_window = float(np.convolve(e_eq, e_gt) @ e2_back)
         err_floor = _FFT_FLOOR * level.cmax * r_window / level.step**2  # cells hold ~h^2 totals
         conv_out = marg_eq[:lo_eq].sum() + marg_eq[hi_eq:].sum()
