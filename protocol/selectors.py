@@ -45,12 +45,13 @@ def pair_items(study: Study, pair: SystemPair):
 
 
 def pair_used_inputs(
-    study: Study, pair: SystemPair, likert: LikertRatings | None = None
+    study: Study, pair: SystemPair, itemised: dict[int, frozenset[int]] | None = None
 ) -> set[int]:
     """The inputs the pair has been given: pairwise, those with an item of the pair; Likert,
-    those whose outputs of both systems have an item (whichever pair asked for them)."""
+    those whose outputs of both systems have an item (whichever pair asked for them;
+    ``itemised``: :func:`likert_itemised`, read once for all pairs, else here)."""
     if study.kind == StudyKind.LIKERT:
-        return (likert or likert_ratings(study)).both(pair)
+        return itemised_for_both(itemised if itemised is not None else likert_itemised(study), pair)
     return set(pair_items(study, pair).values_list("input_id", flat=True))
 
 
@@ -247,7 +248,7 @@ def pair_evidence(
         metric = metric_labels(study, pair, judge, dead_zone)
         confusion = np.zeros((3, 3), dtype=np.int64)
         only = np.zeros(3, dtype=np.int64)
-        itemised = pair_used_inputs(study, pair, likert)
+        itemised = pair_used_inputs(study, pair, likert.itemised if likert else None)
         for input_id, c in metric.items():
             if input_id in itemised:
                 for c_human in humans.get(input_id, []):

@@ -71,13 +71,10 @@ def round_open(study: Study, number: int) -> Round | None:
         return None
     redundancy = study.redundancy
     likert = study.kind == StudyKind.LIKERT
-    itemised = selectors.likert_itemised(study) if likert else {}
+    itemised = selectors.likert_itemised(study) if likert else None
     unused = []
     for pair in pairs:
-        if likert:
-            used = selectors.itemised_for_both(itemised, pair)
-        else:
-            used = set(selectors.pair_items(study, pair).values_list("input_id", flat=True))
+        used = selectors.pair_used_inputs(study, pair, itemised)
         unused.append(sorted(selectors.pair_inputs(study, pair) - used))
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
@@ -115,7 +112,7 @@ def round_open(study: Study, number: int) -> Round | None:
         new = []
         for pair, inputs, n in zip(pairs, unused, give, strict=True):
             rng.shuffle(inputs)
-            inputs.sort(key=lambda i: -(priority[i] if priority[i] is not None else -np.inf))
+            inputs.sort(key=lambda i: _priority_key(priority[i]))
             new += [
                 Item(
                     study=study,
@@ -154,9 +151,12 @@ def _study_order(
     system ask for the same inputs and share their items)."""
     ids = sorted(priority)
     random.Random(f"{config.seed}:{study.pk}").shuffle(ids)
-    return {
-        i: (-(priority[i] if priority[i] is not None else -np.inf), n) for n, i in enumerate(ids)
-    }
+    return {i: (_priority_key(priority[i]), n) for n, i in enumerate(ids)}
+
+
+def _priority_key(priority: float | None) -> float:
+    """Sort key of an input's priority: highest first, inputs without one last."""
+    return -(priority if priority is not None else -np.inf)
 
 
 def _likert_items(
