@@ -98,3 +98,13 @@ def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25
             services.annotation_submit(annotator=part.annotator, token=a.token, **given)
             submitted += 1
     return submitted
+
+
+def lease_to_new_workers(study, n: int) -> list:
+    """``n`` workers enter and each leases one item (``(participation, assignment)`` pairs;
+    the assignment is ``None`` for a worker who found nothing)."""
+    parts = [
+        services.participation_enter(study=study, platform="link", external_id=f"o{i}")
+        for i in range(n)
+    ]
+    return [(p, services.assignment_next(participation=p)) for p in parts]

@@ -16,7 +16,7 @@ from protocol import selectors
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from protocol.services import round_open
 from tests.conftest import bundle
-from tests.protocol_sim import likert_bundle, run_workers
+from tests.protocol_sim import lease_to_new_workers, likert_bundle, run_workers
 
 
 def make(**options):
@@ -395,17 +395,15 @@ def test_metric_scores_enter_as_for_pairwise_studies():
 @pytest.mark.django_db(transaction=True)
 def test_likert_worker_waits_between_rounds_and_sees_one_output():
     study, _ = make()
-    others = [
-        services.participation_enter(study=study, platform="link", external_id=f"o{i}")
-        for i in range(20)
-    ]
-    leases = [services.assignment_next(participation=p) for p in others]
-    assert all(leases) and Round.objects.get().state == "open"  # all 20 items of round 1
+    leased = lease_to_new_workers(study, 20)
+    assert (
+        all(lease for _, lease in leased) and Round.objects.get().state == "open"
+    )  # all 20 items of round 1
     client = Client()
     client.get(f"/w/{study.public_id}/?worker=late")
     page = client.get(f"/w/{study.public_id}/task/").content.decode()
     assert "More tasks are coming" in page
-    for part, lease in zip(others, leases, strict=True):
+    for part, lease in leased:
         services.annotation_submit(
             annotator=part.annotator, token=lease.token, scores={"overall": 3}
         )

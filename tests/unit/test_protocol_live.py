@@ -5,7 +5,7 @@ import pytest
 from annotator import services
 from annotator.models import Annotation, Assignment, Item
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
-from tests.protocol_sim import adaptive_bundle, run_workers
+from tests.protocol_sim import adaptive_bundle, lease_to_new_workers, run_workers
 
 
 def make(budget=None, **options):
@@ -103,18 +103,16 @@ def test_worker_waits_between_rounds_instead_of_ending():
     from django.test import Client
 
     study, _ = make()
-    others = [
-        services.participation_enter(study=study, platform="link", external_id=f"o{i}")
-        for i in range(30)
-    ]
-    leases = [services.assignment_next(participation=p) for p in others]
-    assert all(leases) and Round.objects.get().state == "open"  # every item of round 1 leased
+    leased = lease_to_new_workers(study, 30)
+    assert (
+        all(lease for _, lease in leased) and Round.objects.get().state == "open"
+    )  # every item of round 1 leased
     client = Client()
     client.get(f"/w/{study.public_id}/?worker=late")
     page = client.get(f"/w/{study.public_id}/task/")
     assert page.status_code == 200 and "More tasks are coming" in page.content.decode()
     assert 'http-equiv="refresh"' in page.content.decode()
-    for part, lease in zip(others, leases, strict=True):
+    for part, lease in leased:
         services.annotation_submit(annotator=part.annotator, token=lease.token, answer="tie")
     assert Round.objects.filter(number=2, state="open").exists()  # decided, next one open
     page = client.get(f"/w/{study.public_id}/task/").content.decode()
