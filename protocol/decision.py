@@ -43,9 +43,9 @@ FFT convolution of the window's size.  Cost ``O(W log W)`` for a window of ``W <
 cells, independent of the human counts.  Wide windows (weakly identified pairs with hundreds
 of metric-only inputs) are computed on coarse lattices of step ``h`` and ``2h`` instead and
 Richardson-extrapolated, with an error estimate (at most 5e-4, measured errors below 4e-5) in
-``mcse``; posteriors with much mass at the faces of the simplex, where that is not accurate,
-keep every latent total.  About 1-2 ms up to a hundred metric-only inputs, 3-6 ms for several
-hundred, up to about 40 ms for a thousand whose posterior reaches the faces.
+``mcse``, which includes what the lattices get wrong at the faces of the simplex (estimated
+from one-dimensional functions); posteriors with so much mass at the faces that this does not
+fit keep every latent total.
 
 Pairs with more than ``max_exact`` (default 1,200) metric-only inputs, or all pairs with
 ``method="gibbs"``, use a conjugate data-augmentation Gibbs sampler instead:
@@ -398,16 +398,12 @@ _COARSE_WIDTH_PER_STEP = 100
 posterior's standard deviation is then at least about ``6 h``)."""
 _COARSE_MAX_STEP = 8
 """Largest coarse lattice step."""
-_COARSE_FACE_MASS = 1e-6
-"""Largest bound on the posterior mass within ``12 h`` of the face ``t< = 0`` for a coarse step
-``h`` (a coarse lattice moves mass past it, which is dropped)."""
 _COARSE_TOL = 5e-4
 """Largest accepted estimate of the coarse-lattice error of ``theta`` (else every latent total is
 computed)."""
-_COARSE_SHARP_FACES = 0.2 * _COARSE_TOL
-"""Above this rough size of the error at the faces ``t> = 0`` and ``t= = 0``
-(:func:`_face_errors`), coarse lattices are only used when three of them converge as ``h^2``
-predicts."""
+_COARSE_FACES = 0.2 * _COARSE_TOL
+"""Largest estimate of what a coarse step gets wrong at the faces of the simplex (the spill past
+``t< = 0`` and the sharp second factor, :class:`_Faces`) for that step to be tried."""
 
 _LOG_GAMMA = np.array([np.inf])
 """``_LOG_GAMMA[k] = log Gamma(k)`` for the integers ``k`` (grown on demand, see
@@ -748,43 +744,70 @@ def _anti_diagonal_sums(table: NDArray[np.float64]) -> NDArray[np.float64]:
     return out
 
 
-def _face_errors(
-    near_faces: list[NDArray[np.float64]], n: NDArray[np.float64], coarsest: int
-) -> tuple[float, float]:
-    """What lattices up to step ``coarsest`` can get wrong at the faces of the simplex,
-    ``near_faces[j][k]`` bounding the posterior mass with ``t_j <= k`` (for ``t>``, ``t=``,
-    ``t<``).  First, a bound: the mass within ``6 coarsest`` of ``t< = 0``, past which a coarse
-    lattice moves some mass that is dropped.  Second, a rough size: near ``t> = 0`` and
-    ``t= = 0`` the second factor varies on the scale ``n_j + 1`` (its pole is
-    ``t_j = -n_j - 1``), so a lattice sum over the mass within ``2 coarsest`` of such a face
-    errs by up to ``(coarsest / (n_j + 1))^2`` of it."""
-
-    def near(j: int, k: int) -> float:
-        return float(near_faces[j][min(k, near_faces[j].size - 1)])
-
-    sharp = sum(near(j, 2 * coarsest) * min(1.0, (coarsest / (n[j] + 1.0)) ** 2) for j in (0, 1))
-    return near(2, 6 * coarsest), sharp
+def _interpolation_error(s: NDArray[np.float64], step: int, offset: int = 0) -> NDArray[np.float64]:
+    """Relative error ``s_hat(t) / s(t) - 1`` of the linear interpolation of ``s`` (positive, on
+    ``t = 0 .. len(s) - 1``) from the lattice points ``offset + k step`` (constant past the first
+    and the last one)."""
+    t = np.arange(s.size, dtype=float)
+    lattice = np.arange(offset % step, s.size, step)
+    return np.interp(t, lattice, s[lattice]) / s - 1.0
 
 
-def _coarse_step(
-    rows: int, cols: int, near_faces: list[NDArray[np.float64]], n: NDArray[np.float64]
-) -> int:
+class _Faces:
+    """What coarse lattices get wrong near the faces of the simplex, from one-dimensional
+    functions of the latent totals ``t>``, ``t=`` and ``t<`` (index ``j``).
+
+    ``weight[j]`` bounds the posterior mass along ``t_j`` (normalised).  A coarse lattice of step
+    ``h`` moves every latent total by less than ``h`` along ``t>`` and ``t=``, so some mass
+    within ``6 (h - 1)`` of the face ``t< = 0`` (three tables) lands past it and is dropped
+    (:meth:`spill`).  Near each face ``t_j = 0`` the second factor ``second[j]`` has a pole at
+    ``t_j = -n_j - 1``; for few human labels ``j`` it varies there on a scale below the lattice
+    step, where the Richardson extrapolation in ``h^2`` fails.  :meth:`sharp` measures that
+    failure on the factor itself.
+    """
+
+    def __init__(
+        self, second: list[NDArray[np.float64]], weight: list[NDArray[np.float64]], big_m: int
+    ) -> None:
+        self.second = second
+        self.weight = weight
+        self.big_m = big_m
+        self.near_lt = np.cumsum(weight[2])
+
+    def spill(self, step: int) -> float:
+        """Bound on the error of ``theta`` extrapolated from steps ``h = step`` and ``2h`` from the
+        mass they drop past ``t< = 0``: at most ``(1 + 2 c)`` times the mass within
+        ``6 (2h - 1)`` of that face, ``c = (h^2 - 1) / (3 h^2)`` the extrapolation's weight."""
+        c1 = (step * step - 1.0) / (3.0 * step * step)
+        near = self.near_lt[min(6 * (2 * step - 1), self.near_lt.size - 1)]
+        return float((1.0 + 2.0 * c1) * near)
+
+    def sharp(self, step: int) -> float:
+        """Twice the summed residuals, over ``t>``, ``t=`` and ``t<``, of the Richardson
+        extrapolation from steps ``h = step`` and ``2h`` of the mass-weighted relative
+        interpolation error ``sum_t weight[j](t) (s_hat(t) / s(t) - 1)`` of ``second[j]`` (along
+        ``t<`` the lattice points are ``|M| - k h`` and a cell's two directions add up, so it
+        counts twice)."""
+        c1 = (step * step - 1.0) / (3.0 * step * step)
+        total = 0.0
+        for j, offset, count in ((0, 0, 1.0), (1, 0, 1.0), (2, self.big_m, 2.0)):
+            fine, rough = (
+                float(self.weight[j] @ _interpolation_error(self.second[j], h, offset))
+                for h in (step, 2 * step)
+            )
+            total += count * abs(fine - c1 * (rough - fine))
+        return 2.0 * total
+
+
+def _coarse_step(rows: int, cols: int, faces: _Faces) -> int:
     """Lattice step ``h`` (a power of two) for a window of ``rows x cols`` latent totals: 1 (every
     total) unless the window is wide enough that a posterior spread over it is smooth on the
-    lattices of step ``h`` and ``2h``, at most ``_COARSE_FACE_MASS`` lies within ``12 h`` of the
-    face ``t< = 0`` and the faces ``t> = 0``, ``t= = 0`` leave room for the tolerance
-    (:func:`_face_errors`)."""
+    lattices of step ``h`` and ``2h`` and what they get wrong at the faces of the simplex is at
+    most ``_COARSE_FACES`` (:class:`_Faces`)."""
     step = 1
     while 2 * step <= min(min(rows, cols) // _COARSE_WIDTH_PER_STEP, _COARSE_MAX_STEP):
         step *= 2
-    while step > 1:
-        spill = near_faces[2][min(12 * step, near_faces[2].size - 1)]
-        sharp2 = _face_errors(near_faces, n, 2 * step)[1]
-        sharp4 = _face_errors(near_faces, n, 4 * step)[1]
-        if spill <= _COARSE_FACE_MASS and (
-            sharp2 <= _COARSE_SHARP_FACES or sharp4 <= 0.5 * _COARSE_TOL
-        ):
-            break
+    while step > 1 and faces.spill(step) + faces.sharp(step) > _COARSE_FACES:
         step //= 2
     return step
 
@@ -831,11 +854,12 @@ def _exact_latent_totals(
     ``650 x 850`` latent totals) are computed on coarser lattices instead (:func:`_coarse_step`):
     the row tables are moved onto the lattice of step ``h`` by linear weights that keep their
     mass and mean (:func:`_coarsen`), so that the lattice sum of a smooth function errs by
-    ``c (h^2 - 1) + O(h^4)``.  Steps ``h``, ``2h`` and ``4h`` are computed; ``theta`` and the
-    mean of ``t`` are Richardson-extrapolated from ``h`` and ``2h``, the spread of the two
-    extrapolations (``h, 2h`` and ``2h, 4h``) estimates the error, and the step-``h`` path is
-    only taken when the three levels converge as ``h^2`` predicts and that estimate is at most
-    ``_COARSE_TOL``; otherwise every latent total is computed.
+    ``c (h^2 - 1) + O(h^4)``.  ``theta`` and the mean of ``t`` are Richardson-extrapolated from
+    ``h`` and ``2h``; the correction estimates the error (where it is large, a third lattice
+    ``4h`` must converge as ``h^2`` predicts and the spread of the two extrapolations is the
+    estimate), plus what the faces add (:class:`_Faces`: the mass moved past ``t< = 0`` and the
+    sharp second factor at faces with few human labels).  Above ``_COARSE_TOL`` the step is
+    halved, down to every latent total.
 
     Returns ``_EXACT_COMPONENTS`` latent totals drawn from ``P(t)`` by systematic resampling
     (shape (K, 3)), ``theta``, the posterior mean of ``t`` and ``err`` (the bound, plus the
@@ -859,7 +883,7 @@ def _exact_latent_totals(
     ]
     mean_t = big_m * (n + 1.0) / (n.sum() + 3.0)  # first guess: the human-only posterior mean
     coarse_err = 0.0
-    near_faces = [np.zeros(1)] * 3
+    faces = None
     for attempt in range(3):
         lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
         # tables indexed [t>, t=], tilted by lambda**t
@@ -887,14 +911,13 @@ def _exact_latent_totals(
         rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
         step = 1
         if attempt < 2 and rows * cols >= _COARSE_MIN_CELLS:
-            # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table), so the
-            # posterior must stay clear of that face: bound its mass along t< like the others
+            # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table): bound the
+            # posterior mass along t< like the others
             lt_margins = [_anti_diagonal_sums(tab)[::-1] for tab in tables]  # over z_c<
             marg_lt = np.convolve(np.convolve(lt_margins[0], lt_margins[1]), lt_margins[2])
             w_lt = marg_lt * e[2] * (pmax[0] * pmax[1])[::-1]
-            # bounds of the mass with t_j <= index, for t>, t= and t<
-            near_faces = [np.cumsum(w) / w.sum() for w in (w_gt, w_eq, w_lt)]
-            step = _coarse_step(rows, cols, near_faces, n)
+            faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)], big_m)
+            step = _coarse_step(rows, cols, faces)
         # the coarser lattice first (cheap): it refines the tilt and the window
         level = _latent_level(lattices, e, big_m, window, 2 * step if step > 1 else 1)
         mean_t = level.mean_t
@@ -927,13 +950,12 @@ def _exact_latent_totals(
             d1 = th_rough - th_fine
             c1 = (step * step - 1.0) / (3.0 * step * step)  # (h^2 - 1) / ((2h)^2 - h^2)
             extrapolated = th_fine - c1 * d1
-            spill, sharp = _face_errors(near_faces, n, 2 * step)
-            # the correction: an estimate of th_fine's error, far above the extrapolation's,
-            # as long as the lattice sums are smooth in h (not where a face's sharp second
-            # factor has mass)
-            estimate = c1 * abs(d1) + spill if sharp <= _COARSE_SHARP_FACES else np.inf
-            spill4, sharp4 = _face_errors(near_faces, n, 4 * step)
-            if estimate > _COARSE_TOL and spill4 < _COARSE_TOL:
+            spill, sharp = faces.spill(step), faces.sharp(step)
+            # the correction: an estimate of th_fine's error, far above the extrapolation's
+            # as long as the lattice sums are smooth in h; plus what is not (the spill past
+            # t< = 0 and the faces' sharp second factor)
+            estimate = c1 * abs(d1) + spill + sharp
+            if estimate > _COARSE_TOL and faces.spill(2 * step) < _COARSE_TOL:
                 # a third lattice (4h): if the three converge as h^2 predicts, the two
                 # extrapolations (h, 2h and 2h, 4h) differ by 15 times the first one's error
                 if rougher is None:
@@ -942,8 +964,7 @@ def _exact_latent_totals(
                 c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
                 if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
                     spread = abs(extrapolated - (th_rough - c2 * d2))
-                    # (the faces' sharp second factor adds terms not of order h^2 or h^4)
-                    estimate = min(estimate, spread + spill4 + sharp4)
+                    estimate = min(estimate, spread + faces.spill(2 * step) + sharp)
             if estimate <= _COARSE_TOL:
                 theta = extrapolated
                 mean_t = fine.mean_t - c1 * (rough.mean_t - fine.mean_t)

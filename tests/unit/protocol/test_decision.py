@@ -374,9 +374,13 @@ def _every_total(monkeypatch) -> None:
 
 
 # bench cases (bench/decision.py, seed 0) whose windows are wide enough for coarse lattices:
-# weakly identified (3) and well identified (4, 12, 24)
+# weakly identified (3), well identified (4, 12, 24), posteriors reaching t= = 0 where the second
+# factor is sharp (7, 11) and reaching t> = 0 and t< = 0 (15)
 _WIDE_CASES = [
     ([5, 9, 10], [[4, 0, 2], [1, 8, 4], [0, 1, 4]], [290, 319, 138]),
+    ([16, 3, 10], [[16, 1, 4], [0, 1, 0], [0, 1, 6]], [272, 91, 192]),
+    ([12, 3, 12], [[10, 1, 0], [0, 2, 5], [2, 0, 7]], [380, 208, 364]),
+    ([6, 9, 6], [[5, 1, 0], [1, 6, 0], [0, 2, 6]], [125, 121, 151]),
     ([43, 78, 33], [[35, 22, 3], [3, 37, 0], [5, 19, 30]], [237, 215, 243]),
     ([73, 69, 77], [[53, 4, 4], [2, 61, 9], [18, 4, 64]], [175, 220, 281]),
     ([91, 70, 49], [[60, 13, 1], [2, 27, 20], [29, 30, 28]], [204, 136, 249]),
@@ -408,12 +412,11 @@ def test_coarse_lattices_give_theta_within_their_estimate(
 @pytest.mark.parametrize(
     ("n", "conf", "m"),
     [
-        # bench case 19: the posterior reaches t> = 0 and t< = 0, where a coarse lattice would
-        # move mass off the simplex
+        # bench case 19: much mass at all three faces, where the second factor is sharp (one
+        # or two human labels each) and a coarse lattice would move mass off the simplex
         ([2, 2, 1], [[2, 1, 0], [0, 0, 0], [0, 1, 1]], [173, 80, 159]),
-        # bench cases 7 and 11: much mass near t= = 0, where the second factor is sharp
-        ([16, 3, 10], [[16, 1, 4], [0, 1, 0], [0, 1, 6]], [272, 91, 192]),
-        ([12, 3, 12], [[10, 1, 0], [0, 2, 5], [2, 0, 7]], [380, 208, 364]),
+        # bench case 23: much mass at t> = 0, with two human labels >
+        ([2, 8, 11], [[2, 1, 2], [0, 7, 1], [0, 0, 8]], [54, 143, 140]),
     ],
 )
 def test_a_posterior_at_the_faces_is_computed_on_every_total(
@@ -456,6 +459,38 @@ def test_coarse_lattices_stay_within_their_estimate_on_random_wide_pairs(monkeyp
         coarse += err > 1e-6
         assert abs(th - th_f) <= err + err_f
     assert coarse >= 6  # the coarse path was exercised
+
+
+def test_face_estimates_tell_a_sharp_second_factor_from_a_smooth_one() -> None:
+    from scipy.special import gammaln
+
+    from protocol.decision import _Faces, _interpolation_error
+
+    t = np.arange(401.0)
+    # linear interpolation is exact on a line and at the lattice points (offset or not)
+    assert np.abs(_interpolation_error(1.0 + 0.01 * t, 8)).max() < 1e-14
+    wavy = np.exp(np.sin(t / 7.0))
+    for offset in (0, 3, 401):
+        err = _interpolation_error(wavy, 4, offset)
+        assert np.all(err[offset % 4 :: 4] == 0.0) and np.abs(err).max() > 1e-3
+    # second factors Gamma(n + t + 1) / Gamma(A + t): one human label (pole at t = -2) or 200
+    sharp = np.exp(gammaln(t + 2.0) - gammaln(t + 5.0))
+    smooth = np.exp(gammaln(t + 201.0) - gammaln(t + 204.0))
+    near_face = np.exp(-t / 10.0)
+    away = np.exp(-0.5 * ((t - 250.0) / 30.0) ** 2)
+    weight = [w / w.sum() for w in (near_face, away)]
+
+    def faces(second_gt: np.ndarray, weight_gt: np.ndarray) -> _Faces:
+        return _Faces([second_gt, smooth, smooth], [weight_gt, weight[1], weight[1]], 400)
+
+    assert faces(sharp, weight[0]).sharp(4) > 0.1  # mass where the factor is sharp
+    assert faces(sharp, weight[1]).sharp(4) < 1e-5  # the same factor, mass away from the face
+    assert faces(smooth, weight[0]).sharp(4) < 2e-5  # many labels: smooth at the face too
+    assert faces(sharp, weight[0]).sharp(2) < faces(sharp, weight[0]).sharp(4) / 4
+    # the spill past t< = 0 is bounded by the mass near that face
+    assert faces(smooth, weight[1]).spill(4) < 1e-10
+    lt_heavy = _Faces([smooth] * 3, [weight[1], weight[1], weight[0]], 400)
+    assert lt_heavy.spill(4) >= weight[0][: 6 * 7 + 1].sum()
 
 
 def test_coarsen_keeps_mass_and_mean_and_nests() -> None:
