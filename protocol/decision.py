@@ -509,6 +509,61 @@ def _central(v: NDArray[np.float64], tail: float) -> tuple[int, int]:
     return min(lo, v.size - 1), max(min(hi, v.size), min(lo, v.size - 1) + 1)
 
 
+def _binomial_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    """The CDF of ``Binomial(N, 1/2)`` in a band around ``N / 2`` for each ``N`` of the sorted,
+    distinct ``sizes`` (all ``>= 0``), as one flat array: the segment of ``N`` starts at
+    ``offset[i]`` and holds ``0, F(lo), F(lo + 1), ..., F(hi), 1`` with ``[lo, hi]`` =
+    ``[N/2 - w, N/2 + w]`` (clipped to ``[0, N]``), ``w = 4.5 sqrt(N) + 2``.  Beyond the band
+    the CDF is within ``2 exp(-40)`` of 0 or 1 (Hoeffding), which the two sentinels stand for.
+
+    ``F(lo)`` is ``betainc``; the probabilities after it follow from the ratio
+    ``pmf(k) / pmf(k - 1) = (N - k + 1) / k``.  Returns ``flat, offset, lo, hi``.
+    """
+    half = np.ceil(4.5 * np.sqrt(sizes)).astype(np.int64) + 2
+    lo = np.maximum(sizes // 2 - half, 0)
+    hi = np.minimum(sizes // 2 + half, sizes)
+    length = hi - lo + 1
+    j = np.arange(int(length.max()))[None, :]
+    k = np.minimum(lo[:, None] + j, hi[:, None])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmf = np.where(j > 0, (sizes[:, None] - k + 1.0) / k, 1.0)
+    lf = _log_gamma_int(int(sizes.max()) + 2)[1:]  # lf[i] = log i!
+    with np.errstate(under="ignore"):
+        pmf[:, 0] = np.exp(lf[sizes] - lf[lo] - lf[sizes - lo] - sizes * np.log(2.0))
+    np.cumprod(pmf, axis=1, out=pmf)
+    below = np.maximum(sizes - lo, 1).astype(float)
+    pmf[:, 0] = np.where(lo < sizes, betainc(below, lo + 1.0, 0.5), 1.0)
+    cdf = np.cumsum(pmf, axis=1, out=pmf)
+    offset = np.concatenate([[0], np.cumsum(length + 2)[:-1]])
+    flat = np.ones(int((length + 2).sum()))
+    flat[offset] = 0.0
+    inside = j < length[:, None]
+    flat[(offset[:, None] + 1 + j)[inside]] = cdf[inside]
+    return flat, offset, lo, hi
+
+
+_BINOMIAL_CACHE_MAX = 4096
+"""Binomial sizes up to this have their CDF bands cached (about 13 MB at most)."""
+_BINOMIAL: tuple[NDArray, NDArray, NDArray, NDArray] = _binomial_bands(np.arange(2))
+""":func:`_binomial_bands` of ``N = 0, 1, ...`` (grown on demand, up to ``_BINOMIAL_CACHE_MAX``)."""
+
+
+def _binomial_cdf_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+    """:func:`_binomial_bands` indexed like ``sizes`` (any order, repeats): ``flat`` and per entry
+    its segment's ``offset``, ``lo`` and ``hi``.  Cached up to ``_BINOMIAL_CACHE_MAX``."""
+    global _BINOMIAL
+    top = int(sizes.max())
+    if top > _BINOMIAL_CACHE_MAX:
+        distinct, where = np.unique(sizes, return_inverse=True)
+        flat, offset, lo, hi = _binomial_bands(distinct)
+        return flat, offset[where], lo[where], hi[where]
+    if top >= _BINOMIAL[1].size:
+        grown = min(max(top + 1, 2 * _BINOMIAL[1].size, 1024), _BINOMIAL_CACHE_MAX + 1)
+        _BINOMIAL = _binomial_bands(np.arange(grown))
+    flat, offset, lo, hi = _BINOMIAL
+    return flat, offset[sizes], lo[sizes], hi[sizes]
+
+
 def _theta_sum(
     prob: NDArray[np.float64],
     lo_eq: int,
@@ -524,53 +579,36 @@ def _theta_sum(
 
     For integer arguments ``1 - I_1/2(a>, a<)`` is the CDF of ``Binomial(N', 1/2)`` at
     ``a> - 1 = n> + t>`` with ``N' = a> + a< - 1 = n> + n< + 1 + |M| - t=``, the same ``N'`` along
-    a row, so the row's values are a cumulative sum of binomial probabilities (every ``step``-th
-    one is used).  Only a band of ``+- 4.5 sqrt(N')`` around ``N' / 2`` is summed: beyond it the
-    CDF is within ``2 exp(-40)`` of 0 or 1 (Hoeffding), and the mass after the band counts with
-    CDF 1.
+    a row.  The CDF is read from the cached bands of :func:`_binomial_cdf_bands` in the columns
+    of each row's band; the cells after it count with CDF 1 and those before with 0.
     """
     n0, n2 = int(n[0]), int(n[2])
     rows, cols = prob.shape
     # binomial size per row (rows wholly off the simplex, t= > |M|, keep a size >= 1)
     big_n = np.maximum(n0 + n2 + 1 + big_m - (lo_eq + step * np.arange(rows)), 1)
-    half = int(np.ceil(4.5 * np.sqrt(big_n.max()))) + 2
-    band = min(2 * half // step + 2, cols)  # columns of ``prob`` in the band
-    if band < cols:
-        # column where the CDF is about 1/2
-        centre = np.round((big_n / 2.0 - n0 - lo_gt) / step).astype(np.int64)
-        start = np.clip(centre - band // 2, 0, cols - band)
-        after = np.arange(cols)[None, :] >= (start + band)[:, None]
-        above = float(prob.sum(where=after))
-        flat = (np.arange(rows) * cols + start)[:, None] + np.arange(band)[None, :]
-        sub = prob.ravel().take(flat)
-    else:
-        start = np.zeros(rows, dtype=np.int64)
-        above = 0.0
-        sub = prob
-    base = n0 + lo_gt + step * start  # binomial argument n> + t> at the band's first column
-    length = step * (band - 1) + 1  # the band in unit steps of t>
-    # binomial probabilities along the band by the ratio pmf(k + 1) / pmf(k) = (N' - k) / (k + 1);
-    # cells off the simplex (N' - k < 1) carry no mass, the clip only keeps the products finite
-    r = np.arange(length, dtype=float)[None, :]
-    pmf = (big_n - base + 1.0)[:, None] - r
-    np.maximum(pmf, 0.0, out=pmf)
-    den = base[:, None] + r  # >= 1 but in column 0, which is replaced below
-    den[:, 0] = 1.0
-    pmf /= den
-    rest0 = np.maximum(big_n - base, 1)
-    lf = _log_gamma_int(int(max(big_n.max(), base.max())) + 2)[1:]  # lf[i] = log i!
-    with np.errstate(under="ignore"):
-        pmf[:, 0] = np.where(
-            base < big_n,
-            np.exp(lf[big_n] - lf[np.minimum(base, big_n)] - lf[rest0] - big_n * np.log(2.0)),
-            0.0,
-        )
-    np.cumprod(pmf, axis=1, out=pmf)
-    pmf[:, 0] = np.where(base < big_n, betainc(rest0.astype(float), base + 1.0, 0.5), 1.0)
-    cdf = np.cumsum(pmf, axis=1, out=pmf)
-    if step > 1:
-        cdf = cdf[:, ::step]
-    return float(np.einsum("ij,ij->", cdf, sub)) + above
+    flat_cdf, offset, lo, hi = _binomial_cdf_bands(big_n)
+    k0 = n0 + lo_gt  # binomial argument n> + t> in column 0
+    # each row's band in columns: [first, last)
+    first = np.clip(-((k0 - lo) // step), 0, cols)
+    last = np.clip((hi - k0) // step + 1, 0, cols)
+    width = int(max((last - first).max(), 1))
+    start = np.clip(first, 0, cols - width)
+    j = np.arange(width)[None, :]
+    # index into the flat bands, clipped to each segment's sentinels
+    index = (offset + 1 + k0 - lo + step * start)[:, None] + step * j
+    np.maximum(index, offset[:, None], out=index)
+    np.minimum(index, (offset + hi - lo + 2)[:, None], out=index)
+    cdf = flat_cdf.take(index)
+    row0 = np.arange(rows) * cols
+    flat = prob.ravel()
+    band = flat.take((row0 + start)[:, None] + j)
+    # the cells after each row's band: sums over flat segments [row0 + start + width, next row)
+    after = start + width < cols
+    bounds = np.empty(2 * rows, dtype=np.int64)
+    bounds[0::2] = row0 + np.minimum(start + width, cols - 1)
+    bounds[1::2] = row0 + cols
+    segments = np.add.reduceat(np.append(flat, 0.0), bounds)[0::2]
+    return float(np.vdot(cdf, band)) + float(segments @ after)
 
 
 def _systematic_cells(

@@ -184,6 +184,25 @@ def test_exact_posterior_edge_cases_without_warnings() -> None:
             assert th == pytest.approx(exact_theta_with_metric(n, np.asarray(conf), m), abs=1e-10)
 
 
+def test_binomial_cdf_bands_equal_betainc_and_stand_for_0_and_1_outside() -> None:
+    from protocol import decision
+
+    # cached sizes, repeated and unordered, and sizes above the cache (computed per call)
+    for sizes in ([1, 2, 7, 7, 400, 3], [decision._BINOMIAL_CACHE_MAX + 1, 9000, 9000]):
+        sizes = np.array(sizes)
+        flat, offset, lo, hi = decision._binomial_cdf_bands(sizes)
+        for size, off, a, b in zip(sizes, offset, lo, hi, strict=True):
+            k = np.arange(a, b + 1)
+            expected = np.where(k < size, betainc(np.maximum(size - k, 1.0), k + 1.0, 0.5), 1.0)
+            np.testing.assert_allclose(flat[off + 1 : off + b - a + 2], expected, rtol=1e-10)
+            assert flat[off] == 0.0 and flat[off + b - a + 2] == 1.0
+            # outside the band the CDF is within 1e-17 of the sentinels
+            if a > 0:
+                assert betainc(size - a + 1.0, float(a), 0.5) < 1e-17
+            if b < size:
+                assert 1.0 - betainc(float(size - b), b + 1.0, 0.5) < 1e-15
+
+
 def test_exact_band_theta_equals_direct_betainc_sum() -> None:
     # _theta_sum sums binomial CDFs only in a band around N'/2; check against betainc everywhere
     # (rows: t=, columns: t>)
