@@ -616,26 +616,28 @@ def _systematic_cells(
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """``size`` cells (row, column) of a non-negative 2-D array drawn with probability
     proportional to their value by systematic resampling (row-major order), through sums over
-    blocks of ``block`` columns so that only the chosen blocks are accumulated cell by cell."""
-    rows, cols = prob.shape
-    if prob.size <= 64 * block * size:  # small: accumulate every cell
-        cum = np.cumsum(prob.ravel())
+    blocks of ``block`` consecutive cells so that only the chosen blocks are accumulated cell by
+    cell."""
+    flat = prob.ravel()
+    if flat.size <= 4 * block * size:  # small: accumulate every cell
+        cum = np.cumsum(flat)
         u = (rng.random() + np.arange(size)) / size * cum[-1]
         idx = np.minimum(np.searchsorted(cum, u, side="right"), cum.size - 1)
-        return np.divmod(idx, cols)
-    starts = np.arange(0, cols, block)
-    sums = np.add.reduceat(prob, starts, axis=1).ravel()
+        return np.divmod(idx, prob.shape[1])
+    whole = flat.size // block * block
+    sums = flat[:whole].reshape(-1, block) @ np.ones(block)
+    if whole < flat.size:
+        sums = np.append(sums, flat[whole:].sum())
     cum = np.cumsum(sums)
     u = (rng.random() + np.arange(size)) / size * cum[-1]
     pick = np.minimum(np.searchsorted(cum, u, side="right"), cum.size - 1)
     rest = u - (cum[pick] - sums[pick])  # position inside the chosen block
-    row, blk = np.divmod(pick, starts.size)
-    col = blk[:, None] * block + np.arange(block)[None, :]
-    valid = col < cols
-    vals = np.where(valid, prob[row[:, None], np.minimum(col, cols - 1)], 0.0)
+    cell = pick[:, None] * block + np.arange(block)[None, :]
+    vals = flat.take(cell, mode="clip")
+    vals[cell >= flat.size] = 0.0
     inside = (np.cumsum(vals, axis=1) <= rest[:, None]).sum(axis=1)
     last = block - 1 - np.argmax(vals[:, ::-1] > 0, axis=1)  # round-off: stay on a positive cell
-    return row, blk * block + np.minimum(inside, last)
+    return np.divmod(pick * block + np.minimum(inside, last), prob.shape[1])
 
 
 def _coarsen(table: NDArray[np.float64]) -> NDArray[np.float64]:
