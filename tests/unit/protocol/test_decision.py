@@ -257,15 +257,16 @@ def test_systematic_cells_follow_the_weights() -> None:
     from protocol.decision import _systematic_cells
 
     rng = np.random.default_rng(3)
-    for shape in [(7, 5), (300, 700)]:
+    # every cell accumulated (small arrays) and block-wise (210,000 cells for 256 draws)
+    for shape, size in [((7, 5), 4096), ((300, 700), 4096), ((300, 700), 256), ((301, 33), 64)]:
         prob = rng.random(shape) ** 8
         prob[:, ::3] = 0.0
-        rows, cols = _systematic_cells(prob, 4096, np.random.default_rng(1))
+        rows, cols = _systematic_cells(prob, size, np.random.default_rng(1))
         assert np.all(prob[rows, cols] > 0)
         counts = np.zeros(shape)
         np.add.at(counts, (rows, cols), 1.0)
         # systematic resampling: every cell is drawn floor or ceil of its expected count
-        expected = prob / prob.sum() * 4096
+        expected = prob / prob.sum() * size
         assert np.all(np.abs(counts - expected) < 1.0 + 1e-9)
 
 
