@@ -393,9 +393,9 @@ _EXACT_TOL = 1e-5
 tilt is refined and, at the last attempt, the whole grid of latent totals is computed)."""
 _COARSE_MIN_CELLS = 40_000
 """Windows of fewer latent totals are always computed on the lattice of every total."""
-_COARSE_WIDTH_PER_STEP = 100
-"""A coarse lattice step ``h`` needs a window at least ``100 h`` wide in both directions (the
-posterior's standard deviation is then at least about ``6 h``)."""
+_COARSE_WIDTH_PER_STEP = 50
+"""A coarse lattice step ``h`` needs a window at least ``50 h`` wide in both directions (the
+posterior's standard deviation is then at least about ``3 h``)."""
 _COARSE_MAX_STEP = 8
 """Largest coarse lattice step."""
 _COARSE_TOL = 5e-4
@@ -997,14 +997,15 @@ def _exact_latent_totals(
             estimate = c1 * abs(d1) + spill + sharp
             if estimate > _COARSE_TOL and faces.spill(2 * step) < _COARSE_TOL:
                 # a third lattice (4h): if the three converge as h^2 predicts, the two
-                # extrapolations (h, 2h and 2h, 4h) differ by 15 times the first one's error
+                # extrapolations (h, 2h and 2h, 4h) differ by about 15 times the first one's
+                # error (their errors are of order h^4); five times that error is the estimate
                 if rougher is None:
                     rougher = _latent_level(lattices, e, big_m, window, 4 * step)
                 d2 = rougher.theta(n, big_m) - th_rough
                 c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
                 if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
                     spread = abs(extrapolated - (th_rough - c2 * d2))
-                    estimate = min(estimate, spread + faces.spill(2 * step) + sharp)
+                    estimate = min(estimate, spread / 3.0 + faces.spill(2 * step) + sharp)
             if estimate <= _COARSE_TOL:
                 theta = extrapolated
                 mean_t = fine.mean_t - c1 * (rough.mean_t - fine.mean_t)
