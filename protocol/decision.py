@@ -435,22 +435,48 @@ def _hankel(v: NDArray[np.float64], rows: int, cols: int) -> NDArray[np.float64]
     )
 
 
-def _row_table(log_w: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
-    """One row's table ``T[i, j] = w0[i] w1[j] w2[total - i - j]`` (zero where ``i + j > total``),
-    ``log_w`` holding ``log w0, log w1, log w2`` on ``0..total``.
-
-    Built as a product of the three exponentiated vectors (each scaled to a largest entry of 1),
-    which is exact to a few ulps; only when the table's largest entry is so small that relevant
-    entries could underflow is it built from the exponential of the summed logarithms.
-    """
-    e = [np.exp(x - x.max()) for x in log_w]
+def _product_table(e: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
+    """One row's table ``T[i, j] = e0[i] e1[j] e2[total - i - j]`` (zero where ``i + j > total``)
+    from the three vectors on ``0..total``, as a product (exact to a few ulps)."""
     back = np.concatenate([e[2][::-1], np.zeros(total)])
     table = e[0][:, None] * e[1][None, :]
     table *= _hankel(back, total + 1, total + 1)
-    top = table.max()
-    if top > 1e-200:
-        table /= top
-        return table
+    return table
+
+
+def _halved_table(e: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
+    """``_coarsen(_product_table(e, total))`` without the table of every total: along ``i`` the
+    move onto the even totals is three products of a vector with a Hankel view of step 2 (row
+    ``q`` takes ``T[2q] + (T[2q - 1] + T[2q + 1]) / 2``), then the columns are halved."""
+    half = (total + 2) // 2 + 1  # rows of the result, as _coarsen gives
+    a = np.zeros(2 * half + 2)
+    a[1 : total + 2] = e[0]  # a[1 + i] = e0[i]
+    back = np.zeros(2 * half + total + 4)
+    back[1 : total + 2] = e[2][::-1]  # back[1 + s] = e2[total - s], zero past the simplex
+    stride = back.strides[0]
+
+    def hankel(p: int) -> NDArray[np.float64]:  # H[q, j] = back[1 + 2q + p + j]
+        return np.lib.stride_tricks.as_strided(
+            back[1 + p :], shape=(half, total + 1), strides=(2 * stride, stride), writeable=False
+        )
+
+    rows = a[1 : 1 + 2 * half : 2][:, None] * hankel(0)
+    rows += (0.5 * a[0 : 2 * half : 2])[:, None] * hankel(-1)
+    rows += (0.5 * a[2 : 2 * half + 2 : 2])[:, None] * hankel(1)
+    rows *= e[1][None, :]
+    cols = rows.shape[1]
+    out = np.zeros((half, (cols + 1) // 2 + 1))
+    odd = 0.5 * rows[:, 1::2]
+    out[:, : (cols + 1) // 2] += rows[:, ::2]
+    out[:, : odd.shape[1]] += odd
+    out[:, 1 : odd.shape[1] + 1] += odd
+    return out
+
+
+def _log_table(log_w: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
+    """:func:`_product_table` of ``exp(log_w)`` scaled to a largest entry of 1, from the exponential
+    of the summed logarithms (for tables whose product of separately scaled vectors would
+    underflow)."""
     back_log = np.concatenate([log_w[2][::-1], np.full(total, -np.inf)])
     lp = log_w[0][:, None] + log_w[1][None, :] + _hankel(back_log, total + 1, total + 1)
     return np.exp(lp - lp.max())
@@ -686,13 +712,60 @@ def _second_on_lattice(
 
 
 class _Lattices(dict):
-    """The three row tables per lattice step (1, 2, 4, ...), each step made from the previous
-    one by :func:`_coarsen` when first asked for."""
+    """The three row tables of one tilt (one per metric label ``c``: ``T[i, j]`` = ``w0[i] w1[j]
+    w2[m_c - i - j]``, ``log_w[c]`` holding the logarithms of the three factors) on the lattices of
+    step 1, 2, 4, ..., each built when first asked for, and their exact one-dimensional margins.
+
+    A table is the product of its three exponentiated factors (each scaled to a largest entry
+    of 1, then the first so that the table's largest row sum is 1), so its margins are direct
+    1-D convolutions of the factors: summed over ``j``, ``w0[i] (w1 * w2)[m - i]``; over ``i``,
+    ``w1[j] (w0 * w2)[m - j]``; along ``i + j = m - k``, ``w2[k] (w0 * w1)[m - k]``.  The step-2
+    table is built without the table of every total (:func:`_halved_table`), coarser ones by
+    :func:`_coarsen`.  Only where that product would underflow (largest row sum below 1e-200) is
+    a table built from its summed logarithms (:func:`_log_table`) and its margins summed.
+    """
+
+    def __init__(self, log_w: list[list[NDArray[np.float64]]], totals: NDArray[np.int64]) -> None:
+        super().__init__()
+        self.factors: list[list[NDArray[np.float64]] | None] = []
+        self.totals = [int(m) for m in totals]
+        self.margins: list[tuple[NDArray, NDArray, NDArray]] = []  # over (t>, t=, t<)
+        self.unit: dict[int, NDArray[np.float64]] = {}
+        for c, (lw, m) in enumerate(zip(log_w, self.totals, strict=True)):
+            e = [np.exp(x - x.max()) for x in lw]
+            over_gt = e[0] * np.convolve(e[1], e[2])[m::-1]
+            top = float(over_gt.max())
+            if top > 1e-200:
+                e[0] = e[0] / top
+                self.factors.append(e)
+                self.margins.append(
+                    (
+                        over_gt / top,
+                        e[1] * np.convolve(e[0], e[2])[m::-1],
+                        e[2] * np.convolve(e[0], e[1])[m::-1],
+                    )
+                )
+            else:
+                table = _log_table(lw, m)
+                self.factors.append(None)
+                self.unit[c] = table
+                self.margins.append((table.sum(1), table.sum(0), _anti_diagonal_sums(table)[::-1]))
 
     def __missing__(self, step: int) -> list[NDArray[np.float64]]:
-        if step < 2 or step & (step - 1):
+        if step < 1 or step & (step - 1):
             raise ValueError(f"lattice steps are powers of two, not {step}")
-        tables = [_coarsen(tab) for tab in self[step // 2]]
+        if step == 1:
+            tables = [
+                self.unit[c] if e is None else _product_table(e, m)
+                for c, (e, m) in enumerate(zip(self.factors, self.totals, strict=True))
+            ]
+        elif step == 2:
+            tables = [
+                _halved_table(e, m) if e is not None and 1 not in self else _coarsen(self[1][c])
+                for c, (e, m) in enumerate(zip(self.factors, self.totals, strict=True))
+            ]
+        else:
+            tables = [_coarsen(tab) for tab in self[step // 2]]
         self[step] = tables
         return tables
 
@@ -927,14 +1000,13 @@ def _exact_latent_totals(
     for attempt in range(3):
         lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
         # tables indexed [t>, t=], tilted by lambda**t
-        tables = []
-        for c in range(3):
-            k = np.arange(mi[c] + 1.0)
-            tables.append(_row_table([l_row[c][j] + lt[j] * k for j in range(3)], int(mi[c])))
+        lattices = _Lattices(
+            [[l_row[c][j] + lt[j] * np.arange(mi[c] + 1.0) for j in range(3)] for c in range(3)], mi
+        )
+        over_gt, over_eq, over_lt = zip(*lattices.margins, strict=True)
         # exact 1-D marginals of the convolution in t> and in t= (direct convolutions)
-        marg_gt = np.convolve(np.convolve(tables[0].sum(1), tables[1].sum(1)), tables[2].sum(1))
-        marg_eq = np.convolve(np.convolve(tables[0].sum(0), tables[1].sum(0)), tables[2].sum(0))
-        lattices = _Lattices({1: tables})
+        marg_gt = np.convolve(np.convolve(over_gt[0], over_gt[1]), over_gt[2])
+        marg_eq = np.convolve(np.convolve(over_eq[0], over_eq[1]), over_eq[2])
         logs = [l_second[j] - lt[j] * tf for j in range(3)]
         shift = [float(x.max()) for x in logs]
         e = [np.exp(x - s) for x, s in zip(logs, shift, strict=True)]
@@ -953,8 +1025,7 @@ def _exact_latent_totals(
         if attempt < 2 and rows * cols >= _COARSE_MIN_CELLS:
             # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table): bound the
             # posterior mass along t< like the others
-            lt_margins = [_anti_diagonal_sums(tab)[::-1] for tab in tables]  # over z_c<
-            marg_lt = np.convolve(np.convolve(lt_margins[0], lt_margins[1]), lt_margins[2])
+            marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
             w_lt = marg_lt * e[2] * (pmax[0] * pmax[1])[::-1]
             faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)], big_m)
             step = _coarse_step(rows, cols, faces)

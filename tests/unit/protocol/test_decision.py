@@ -551,6 +551,45 @@ def test_anti_diagonal_sums_of_a_row_table() -> None:
         np.testing.assert_allclose(_anti_diagonal_sums(table), expected, rtol=1e-13, atol=0)
 
 
+def test_row_tables_margins_and_halved_tables_equal_the_table_of_every_total() -> None:
+    # _Lattices builds each row table from its three factors: its margins by 1-D convolutions,
+    # its step-2 table without the unit table, and (where the product would underflow) from
+    # the summed logarithms
+    from protocol.decision import _anti_diagonal_sums, _coarsen, _Lattices
+
+    rng = np.random.default_rng(8)
+    totals = np.array([0, 1, 2, 7, 40, 41])
+    for steep in (False, True):  # steep: w0 w1 w2 <= exp(-24 m) underflows, the logarithm path
+        log_w = [
+            [
+                12.0 * np.arange(m + 1.0) if steep else np.cumsum(rng.normal(0.0, 0.3, m + 1))
+                for j in range(3)
+            ]
+            for m in totals
+        ]
+        first = _Lattices(log_w, totals)
+        assert [e is None for e in first.factors] == [steep and m >= 40 for m in totals]
+        halved = first[2]  # built before the unit tables
+        second = _Lattices(log_w, totals)
+        for c, m in enumerate(totals):
+            i, j = np.meshgrid(np.arange(m + 1), np.arange(m + 1), indexing="ij")
+            lp = log_w[c][0][i] + log_w[c][1][j] + log_w[c][2][np.maximum(m - i - j, 0)]
+            lp = np.where(i + j <= m, lp, -np.inf)
+            direct = np.exp(lp - lp.max())
+            unit = first[1][c]
+            scale = unit.max() / direct.max()
+            np.testing.assert_allclose(unit, direct * scale, rtol=1e-12, atol=1e-300)
+            over_gt, over_eq, over_lt = first.margins[c]
+            np.testing.assert_allclose(over_gt, unit.sum(1), rtol=1e-12)
+            np.testing.assert_allclose(over_eq, unit.sum(0), rtol=1e-12)
+            np.testing.assert_allclose(over_lt, _anti_diagonal_sums(unit)[::-1], rtol=1e-12)
+            # the table's largest row sum is 1 (the product path) or its largest entry
+            assert over_gt.max() == pytest.approx(1.0) or unit.max() == 1.0
+            np.testing.assert_allclose(halved[c], _coarsen(unit), rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(second[2][c], halved[c], rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(first[4][c], _coarsen(_coarsen(unit)), rtol=1e-12)
+
+
 def test_strided_band_theta_equals_direct_betainc_sum() -> None:
     # _theta_sum on a coarse lattice (every step-th latent total), including cells just off
     # the simplex (t< < 0), where the binomial CDF goes on (and is 1 once N' - k < 1)
