@@ -42,7 +42,7 @@ latent totals that holds all but a bounded sliver of the posterior is computed, 
 FFT convolution of the window's size.  Cost ``O(W log W)`` for a window of ``W <= (|M| + 1)^2``
 cells, independent of the human counts.  Wide windows (weakly identified pairs with hundreds
 of metric-only inputs) are computed on coarse lattices of step ``h`` and ``2h`` instead and
-Richardson-extrapolated, with an error estimate (at most 5e-4, measured errors below 4e-5) in
+Richardson-extrapolated, with an error estimate (at most 1e-3, measured errors below 3e-4) in
 ``mcse``, which includes what the lattices get wrong at the faces of the simplex (estimated
 from one-dimensional functions); posteriors with so much mass at the faces that this does not
 fit keep every latent total.
@@ -398,7 +398,7 @@ _COARSE_WIDTH_PER_STEP = 50
 posterior's standard deviation is then at least about ``3 h``)."""
 _COARSE_MAX_STEP = 8
 """Largest coarse lattice step."""
-_COARSE_TOL = 5e-4
+_COARSE_TOL = 1e-3
 """Largest accepted estimate of the coarse-lattice error of ``theta`` (else every latent total is
 computed)."""
 _COARSE_FACES = 0.2 * _COARSE_TOL
@@ -1132,7 +1132,7 @@ def sample_posterior(
     convolution of three per-metric-label tables gives in at most ``O(|M|^2 log |M|)``;
     ``theta`` and the mean of ``p`` are then exact sums, ``mcse`` is the a-posteriori bound on
     their error (about 1e-11 to 1e-8; for wide posteriors on coarse lattices an estimate, at
-    most 5e-4) and the returned mixture holds
+    most 1e-3) and the returned mixture holds
     ``_EXACT_COMPONENTS`` components drawn by systematic resampling for the summaries that need
     draws).  Pairs above the cap, or all pairs with ``method="gibbs"``, are sampled jointly,
     vectorised over pairs and ``chains``, by the Gibbs sampler of the module docstring.  Chains
