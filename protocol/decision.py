@@ -886,6 +886,16 @@ class _Faces:
         self.weight = weight
         self.big_m = big_m
         self.near_lt = np.cumsum(weight[2])
+        self._weighted: dict[tuple[int, int], float] = {}
+
+    def _weighted_error(self, j: int, step: int) -> float:
+        """``sum_t weight[j](t) (s_hat(t) / s(t) - 1)`` for the lattice of step ``step``."""
+        key = (j, step)
+        if key not in self._weighted:
+            offset = self.big_m if j == 2 else 0
+            error = _interpolation_error(self.second[j], step, offset)
+            self._weighted[key] = float(self.weight[j] @ error)
+        return self._weighted[key]
 
     def spill(self, step: int) -> float:
         """Bound on the error of ``theta`` extrapolated from steps ``h = step`` and ``2h`` from the
@@ -903,11 +913,8 @@ class _Faces:
         counts twice)."""
         c1 = (step * step - 1.0) / (3.0 * step * step)
         total = 0.0
-        for j, offset, count in ((0, 0, 1.0), (1, 0, 1.0), (2, self.big_m, 2.0)):
-            fine, rough = (
-                float(self.weight[j] @ _interpolation_error(self.second[j], h, offset))
-                for h in (step, 2 * step)
-            )
+        for j, count in ((0, 1.0), (1, 1.0), (2, 2.0)):
+            fine, rough = self._weighted_error(j, step), self._weighted_error(j, 2 * step)
             total += count * abs(fine - c1 * (rough - fine))
         return 2.0 * total
 
