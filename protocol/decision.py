@@ -782,9 +782,15 @@ class _Level:
     cmax: float
     total: float
     mean_t: NDArray[np.float64]
+    _theta: float | None = None
 
     def theta(self, n: NDArray[np.float64], big_m: int) -> float:
-        return _theta_sum(self.prob, self.lo_eq, self.lo_gt, n, big_m, self.step) / self.total
+        """``theta`` on this lattice (computed once: a level belongs to one pair)."""
+        if self._theta is None:
+            self._theta = (
+                _theta_sum(self.prob, self.lo_eq, self.lo_gt, n, big_m, self.step) / self.total
+            )
+        return self._theta
 
 
 def _latent_level(
