@@ -535,6 +535,21 @@ def _central(v: NDArray[np.float64], tail: float) -> tuple[int, int]:
     return min(lo, v.size - 1), max(min(hi, v.size), min(lo, v.size - 1) + 1)
 
 
+def _outside(v: NDArray[np.float64], lo: int, hi: int) -> float:
+    """Sum of ``v`` outside ``[lo, hi)``."""
+    return float(v[: max(lo, 0)].sum() + v[max(hi, 0) :].sum())
+
+
+def _fold_margin(v: NDArray[np.float64], lo: int, hi: int, budget: float) -> int:
+    """Smallest ``p >= 0`` with the sum of the non-negative ``v`` outside ``[lo - p, hi + p)`` at
+    most ``budget`` (or the ``p`` that leaves nothing outside)."""
+    cum = np.concatenate([[0.0], np.cumsum(v)])
+    p = np.arange(max(lo, v.size - hi, 0) + 1)
+    outside = cum[np.clip(lo - p, 0, v.size)] + (cum[-1] - cum[np.clip(hi + p, 0, v.size)])
+    ok = np.flatnonzero(outside <= budget)
+    return int(p[ok[0]] if ok.size else p[-1])
+
+
 def _binomial_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray, NDArray]:
     """The CDF of ``Binomial(N, 1/2)`` in a band around ``N / 2`` for each ``N`` of the sorted,
     distinct ``sizes`` (all ``>= 0``), as one flat array: the segment of ``N`` starts at
@@ -799,20 +814,23 @@ def _latent_level(
     big_m: int,
     window: tuple[int, int, int, int],
     step: int,
+    margin: tuple[int, int] = (0, 0),
 ) -> _Level:
     """Posterior of the latent totals on the window ``[lo_eq, hi_eq) x [lo_gt, hi_gt)``: the
-    cyclic 2-D convolution of the three row tables (of the window's size, tables larger than it
-    folded first) times the second factor.  ``step == 1`` is the exact lattice of every latent
-    total; ``step > 1`` (a power of two) convolves the tables moved onto a coarser lattice by
-    :func:`_coarsen` (mass that this moves off the simplex, ``t< < 0``, is dropped)."""
+    cyclic 2-D convolution of the three row tables (of the window's size plus ``margin`` latent
+    totals on each side along ``t=`` and ``t>``, where what it folds in from outside lands off
+    the window; tables larger than that folded first) times the second factor.  ``step == 1``
+    is the exact lattice of every latent total; ``step > 1`` (a power of two) convolves the
+    tables moved onto a coarser lattice by :func:`_coarsen` (mass that this moves off the
+    simplex, ``t< < 0``, is dropped)."""
     lo_eq, hi_eq, lo_gt, hi_gt = window
     tables = tables[step]
     if step > 1:
         lo_eq, hi_eq = lo_eq // step, (hi_eq - 1) // step + 2
         lo_gt, hi_gt = lo_gt // step, (hi_gt - 1) // step + 2
     rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
-    size0 = next_fast_len(rows)
-    size1 = next_fast_len(cols, real=True)
+    size0 = next_fast_len(rows + 2 * -(-margin[0] // step))
+    size1 = next_fast_len(cols + 2 * -(-margin[1] // step), real=True)
     # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> (real), then
     # along t= (complex, over contiguous rows)
     prod = None
@@ -1043,6 +1061,7 @@ def _exact_latent_totals(
             faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)], big_m)
             step = _coarse_step(rows, cols, faces)
         # the coarser lattice first (cheap): it refines the tilt and the window
+        margin = (0, 0)
         level = _latent_level(lattices, e, big_m, window, 2 * step if step > 1 else 1)
         mean_t = level.mean_t
         # bounds: (1) the floor (and the round-off it covers) in every window cell, (2) what the
@@ -1050,9 +1069,22 @@ def _exact_latent_totals(
         e_eq, e_gt, e2_back = _second_on_lattice(e, big_m, lo_eq, rows, lo_gt, cols)
         r_window = float(np.convolve(e_eq, e_gt) @ e2_back)
         err_floor = _FFT_FLOOR * level.cmax * r_window / level.step**2  # cells hold ~h^2 totals
-        conv_out = marg_eq[:lo_eq].sum() + marg_eq[hi_eq:].sum()
-        conv_out += marg_gt[:lo_gt].sum() + marg_gt[hi_gt:].sum()
-        err_fold = conv_out * e_eq.max() * e_gt.max() * e2_back.max()
+        s_max = e_eq.max() * e_gt.max() * e2_back.max()
+        err_fold = (_outside(marg_eq, lo_eq, hi_eq) + _outside(marg_gt, lo_gt, hi_gt)) * s_max
+        if err_fold > 0.5 * _EXACT_TOL * level.total:
+            # a larger cyclic convolution instead: the mass within the margin folds in off the
+            # window (on a lattice of step h the three tables' moves shift it by less than 3h,
+            # 12 times the finest step for the coarsest lattice, 4h)
+            budget = 0.125 * _EXACT_TOL * level.total / s_max
+            shift = 12 * step if step > 1 else 0
+            margin = (
+                _fold_margin(marg_eq, lo_eq, hi_eq, budget) + shift,
+                _fold_margin(marg_gt, lo_gt, hi_gt, budget) + shift,
+            )
+            level = _latent_level(lattices, e, big_m, window, level.step, margin)
+            conv_out = _outside(marg_eq, lo_eq - margin[0] + shift, hi_eq + margin[0] - shift)
+            conv_out += _outside(marg_gt, lo_gt - margin[1] + shift, hi_gt + margin[1] - shift)
+            err_fold = conv_out * s_max
         err_out = w_eq[:lo_eq].sum() + w_eq[hi_eq:].sum() + w_gt[:lo_gt].sum() + w_gt[hi_gt:].sum()
         err = float(min(1.0, (err_floor + err_fold + err_out) / level.total))
         if err > _EXACT_TOL:
@@ -1066,7 +1098,7 @@ def _exact_latent_totals(
         rough, rougher = level, None
         while rough.step % 2 == 0:
             step = rough.step // 2
-            fine = _latent_level(lattices, e, big_m, window, step)
+            fine = _latent_level(lattices, e, big_m, window, step, margin)
             if step == 1:
                 level = fine
                 break
@@ -1084,7 +1116,7 @@ def _exact_latent_totals(
                 # extrapolations (h, 2h and 2h, 4h) differ by about 15 times the first one's
                 # error (their errors are of order h^4); five times that error is the estimate
                 if rougher is None:
-                    rougher = _latent_level(lattices, e, big_m, window, 4 * step)
+                    rougher = _latent_level(lattices, e, big_m, window, 4 * step, margin)
                 d2 = rougher.theta(n, big_m) - th_rough
                 c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
                 if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
@@ -1097,7 +1129,7 @@ def _exact_latent_totals(
                 break
             rough, rougher = fine, rough
         else:
-            level = _latent_level(lattices, e, big_m, window, 1)
+            level = _latent_level(lattices, e, big_m, window, 1, margin)
         if level.step == 1:
             theta = level.theta(n, big_m)
             mean_t = level.mean_t

@@ -379,9 +379,9 @@ def lattice_steps(monkeypatch) -> list[int]:
     steps: list[int] = []
     level = decision._latent_level
 
-    def spy(tables, e, big_m, window, step):
+    def spy(tables, e, big_m, window, step, *margin):
         steps.append(step)
-        return level(tables, e, big_m, window, step)
+        return level(tables, e, big_m, window, step, *margin)
 
     monkeypatch.setattr(decision, "_latent_level", spy)
     return steps
@@ -452,6 +452,41 @@ def test_a_posterior_at_the_faces_is_computed_on_every_total(
     monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)
     _, th_full, _, _ = decision._exact_latent_totals(*args, np.random.default_rng(0))
     assert th == pytest.approx(th_full, abs=1e-9)
+
+
+def test_fold_margin_is_the_smallest_that_leaves_the_budget_outside() -> None:
+    from protocol.decision import _fold_margin, _outside
+
+    v = np.array([1e-9, 1e-6, 1e-3, 1.0, 2.0, 1.0, 1e-3, 1e-5, 1e-8])
+    assert _outside(v, 3, 6) == pytest.approx(2e-3 + 1e-6 + 1e-5 + 1e-9 + 1e-8)
+    assert _fold_margin(v, 3, 6, 1.0) == 0
+    assert _fold_margin(v, 3, 6, 1.5e-5) == 1  # leaves 1e-6 + 1e-5 + 1e-9 + 1e-8
+    assert _fold_margin(v, 3, 6, 1e-8) == 3  # nothing outside
+    assert _fold_margin(v, 3, 6, 0.0) == 3
+
+
+@pytest.mark.parametrize(
+    ("n", "conf", "m"),
+    [
+        # weakly identified pairs (2-9 confusion counts) whose second factor is so much larger at
+        # the window's edges that the bound on what a cyclic convolution of the window's size
+        # folds in was above 1e-5: they were computed again, then on the whole grid
+        ([27, 24, 40], [[5, 0, 1], [0, 2, 0], [0, 0, 1]], [232, 375, 384]),
+        ([23, 23, 19], [[1, 0, 0], [0, 1, 0], [0, 0, 0]], [343, 269, 197]),
+    ],
+)
+def test_a_larger_cyclic_convolution_replaces_the_whole_grid(
+    monkeypatch, lattice_steps, n, conf, m
+) -> None:
+    from protocol import decision
+
+    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
+    _, th, _, err = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert min(lattice_steps) > 1 and err < decision._COARSE_TOL  # no second attempt
+    _every_total(monkeypatch)
+    monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)
+    _, th_full, _, err_full = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert abs(th - th_full) <= err + err_full
 
 
 def test_coarse_lattices_stay_within_their_estimate_on_random_wide_pairs(monkeypatch) -> None:
