@@ -464,13 +464,7 @@ def _halved_table(e: list[NDArray[np.float64]], total: int) -> NDArray[np.float6
     rows += (0.5 * a[0 : 2 * half : 2])[:, None] * hankel(-1)
     rows += (0.5 * a[2 : 2 * half + 2 : 2])[:, None] * hankel(1)
     rows *= e[1][None, :]
-    cols = rows.shape[1]
-    out = np.zeros((half, (cols + 1) // 2 + 1))
-    odd = 0.5 * rows[:, 1::2]
-    out[:, : (cols + 1) // 2] += rows[:, ::2]
-    out[:, : odd.shape[1]] += odd
-    out[:, 1 : odd.shape[1] + 1] += odd
-    return out
+    return _coarsen_cols(rows)
 
 
 def _log_table(log_w: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
@@ -612,11 +606,12 @@ def _theta_sum(
     n: NDArray[np.float64],
     big_m: int,
     step: int = 1,
+    step_gt: int | None = None,
 ) -> float:
     """``sum_t prob[t] (1 - I_1/2(n> + t> + 1, n< + t< + 1))`` over a box of latent totals
-    (``t= = lo_eq + step * row``, ``t> = lo_gt + step * column``, ``t< = |M| - t> - t=``; a
-    coarse lattice, ``step > 1``, may hold cells just off the simplex, ``t< < 0``, where the
-    binomial CDF below goes on, 1 from ``n> + t> >= N'``).
+    (``t= = lo_eq + step * row``, ``t> = lo_gt + step_gt * column`` with ``step_gt`` = ``step``
+    unless given, ``t< = |M| - t> - t=``; a coarse lattice may hold cells just off the simplex,
+    ``t< < 0``, where the binomial CDF below goes on, 1 from ``n> + t> >= N'``).
 
     For integer arguments ``1 - I_1/2(a>, a<)`` is the CDF of ``Binomial(N', 1/2)`` at
     ``a> - 1 = n> + t>`` with ``N' = a> + a< - 1 = n> + n< + 1 + |M| - t=``, the same ``N'`` along
@@ -627,6 +622,7 @@ def _theta_sum(
     rows, cols = prob.shape
     # binomial size per row (rows wholly off the simplex, t= > |M|, keep a size >= 1)
     big_n = np.maximum(n0 + n2 + 1 + big_m - (lo_eq + step * np.arange(rows)), 1)
+    step = step if step_gt is None else step_gt  # from here on: along t>
     flat_cdf, offset, lo, hi = _binomial_cdf_bands(big_n)
     k0 = n0 + lo_gt  # binomial argument n> + t> in column 0
     # each row's band in columns: [first, last)
@@ -681,24 +677,35 @@ def _systematic_cells(
     return np.divmod(pick * block + np.minimum(inside, last), prob.shape[1])
 
 
-def _coarsen(table: NDArray[np.float64]) -> NDArray[np.float64]:
-    """A table on ``0..L-1`` (both axes) moved onto the lattice ``0, 2, 4, ...`` by linear
-    (cloud-in-cell) weights: an even index keeps its value, an odd one ``2q + 1`` gives half to
-    ``q`` and half to ``q + 1``, so mass and first moments are kept exactly.  Nested linear
-    interpolation is linear interpolation, so applying this ``k`` times is the same move onto
-    the lattice of step ``2**k``."""
+def _coarsen_rows(table: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A table on ``0..L-1`` along its first axis (``t>``) moved onto the lattice ``0, 2, 4, ...``
+    by linear (cloud-in-cell) weights: an even index keeps its value, an odd one ``2q + 1``
+    gives half to ``q`` and half to ``q + 1``, so mass and first moments are kept exactly."""
     rows, cols = table.shape
     half = np.zeros(((rows + 1) // 2 + 1, cols))
     odd = 0.5 * table[1::2]
     half[: (rows + 1) // 2] += table[::2]
     half[: odd.shape[0]] += odd
     half[1 : odd.shape[0] + 1] += odd
-    out = np.zeros((half.shape[0], (cols + 1) // 2 + 1))
-    odd = 0.5 * half[:, 1::2]
-    out[:, : (cols + 1) // 2] += half[:, ::2]
+    return half
+
+
+def _coarsen_cols(table: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`_coarsen_rows` along the second axis (``t=``)."""
+    rows, cols = table.shape
+    out = np.zeros((rows, (cols + 1) // 2 + 1))
+    odd = 0.5 * table[:, 1::2]
+    out[:, : (cols + 1) // 2] += table[:, ::2]
     out[:, : odd.shape[1]] += odd
     out[:, 1 : odd.shape[1] + 1] += odd
     return out
+
+
+def _coarsen(table: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A table moved onto the lattice ``0, 2, 4, ...`` along both axes (:func:`_coarsen_rows`,
+    then :func:`_coarsen_cols`).  Nested linear interpolation is linear interpolation, so
+    applying this ``k`` times is the same move onto the lattice of step ``2**k``."""
+    return _coarsen_cols(_coarsen_rows(table))
 
 
 def _stride(v: NDArray[np.float64], start: int, step: int, size: int) -> NDArray[np.float64]:
@@ -714,16 +721,33 @@ def _second_on_lattice(
     rows: int,
     lo_gt: int,
     cols: int,
-    step: int = 1,
+    step_eq: int = 1,
+    step_gt: int = 1,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """The second factor's three parts on a box of the lattice of step ``step`` (first cell
-    ``t= = step lo_eq``, ``t> = step lo_gt``): ``e1`` along ``t=``, ``e0`` along ``t>`` and
-    ``e2`` along the anti-diagonals (``t< = |M| - t> - t=``, zero off the simplex)."""
-    e_eq = _stride(second[1], step * lo_eq, step, rows)
-    e_gt = _stride(second[0], step * lo_gt, step, cols)
-    t_lt = big_m - step * (lo_eq + lo_gt + np.arange(rows + cols - 1))
-    e2_back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
-    return e_eq, e_gt, e2_back
+    """The second factor's three parts on a box of a lattice (steps ``step_eq`` along ``t=`` and
+    ``step_gt`` along ``t>``; first cell ``t= = step_eq lo_eq``, ``t> = step_gt lo_gt``): ``e1``
+    along ``t=``, ``e0`` along ``t>``, and ``e2`` (``t< = |M| - t> - t=``, zero off the simplex)
+    as a vector ``back`` with ``e2`` of cell ``(r, c)`` at ``back[step_eq r + step_gt c]``
+    (:func:`_skew`)."""
+    e_eq = _stride(second[1], step_eq * lo_eq, step_eq, rows)
+    e_gt = _stride(second[0], step_gt * lo_gt, step_gt, cols)
+    t_lt = (
+        big_m
+        - step_eq * lo_eq
+        - step_gt * lo_gt
+        - np.arange(step_eq * (rows - 1) + step_gt * (cols - 1) + 1)
+    )
+    back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
+    return e_eq, e_gt, back
+
+
+def _skew(back: NDArray[np.float64], rows: int, cols: int, step_eq: int, step_gt: int) -> NDArray:
+    """Read-only view ``V[r, c] = back[step_eq r + step_gt c]`` (a Hankel view for equal steps)."""
+    back = np.ascontiguousarray(back)
+    size = back.strides[0]
+    return np.lib.stride_tricks.as_strided(
+        back, shape=(rows, cols), strides=(step_eq * size, step_gt * size), writeable=False
+    )
 
 
 class _Lattices(dict):
@@ -766,46 +790,72 @@ class _Lattices(dict):
                 self.unit[c] = table
                 self.margins.append((table.sum(1), table.sum(0), _anti_diagonal_sums(table)[::-1]))
 
-    def __missing__(self, step: int) -> list[NDArray[np.float64]]:
-        if step < 1 or step & (step - 1):
-            raise ValueError(f"lattice steps are powers of two, not {step}")
-        if step == 1:
+    def __missing__(self, steps: tuple[int, int]) -> list[NDArray[np.float64]]:
+        """The tables on the lattice of steps ``(along t>, along t=)``: equal steps, or 1 along
+        one axis (powers of two)."""
+        gt, eq = steps
+        if min(gt, eq) < 1 or gt & (gt - 1) or eq & (eq - 1) or (gt != eq and min(gt, eq) > 1):
+            raise ValueError(f"no lattice of steps {steps}")
+        if steps == (1, 1):
             tables = [
                 self.unit[c] if e is None else _product_table(e, m)
                 for c, (e, m) in enumerate(zip(self.factors, self.totals, strict=True))
             ]
-        elif step == 2:
+        elif steps == (2, 2):
             tables = [
-                _halved_table(e, m) if e is not None and 1 not in self else _coarsen(self[1][c])
-                for c, (e, m) in enumerate(zip(self.factors, self.totals, strict=True))
+                _halved_table(e, m) if e is not None and (1, 1) not in self else _coarsen(unit)
+                for e, m, unit in zip(self.factors, self.totals, self.unit_tables(), strict=True)
             ]
+        elif gt == eq:
+            tables = [_coarsen(tab) for tab in self[gt // 2, eq // 2]]
+        elif eq == 1:
+            tables = [_coarsen_rows(tab) for tab in self[gt // 2, 1]]
         else:
-            tables = [_coarsen(tab) for tab in self[step // 2]]
-        self[step] = tables
+            tables = [_coarsen_cols(tab) for tab in self[1, eq // 2]]
+        self[steps] = tables
         return tables
+
+    def unit_tables(self) -> list[NDArray[np.float64] | None]:
+        """The tables of every total where already built (``None`` elsewhere)."""
+        if (1, 1) in self:
+            return self[1, 1]
+        return [self.unit.get(c) for c in range(len(self.totals))]
 
 
 @dataclass
 class _Level:
-    """The posterior of the latent totals on one lattice (``step`` apart, first cell at
-    ``t= = lo_eq``, ``t> = lo_gt``), unnormalised, rows ``t=`` and columns ``t>``."""
+    """The posterior of the latent totals on one lattice (``step_eq`` apart along ``t=``,
+    ``step_gt`` along ``t>``, first cell at ``t= = lo_eq``, ``t> = lo_gt``), unnormalised, rows
+    ``t=`` and columns ``t>``; ``h`` is the coarse step (1 on the lattice of every total)."""
 
     prob: NDArray[np.float64]
     lo_eq: int
     lo_gt: int
-    step: int
+    step_eq: int
+    step_gt: int
     cmax: float
     total: float
     mean_t: NDArray[np.float64]
     _theta: float | None = None
 
+    @property
+    def h(self) -> int:
+        return max(self.step_eq, self.step_gt)
+
     def theta(self, n: NDArray[np.float64], big_m: int) -> float:
         """``theta`` on this lattice (computed once: a level belongs to one pair)."""
         if self._theta is None:
-            self._theta = (
-                _theta_sum(self.prob, self.lo_eq, self.lo_gt, n, big_m, self.step) / self.total
+            total = _theta_sum(
+                self.prob, self.lo_eq, self.lo_gt, n, big_m, self.step_eq, self.step_gt
             )
+            self._theta = total / self.total
         return self._theta
+
+
+def _lattice_steps(h: int, direction: tuple[int, int]) -> tuple[int, int]:
+    """Steps ``(along t=, along t>)`` of the lattice of step ``h`` coarse along the axes flagged
+    in ``direction`` (``(1, 1)`` both, ``(1, 0)`` only ``t=``, ``(0, 1)`` only ``t>``)."""
+    return (h if direction[0] else 1, h if direction[1] else 1)
 
 
 def _latent_level(
@@ -815,22 +865,26 @@ def _latent_level(
     window: tuple[int, int, int, int],
     step: int,
     margin: tuple[int, int] = (0, 0),
+    direction: tuple[int, int] = (1, 1),
 ) -> _Level:
     """Posterior of the latent totals on the window ``[lo_eq, hi_eq) x [lo_gt, hi_gt)``: the
     cyclic 2-D convolution of the three row tables (of the window's size plus ``margin`` latent
     totals on each side along ``t=`` and ``t>``, where what it folds in from outside lands off
     the window; tables larger than that folded first) times the second factor.  ``step == 1``
     is the exact lattice of every latent total; ``step > 1`` (a power of two) convolves the
-    tables moved onto a coarser lattice by :func:`_coarsen` (mass that this moves off the
-    simplex, ``t< < 0``, is dropped)."""
+    tables moved onto a coarser lattice, along the axes flagged in ``direction``
+    (:func:`_lattice_steps`), by :func:`_coarsen` (mass that this moves off the simplex,
+    ``t< < 0``, is dropped)."""
     lo_eq, hi_eq, lo_gt, hi_gt = window
-    tables = tables[step]
-    if step > 1:
-        lo_eq, hi_eq = lo_eq // step, (hi_eq - 1) // step + 2
-        lo_gt, hi_gt = lo_gt // step, (hi_gt - 1) // step + 2
+    s_eq, s_gt = _lattice_steps(step, direction)
+    tables = tables[s_gt, s_eq]
+    if s_eq > 1:
+        lo_eq, hi_eq = lo_eq // s_eq, (hi_eq - 1) // s_eq + 2
+    if s_gt > 1:
+        lo_gt, hi_gt = lo_gt // s_gt, (hi_gt - 1) // s_gt + 2
     rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
-    size0 = next_fast_len(rows + 2 * -(-margin[0] // step))
-    size1 = next_fast_len(cols + 2 * -(-margin[1] // step), real=True)
+    size0 = next_fast_len(rows + 2 * -(-margin[0] // s_eq))
+    size1 = next_fast_len(cols + 2 * -(-margin[1] // s_gt), real=True)
     # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> (real), then
     # along t= (complex, over contiguous rows)
     prod = None
@@ -852,17 +906,17 @@ def _latent_level(
     cmax = float(conv.max())
     conv[conv < _FFT_FLOOR * cmax] = 0.0
     # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
-    e_eq, e_gt, e2_back = _second_on_lattice(second, big_m, lo_eq, rows, lo_gt, cols, step)
+    e_eq, e_gt, back = _second_on_lattice(second, big_m, lo_eq, rows, lo_gt, cols, s_eq, s_gt)
     prob = conv * e_eq[:, None]
     prob *= e_gt[None, :]
-    prob *= _hankel(e2_back, rows, cols)
+    prob *= _skew(back, rows, cols, s_eq, s_gt)
     row_mass = prob.sum(axis=1)
     col_mass = prob.sum(axis=0)
     total = float(row_mass.sum())
-    mean_gt = step * (col_mass @ (lo_gt + np.arange(cols, dtype=float))) / total
-    mean_eq = step * (row_mass @ (lo_eq + np.arange(rows, dtype=float))) / total
+    mean_gt = s_gt * (col_mass @ (lo_gt + np.arange(cols, dtype=float))) / total
+    mean_eq = s_eq * (row_mass @ (lo_eq + np.arange(rows, dtype=float))) / total
     mean_t = np.array([mean_gt, mean_eq, big_m - mean_gt - mean_eq])
-    return _Level(prob, step * lo_eq, step * lo_gt, step, cmax, total, mean_t)
+    return _Level(prob, s_eq * lo_eq, s_gt * lo_gt, s_eq, s_gt, cmax, total, mean_t)
 
 
 def _anti_diagonal_sums(table: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -929,31 +983,48 @@ class _Faces:
         near = self.near_lt[min(6 * (2 * step - 1), self.near_lt.size - 1)]
         return float((1.0 + 2.0 * c1) * near)
 
-    def sharp(self, step: int) -> float:
-        """Twice the summed residuals, over ``t>``, ``t=`` and ``t<``, of the Richardson
-        extrapolation from steps ``h = step`` and ``2h`` of the mass-weighted relative
-        interpolation error ``sum_t weight[j](t) (s_hat(t) / s(t) - 1)`` of ``second[j]`` (along
-        ``t<`` the lattice points are ``|M| - k h`` and a cell's two directions add up, so it
-        counts twice)."""
+    def sharp(self, step: int, direction: tuple[int, int] = (1, 1)) -> float:
+        """Twice the summed residuals, over the faces the lattice is coarse along (``t>``,
+        ``t=``; ``t<`` always), of the Richardson extrapolation from steps ``h = step`` and
+        ``2h`` of the mass-weighted relative interpolation error
+        ``sum_t weight[j](t) (s_hat(t) / s(t) - 1)`` of ``second[j]`` (along ``t<`` the lattice
+        points are ``|M| - k h``, and where both axes are coarse a cell's two directions add up,
+        so it counts twice)."""
         c1 = (step * step - 1.0) / (3.0 * step * step)
         total = 0.0
-        for j, count in ((0, 1.0), (1, 1.0), (2, 2.0)):
+        if direction == (1, 1):
+            faces = ((0, 1.0), (1, 1.0), (2, 2.0))
+        elif direction == (1, 0):  # coarse along t= only
+            faces = ((1, 1.0), (2, 1.0))
+        else:  # along t> only
+            faces = ((0, 1.0), (2, 1.0))
+        for j, count in faces:
             fine, rough = self._weighted_error(j, step), self._weighted_error(j, 2 * step)
             total += count * abs(fine - c1 * (rough - fine))
         return 2.0 * total
 
 
-def _coarse_step(rows: int, cols: int, faces: _Faces) -> int:
-    """Lattice step ``h`` (a power of two) for a window of ``rows x cols`` latent totals: 1 (every
-    total) unless the window is wide enough that a posterior spread over it is smooth on the
-    lattices of step ``h`` and ``2h`` and what they get wrong at the faces of the simplex is at
-    most ``_COARSE_FACES`` (:class:`_Faces`)."""
-    step = 1
-    while 2 * step <= min(min(rows, cols) // _COARSE_WIDTH_PER_STEP, _COARSE_MAX_STEP):
-        step *= 2
-    while step > 1 and faces.spill(step) + faces.sharp(step) > _COARSE_FACES:
-        step //= 2
-    return step
+def _coarse_step(rows: int, cols: int, faces: _Faces) -> tuple[int, tuple[int, int]]:
+    """Lattice step ``h`` (a power of two) and the axes it is coarse along (``(1, 1)`` both,
+    ``(1, 0)`` only ``t=``, ``(0, 1)`` only ``t>``, see :func:`_lattice_steps`) for a window of
+    ``rows x cols`` latent totals: 1 (every total) unless the window is wide enough, along the
+    coarse axes, that a posterior spread over it is smooth on the lattices of step ``h`` and
+    ``2h`` and what they get wrong at the faces of the simplex is at most ``_COARSE_FACES``
+    (:class:`_Faces`).  Both axes first; where a face makes that fail, one axis (the other
+    face's axis then keeps every total)."""
+    best = (1, (1, 1))
+    for direction, width in (((1, 1), min(rows, cols)), ((1, 0), rows), ((0, 1), cols)):
+        step = 1
+        while 2 * step <= min(width // _COARSE_WIDTH_PER_STEP, _COARSE_MAX_STEP):
+            step *= 2
+        while step > 1 and faces.spill(step) + faces.sharp(step, direction) > _COARSE_FACES:
+            step //= 2
+        if step > 1 and direction == (1, 1):
+            return step, direction
+        # one axis coarse: worth it at a larger step than the other axis would take
+        if step > best[0]:
+            best = (step, direction)
+    return best
 
 
 def _exact_latent_totals(
@@ -986,7 +1057,9 @@ def _exact_latent_totals(
       (direct convolutions of the row tables' margins) bound the posterior mass outside any
       window, and the window keeps all but ``_WINDOW_TAIL`` of them on each side.  The FFT is
       then a cyclic convolution of the window's size; what it folds into the window from outside
-      (positive, at most the convolution's mass outside) is bounded too;
+      (positive, at most the convolution's mass outside) is bounded too, and where that bound is
+      too large the convolution is padded by a margin (:func:`_fold_margin`) so that what it
+      folds lands off the window;
     * the three bounds, divided by the computed posterior mass, are returned as ``err``
       (``|theta error| <= err``); while it exceeds ``_EXACT_TOL`` the tilt is refined and the
       computation repeated (the last attempt on the whole grid).
@@ -1003,7 +1076,8 @@ def _exact_latent_totals(
     ``4h`` must converge as ``h^2`` predicts and the spread of the two extrapolations is the
     estimate), plus what the faces add (:class:`_Faces`: the mass moved past ``t< = 0`` and the
     sharp second factor at faces with few human labels).  Above ``_COARSE_TOL`` the step is
-    halved, down to every latent total.
+    halved, down to every latent total.  Where a sharp face along ``t>`` (or ``t=``) rules out
+    both axes, the lattice is coarse along the other axis only.
 
     Returns ``_EXACT_COMPONENTS`` latent totals drawn from ``P(t)`` by systematic resampling
     (shape (K, 3)), ``theta``, the posterior mean of ``t`` and ``err`` (the bound, plus the
@@ -1052,23 +1126,26 @@ def _exact_latent_totals(
             lo_eq, hi_eq, lo_gt, hi_gt = 0, big_m + 1, 0, big_m + 1
         window = (lo_eq, hi_eq, lo_gt, hi_gt)
         rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
-        step = 1
+        step, direction = 1, (1, 1)
         if attempt < 2 and rows * cols >= _COARSE_MIN_CELLS:
             # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table): bound the
             # posterior mass along t< like the others
             marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
             w_lt = marg_lt * e[2] * (pmax[0] * pmax[1])[::-1]
             faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)], big_m)
-            step = _coarse_step(rows, cols, faces)
+            step, direction = _coarse_step(rows, cols, faces)
         # the coarser lattice first (cheap): it refines the tilt and the window
         margin = (0, 0)
-        level = _latent_level(lattices, e, big_m, window, 2 * step if step > 1 else 1)
+        level = _latent_level(
+            lattices, e, big_m, window, 2 * step if step > 1 else 1, margin, direction
+        )
         mean_t = level.mean_t
         # bounds: (1) the floor (and the round-off it covers) in every window cell, (2) what the
         # cyclic convolution folds in from outside the window, (3) the mass outside the window
         e_eq, e_gt, e2_back = _second_on_lattice(e, big_m, lo_eq, rows, lo_gt, cols)
         r_window = float(np.convolve(e_eq, e_gt) @ e2_back)
-        err_floor = _FFT_FLOOR * level.cmax * r_window / level.step**2  # cells hold ~h^2 totals
+        # (a coarse cell holds step_eq * step_gt latent totals)
+        err_floor = _FFT_FLOOR * level.cmax * r_window / (level.step_eq * level.step_gt)
         s_max = e_eq.max() * e_gt.max() * e2_back.max()
         err_fold = (_outside(marg_eq, lo_eq, hi_eq) + _outside(marg_gt, lo_gt, hi_gt)) * s_max
         if err_fold > 0.5 * _EXACT_TOL * level.total:
@@ -1081,7 +1158,7 @@ def _exact_latent_totals(
                 _fold_margin(marg_eq, lo_eq, hi_eq, budget) + shift,
                 _fold_margin(marg_gt, lo_gt, hi_gt, budget) + shift,
             )
-            level = _latent_level(lattices, e, big_m, window, level.step, margin)
+            level = _latent_level(lattices, e, big_m, window, level.h, margin, direction)
             conv_out = _outside(marg_eq, lo_eq - margin[0] + shift, hi_eq + margin[0] - shift)
             conv_out += _outside(marg_gt, lo_gt - margin[1] + shift, hi_gt + margin[1] - shift)
             err_fold = conv_out * s_max
@@ -1096,9 +1173,9 @@ def _exact_latent_totals(
         # coarse lattices h and 2h: Richardson extrapolation in h^2 - 1; where the estimated
         # error is too large, h / 2 and h (while h is even), then every latent total
         rough, rougher = level, None
-        while rough.step % 2 == 0:
-            step = rough.step // 2
-            fine = _latent_level(lattices, e, big_m, window, step, margin)
+        while rough.h % 2 == 0:
+            step = rough.h // 2
+            fine = _latent_level(lattices, e, big_m, window, step, margin, direction)
             if step == 1:
                 level = fine
                 break
@@ -1106,7 +1183,7 @@ def _exact_latent_totals(
             d1 = th_rough - th_fine
             c1 = (step * step - 1.0) / (3.0 * step * step)  # (h^2 - 1) / ((2h)^2 - h^2)
             extrapolated = th_fine - c1 * d1
-            spill, sharp = faces.spill(step), faces.sharp(step)
+            spill, sharp = faces.spill(step), faces.sharp(step, direction)
             # the correction: an estimate of th_fine's error, far above the extrapolation's
             # as long as the lattice sums are smooth in h; plus what is not (the spill past
             # t< = 0 and the faces' sharp second factor)
@@ -1116,7 +1193,7 @@ def _exact_latent_totals(
                 # extrapolations (h, 2h and 2h, 4h) differ by about 15 times the first one's
                 # error (their errors are of order h^4); five times that error is the estimate
                 if rougher is None:
-                    rougher = _latent_level(lattices, e, big_m, window, 4 * step, margin)
+                    rougher = _latent_level(lattices, e, big_m, window, 4 * step, margin, direction)
                 d2 = rougher.theta(n, big_m) - th_rough
                 c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
                 if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
@@ -1130,7 +1207,7 @@ def _exact_latent_totals(
             rough, rougher = fine, rough
         else:
             level = _latent_level(lattices, e, big_m, window, 1, margin)
-        if level.step == 1:
+        if level.h == 1:
             theta = level.theta(n, big_m)
             mean_t = level.mean_t
         break
@@ -1139,13 +1216,13 @@ def _exact_latent_totals(
 
     theta = float(np.clip(theta, 0.0, 1.0))
     prob = level.prob
-    if level.step > 1:
+    if level.h > 1:
         # components only from cells on the simplex (the coarse lattice's spill off it is tiny)
-        t_eq_v = level.lo_eq + level.step * np.arange(prob.shape[0])
-        t_gt_v = level.lo_gt + level.step * np.arange(prob.shape[1])
+        t_eq_v = level.lo_eq + level.step_eq * np.arange(prob.shape[0])
+        t_gt_v = level.lo_gt + level.step_gt * np.arange(prob.shape[1])
         prob = np.where(t_eq_v[:, None] + t_gt_v[None, :] <= big_m, prob, 0.0)
     t_eq, t_gt = _systematic_cells(prob, _EXACT_COMPONENTS, rng)
-    t_eq, t_gt = level.lo_eq + level.step * t_eq, level.lo_gt + level.step * t_gt
+    t_eq, t_gt = level.lo_eq + level.step_eq * t_eq, level.lo_gt + level.step_gt * t_gt
     t = np.stack([t_gt, t_eq, big_m - t_gt - t_eq], axis=-1).astype(float)
     return t, theta, mean_t, err + coarse_err
 

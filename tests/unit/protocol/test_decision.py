@@ -435,8 +435,6 @@ def test_coarse_lattices_give_theta_within_their_estimate(
         # bench case 19: much mass at all three faces, where the second factor is sharp (one
         # or two human labels each) and a coarse lattice would move mass off the simplex
         ([2, 2, 1], [[2, 1, 0], [0, 0, 0], [0, 1, 1]], [173, 80, 159]),
-        # bench case 23: much mass at t> = 0, with two human labels >
-        ([2, 8, 11], [[2, 1, 2], [0, 7, 1], [0, 0, 8]], [54, 143, 140]),
     ],
 )
 def test_a_posterior_at_the_faces_is_computed_on_every_total(
@@ -452,6 +450,31 @@ def test_a_posterior_at_the_faces_is_computed_on_every_total(
     monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)
     _, th_full, _, _ = decision._exact_latent_totals(*args, np.random.default_rng(0))
     assert th == pytest.approx(th_full, abs=1e-9)
+
+
+def test_a_sharp_face_on_one_axis_keeps_every_total_along_that_axis(monkeypatch) -> None:
+    # bench case 23: much mass at t> = 0 with two human labels >, none near t= = 0 or t< = 0:
+    # coarse along t= only, every total along t>
+    from protocol import decision
+
+    directions = []
+    level = decision._latent_level
+
+    def spy(tables, e, big_m, window, step, margin=(0, 0), direction=(1, 1)):
+        directions.append((step, direction))
+        return level(tables, e, big_m, window, step, margin, direction)
+
+    monkeypatch.setattr(decision, "_latent_level", spy)
+    args = (np.array([2.0, 8, 11]), np.array([[2.0, 1, 2], [0, 7, 1], [0, 0, 8]]))
+    args += (np.array([54.0, 143, 140]),)
+    t_c, th_c, mean_c, err_c = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert min(step for step, _ in directions) >= 2
+    assert {direction for _, direction in directions} == {(1, 0)}
+    _every_total(monkeypatch)
+    _, th_f, mean_f, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert abs(th_c - th_f) <= err_c + err_f and abs(th_c - th_f) < 1e-5
+    np.testing.assert_allclose(mean_c, mean_f, rtol=1e-3)
+    assert np.all(t_c >= 0) and np.all(t_c.sum(axis=1) == 337)
 
 
 def test_fold_margin_is_the_smallest_that_leaves_the_budget_outside() -> None:
@@ -542,6 +565,11 @@ def test_face_estimates_tell_a_sharp_second_factor_from_a_smooth_one() -> None:
     assert faces(sharp, weight[1]).sharp(4) < 1e-5  # the same factor, mass away from the face
     assert faces(smooth, weight[0]).sharp(4) < 2e-5  # many labels: smooth at the face too
     assert faces(sharp, weight[0]).sharp(2) < faces(sharp, weight[0]).sharp(4) / 4
+    # a lattice coarse along t= only keeps every t>: the sharp t> face does not count there
+    assert faces(sharp, weight[0]).sharp(4, (1, 0)) < 2e-5
+    assert faces(sharp, weight[0]).sharp(4, (0, 1)) == pytest.approx(
+        faces(sharp, weight[0]).sharp(4), rel=1e-5
+    )
     # the spill past t< = 0 is bounded by the mass near that face
     assert faces(smooth, weight[1]).spill(4) < 1e-10
     lt_heavy = _Faces([smooth] * 3, [weight[1], weight[1], weight[0]], 400)
@@ -590,7 +618,13 @@ def test_row_tables_margins_and_halved_tables_equal_the_table_of_every_total() -
     # _Lattices builds each row table from its three factors: its margins by 1-D convolutions,
     # its step-2 table without the unit table, and (where the product would underflow) from
     # the summed logarithms
-    from protocol.decision import _anti_diagonal_sums, _coarsen, _Lattices
+    from protocol.decision import (
+        _anti_diagonal_sums,
+        _coarsen,
+        _coarsen_cols,
+        _coarsen_rows,
+        _Lattices,
+    )
 
     rng = np.random.default_rng(8)
     totals = np.array([0, 1, 2, 7, 40, 41])
@@ -604,14 +638,14 @@ def test_row_tables_margins_and_halved_tables_equal_the_table_of_every_total() -
         ]
         first = _Lattices(log_w, totals)
         assert [e is None for e in first.factors] == [steep and m >= 40 for m in totals]
-        halved = first[2]  # built before the unit tables
+        halved = first[2, 2]  # built before the unit tables
         second = _Lattices(log_w, totals)
         for c, m in enumerate(totals):
             i, j = np.meshgrid(np.arange(m + 1), np.arange(m + 1), indexing="ij")
             lp = log_w[c][0][i] + log_w[c][1][j] + log_w[c][2][np.maximum(m - i - j, 0)]
             lp = np.where(i + j <= m, lp, -np.inf)
             direct = np.exp(lp - lp.max())
-            unit = first[1][c]
+            unit = first[1, 1][c]
             scale = unit.max() / direct.max()
             np.testing.assert_allclose(unit, direct * scale, rtol=1e-12, atol=1e-300)
             over_gt, over_eq, over_lt = first.margins[c]
@@ -621,8 +655,11 @@ def test_row_tables_margins_and_halved_tables_equal_the_table_of_every_total() -
             # the table's largest row sum is 1 (the product path) or its largest entry
             assert over_gt.max() == pytest.approx(1.0) or unit.max() == 1.0
             np.testing.assert_allclose(halved[c], _coarsen(unit), rtol=1e-12, atol=1e-300)
-            np.testing.assert_allclose(second[2][c], halved[c], rtol=1e-12, atol=1e-300)
-            np.testing.assert_allclose(first[4][c], _coarsen(_coarsen(unit)), rtol=1e-12)
+            np.testing.assert_allclose(second[2, 2][c], halved[c], rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(first[4, 4][c], _coarsen(_coarsen(unit)), rtol=1e-12)
+            # along one axis: (steps along t>, along t=)
+            np.testing.assert_allclose(first[1, 4][c], _coarsen_cols(_coarsen_cols(unit)))
+            np.testing.assert_allclose(first[2, 1][c], _coarsen_rows(unit))
 
 
 def test_strided_band_theta_equals_direct_betainc_sum() -> None:
@@ -631,18 +668,21 @@ def test_strided_band_theta_equals_direct_betainc_sum() -> None:
     from protocol.decision import _theta_sum
 
     rng = np.random.default_rng(6)
-    for n, big_m, shape, lo, step in [
-        ((3, 4, 5), 300, (70, 80), (30, 40), 4),
-        ((90, 5, 1), 80, (30, 30), (0, 0), 3),
-        ((1, 0, 40), 500, (80, 200), (10, 60), 2),
+    # (steps along t= and along t>: equal, or 1 along one axis)
+    for n, big_m, shape, lo, step_eq, step_gt in [
+        ((3, 4, 5), 300, (70, 80), (30, 40), 4, 4),
+        ((90, 5, 1), 80, (30, 30), (0, 0), 3, 3),
+        ((1, 0, 40), 500, (80, 200), (10, 60), 2, 2),
+        ((2, 8, 11), 337, (85, 278), (0, 0), 4, 1),
+        ((6, 9, 6), 397, (381, 50), (0, 0), 1, 8),
     ]:
         prob = rng.random(shape)
-        t1 = lo[0] + step * np.arange(shape[0])[:, None]
-        t0 = lo[1] + step * np.arange(shape[1])[None, :]
+        t1 = lo[0] + step_eq * np.arange(shape[0])[:, None]
+        t0 = lo[1] + step_gt * np.arange(shape[1])[None, :]
         t2 = big_m - t0 - t1
-        prob = np.where(t2 >= -3 * step, prob, 0.0)
+        prob = np.where(t2 >= -3 * max(step_eq, step_gt), prob, 0.0)
         a_lt = n[2] + t2 + 1.0  # the binomial CDF continued: 1 once N' - k < 1
         h = np.where(a_lt > 0, betainc(np.maximum(a_lt, 1e-300), n[0] + t0 + 1.0, 0.5), 1.0)
         direct = (prob * h).sum()
-        band = _theta_sum(prob, lo[0], lo[1], np.array(n, float), big_m, step)
+        band = _theta_sum(prob, lo[0], lo[1], np.array(n, float), big_m, step_eq, step_gt)
         assert band == pytest.approx(direct, rel=1e-12, abs=1e-12)
