@@ -907,7 +907,8 @@ def _latent_level(
     conv[conv < _FFT_FLOOR * cmax] = 0.0
     # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
     e_eq, e_gt, back = _second_on_lattice(second, big_m, lo_eq, rows, lo_gt, cols, s_eq, s_gt)
-    prob = conv * e_eq[:, None]
+    prob = conv  # (a copy of the window: multiplied in place)
+    prob *= e_eq[:, None]
     prob *= e_gt[None, :]
     prob *= _skew(back, rows, cols, s_eq, s_gt)
     row_mass = prob.sum(axis=1)
