@@ -1018,7 +1018,10 @@ def _coarse_step(rows: int, cols: int, faces: _Faces) -> tuple[int, tuple[int, i
         step = 1
         while 2 * step <= min(width // _COARSE_WIDTH_PER_STEP, _COARSE_MAX_STEP):
             step *= 2
-        while step > 1 and faces.spill(step) + faces.sharp(step, direction) > _COARSE_FACES:
+        while step > 1 and (
+            faces.spill(step) > _COARSE_FACES  # (then no need for the sharper estimate)
+            or faces.spill(step) + faces.sharp(step, direction) > _COARSE_FACES
+        ):
             step //= 2
         if step > 1 and direction == (1, 1):
             return step, direction
