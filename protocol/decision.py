@@ -426,12 +426,15 @@ def _log_gamma_int(size: int) -> NDArray[np.float64]:
     return table
 
 
-def _hankel(v: NDArray[np.float64], rows: int, cols: int) -> NDArray[np.float64]:
-    """Read-only view ``H[i, j] = v[i + j]`` (``len(v) >= rows + cols - 1``), no copy."""
+def _hankel(
+    v: NDArray[np.float64], rows: int, cols: int, step_rows: int = 1, step_cols: int = 1
+) -> NDArray[np.float64]:
+    """Read-only view ``H[i, j] = v[step_rows i + step_cols j]`` (a Hankel matrix for unit steps;
+    ``v`` long enough), no copy."""
     v = np.ascontiguousarray(v)
-    step = v.strides[0]
+    size = v.strides[0]
     return np.lib.stride_tricks.as_strided(
-        v, shape=(rows, cols), strides=(step, step), writeable=False
+        v, shape=(rows, cols), strides=(step_rows * size, step_cols * size), writeable=False
     )
 
 
@@ -453,12 +456,9 @@ def _halved_table(e: list[NDArray[np.float64]], total: int) -> NDArray[np.float6
     a[1 : total + 2] = e[0]  # a[1 + i] = e0[i]
     back = np.zeros(2 * half + total + 4)
     back[1 : total + 2] = e[2][::-1]  # back[1 + s] = e2[total - s], zero past the simplex
-    stride = back.strides[0]
 
     def hankel(p: int) -> NDArray[np.float64]:  # H[q, j] = back[1 + 2q + p + j]
-        return np.lib.stride_tricks.as_strided(
-            back[1 + p :], shape=(half, total + 1), strides=(2 * stride, stride), writeable=False
-        )
+        return _hankel(back[1 + p :], half, total + 1, 2, 1)
 
     rows = a[1 : 1 + 2 * half : 2][:, None] * hankel(0)
     rows += (0.5 * a[0 : 2 * half : 2])[:, None] * hankel(-1)
@@ -728,7 +728,7 @@ def _second_on_lattice(
     ``step_gt`` along ``t>``; first cell ``t= = step_eq lo_eq``, ``t> = step_gt lo_gt``): ``e1``
     along ``t=``, ``e0`` along ``t>``, and ``e2`` (``t< = |M| - t> - t=``, zero off the simplex)
     as a vector ``back`` with ``e2`` of cell ``(r, c)`` at ``back[step_eq r + step_gt c]``
-    (:func:`_skew`)."""
+    (:func:`_hankel`)."""
     e_eq = _stride(second[1], step_eq * lo_eq, step_eq, rows)
     e_gt = _stride(second[0], step_gt * lo_gt, step_gt, cols)
     t_lt = (
@@ -739,15 +739,6 @@ def _second_on_lattice(
     )
     back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
     return e_eq, e_gt, back
-
-
-def _skew(back: NDArray[np.float64], rows: int, cols: int, step_eq: int, step_gt: int) -> NDArray:
-    """Read-only view ``V[r, c] = back[step_eq r + step_gt c]`` (a Hankel view for equal steps)."""
-    back = np.ascontiguousarray(back)
-    size = back.strides[0]
-    return np.lib.stride_tricks.as_strided(
-        back, shape=(rows, cols), strides=(step_eq * size, step_gt * size), writeable=False
-    )
 
 
 class _Lattices(dict):
@@ -910,7 +901,7 @@ def _latent_level(
     prob = conv  # (a copy of the window: multiplied in place)
     prob *= e_eq[:, None]
     prob *= e_gt[None, :]
-    prob *= _skew(back, rows, cols, s_eq, s_gt)
+    prob *= _hankel(back, rows, cols, s_eq, s_gt)
     row_mass = prob.sum(axis=1)
     col_mass = prob.sum(axis=0)
     total = float(row_mass.sum())
