@@ -1140,7 +1140,27 @@ def _exact_latent_totals(
         e_eq, e_gt, e2_back = _second_on_lattice(e, big_m, lo_eq, rows, lo_gt, cols)
         r_window = float(np.convolve(e_eq, e_gt) @ e2_back)
         # (a coarse cell holds step_eq * step_gt latent totals)
-        err_floor = _FFT_FLOOR * level.cmax * r_window / (level.step_eq * level.step_gt)
+        floor = _FFT_FLOOR * level.cmax / (level.step_eq * level.step_gt)
+        err_floor = floor * r_window
+        if level.h == 1:
+            # a cell's error is also at most its row's and its column's mass (kept cells err
+            # by the round-off, ~5e-15 of the largest entry, and lie where both are above the
+            # floor): min(a, x, y) <= sqrt(min(a, x) min(a, y)) makes it a 1-D convolution
+            # again, far tighter where the second factor is largest off the posterior's mass
+            cap = 1.01 * floor
+            row, col = np.minimum(cap, marg_eq[lo_eq:hi_eq]), np.minimum(cap, marg_gt[lo_gt:hi_gt])
+            err_floor = min(
+                err_floor, float(np.convolve(np.sqrt(row) * e_eq, np.sqrt(col) * e_gt) @ e2_back)
+            )
+            # and its anti-diagonal's mass (t<):
+            # min(a, x, y, z) <= (min(a, x) min(a, y) min(a, z))^(1/3)
+            marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
+            t_lt = big_m - lo_eq - lo_gt - np.arange(e2_back.size)
+            diag = np.minimum(cap, marg_lt[np.clip(t_lt, 0, big_m)])
+            third = np.convolve(np.cbrt(row) * e_eq, np.cbrt(col) * e_gt) @ (
+                np.cbrt(diag) * e2_back
+            )
+            err_floor = min(err_floor, float(third))
         s_max = e_eq.max() * e_gt.max() * e2_back.max()
         err_fold = (_outside(marg_eq, lo_eq, hi_eq) + _outside(marg_gt, lo_gt, hi_gt)) * s_max
         if err_fold > 0.5 * _EXACT_TOL * level.total:

@@ -477,6 +477,20 @@ def test_a_sharp_face_on_one_axis_keeps_every_total_along_that_axis(monkeypatch)
     assert np.all(t_c >= 0) and np.all(t_c.sum(axis=1) == 337)
 
 
+def test_the_floor_bound_uses_the_margins_where_the_second_factor_peaks_off_the_mass() -> None:
+    # no human draw (n= = 0) and 1,077 metric-only inputs: the second factor along t= is a power
+    # law, largest where the posterior has no mass; the bound on what the FFT floor moves was
+    # (floor x largest entry) x (sum of the second factor) = 9.9 of the posterior mass, and is
+    # now summed cell by cell against the row and column masses
+    from protocol import decision
+
+    args = (np.array([0.0, 12, 3]), np.array([[0.0, 1, 2], [0, 6, 0], [0, 5, 1]]))
+    _, th, _, err = decision._exact_latent_totals(
+        *args, np.array([381.0, 356, 340]), np.random.default_rng(0)
+    )
+    assert err < 1e-4 and 0.0 < th < 0.2
+
+
 def test_fold_margin_is_the_smallest_that_leaves_the_budget_outside() -> None:
     from protocol.decision import _fold_margin, _outside
 
