@@ -80,12 +80,13 @@ This module is pure: numpy and scipy only.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.fft import fft, ifft, irfft, next_fast_len, rfft
+from scipy.fft import next_fast_len
 from scipy.special import betainc, digamma, gammaln
 
 __all__ = [
@@ -426,6 +427,26 @@ def _log_gamma_int(size: int) -> NDArray[np.float64]:
     return table
 
 
+_SCRATCH = threading.local()
+_SCRATCH_MAX = 1 << 22
+"""Largest scratch array kept between calls (elements; 64 MB complex)."""
+
+
+def _scratch(name: str, shape: tuple[int, int], dtype: type) -> NDArray:
+    """An uninitialised C-contiguous array of ``shape`` on a buffer kept per thread and ``name``
+    (grown on demand, up to ``_SCRATCH_MAX`` elements): the FFTs of every pair of a round write
+    into the same memory instead of allocating and page-faulting megabytes per call."""
+    size = shape[0] * shape[1]
+    if size > _SCRATCH_MAX:
+        return np.empty(shape, dtype=dtype)
+    buffers = _SCRATCH.__dict__
+    buf = buffers.get(name)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = np.empty(size, dtype=dtype)
+        buffers[name] = buf
+    return buf[:size].reshape(shape)
+
+
 def _hankel(
     v: NDArray[np.float64], rows: int, cols: int, step_rows: int = 1, step_cols: int = 1
 ) -> NDArray[np.float64]:
@@ -640,11 +661,12 @@ def _theta_sum(
     flat = prob.ravel()
     band = flat.take((row0 + start)[:, None] + j)
     # the cells after each row's band: sums over flat segments [row0 + start + width, next row)
+    # (the last one runs to the end)
     after = start + width < cols
-    bounds = np.empty(2 * rows, dtype=np.int64)
+    bounds = np.empty(2 * rows - 1, dtype=np.int64)
     bounds[0::2] = row0 + np.minimum(start + width, cols - 1)
-    bounds[1::2] = row0 + cols
-    segments = np.add.reduceat(np.append(flat, 0.0), bounds)[0::2]
+    bounds[1::2] = row0[1:]
+    segments = np.add.reduceat(flat, bounds)[0::2]
     return float(np.vdot(cdf, band)) + float(segments @ after)
 
 
@@ -877,22 +899,23 @@ def _latent_level(
     size0 = next_fast_len(rows + 2 * -(-margin[0] // s_eq))
     size1 = next_fast_len(cols + 2 * -(-margin[1] // s_gt), real=True)
     # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> (real), then
-    # along t= (complex, over contiguous rows)
-    prod = None
-    for tab in tables:
+    # along t= (complex, over contiguous rows), into scratch arrays
+    shape = (size1 // 2 + 1, size0)
+    prod, spec = _scratch("prod", shape, np.complex128), _scratch("spec", shape, np.complex128)
+    for k, tab in enumerate(tables):
         if tab.shape[0] > size1:
             tab = _fold(tab, size1, 0, axis=0)
         if tab.shape[1] > size0:
             tab = _fold(tab, size0, 0, axis=1)
-        spec = fft(rfft(tab, n=size1, axis=0), n=size0, axis=1, overwrite_x=True)
-        if prod is None:
-            prod = spec
-        else:
+        out = prod if k == 0 else spec
+        np.fft.rfft(tab, n=size1, axis=0, out=out[:, : tab.shape[1]])
+        out[:, tab.shape[1] :] = 0.0
+        np.fft.fft(out, axis=1, out=out)
+        if k:
             prod *= spec
-    prod = ifft(prod, axis=1, overwrite_x=True)
+    np.fft.ifft(prod, axis=1, out=prod)
     # the cyclic convolution, indexed [t= mod size0, t> mod size1]
-    full = irfft(prod.T, n=size1, axis=1)
-    del prod
+    full = np.fft.irfft(prod.T, n=size1, axis=1, out=_scratch("full", (size0, size1), np.float64))
     conv = _window(full, lo_eq, rows, lo_gt, cols)
     cmax = float(conv.max())
     conv[conv < _FFT_FLOOR * cmax] = 0.0
