@@ -964,12 +964,13 @@ class _Faces:
     functions of the latent totals ``t>``, ``t=`` and ``t<`` (index ``j``).
 
     ``weight[j]`` bounds the posterior mass along ``t_j`` (normalised).  A coarse lattice of step
-    ``h`` moves every latent total by less than ``h`` along ``t>`` and ``t=``, so some mass
-    within ``6 (h - 1)`` of the face ``t< = 0`` (three tables) lands past it and is dropped
-    (:meth:`spill`).  Near each face ``t_j = 0`` the second factor ``second[j]`` has a pole at
-    ``t_j = -n_j - 1``; for few human labels ``j`` it varies there on a scale below the lattice
-    step, where the Richardson extrapolation in ``h^2`` fails.  :meth:`sharp` measures that
-    failure on the factor itself.
+    ``h`` moves the latent totals: each of the three tables rounds every entry to a neighbouring
+    lattice point along ``t>`` and along ``t=`` with linear weights, i.e. by an independent move
+    of mean zero within an interval of length ``h``, so some mass near the face ``t< = 0`` lands
+    past it and is dropped (:meth:`spill`).  Near each face ``t_j = 0`` the second factor
+    ``second[j]`` has a pole at ``t_j = -n_j - 1``; for few human labels ``j`` it varies there on
+    a scale below the lattice step, where the Richardson extrapolation in ``h^2`` fails.
+    :meth:`sharp` measures that failure on the factor itself.
     """
 
     def __init__(
@@ -978,7 +979,7 @@ class _Faces:
         self.second = second
         self.weight = weight
         self.big_m = big_m
-        self.near_lt = np.cumsum(weight[2])
+        self._spill: dict[int, float] = {}
         self._weighted: dict[tuple[int, int], float] = {}
 
     def _weighted_error(self, j: int, step: int) -> float:
@@ -992,11 +993,17 @@ class _Faces:
 
     def spill(self, step: int) -> float:
         """Bound on the error of ``theta`` extrapolated from steps ``h = step`` and ``2h`` from the
-        mass they drop past ``t< = 0``: at most ``(1 + 2 c)`` times the mass within
-        ``6 (2h - 1)`` of that face, ``c = (h^2 - 1) / (3 h^2)`` the extrapolation's weight."""
-        c1 = (step * step - 1.0) / (3.0 * step * step)
-        near = self.near_lt[min(6 * (2 * step - 1), self.near_lt.size - 1)]
-        return float((1.0 + 2.0 * c1) * near)
+        mass they drop past ``t< = 0``: at most ``(1 + 2 c)`` times the mass the lattice of step
+        ``2h`` drops, ``c = (h^2 - 1) / (3 h^2)`` the extrapolation's weight.  That lattice moves
+        ``t<`` by the sum of six independent moves of mean zero, each within an interval of
+        length ``2h``, so a latent total at ``t< = d`` lands past the face with probability at most
+        ``exp(-2 (d + 1)^2 / (6 (2h)^2))`` (Hoeffding's inequality)."""
+        if step not in self._spill:
+            c1 = (step * step - 1.0) / (3.0 * step * step)
+            d = np.arange(1.0, self.weight[2].size + 1.0)
+            tail = np.exp(-(d * d) / (12.0 * step * step))
+            self._spill[step] = float((1.0 + 2.0 * c1) * (self.weight[2] @ tail))
+        return self._spill[step]
 
     def sharp(self, step: int, direction: tuple[int, int] = (1, 1)) -> float:
         """Twice the summed residuals, over the faces the lattice is coarse along (``t>``,
@@ -1226,17 +1233,21 @@ def _exact_latent_totals(
             # as long as the lattice sums are smooth in h; plus what is not (the spill past
             # t< = 0 and the faces' sharp second factor)
             estimate = c1 * abs(d1) + spill + sharp
-            if estimate > _COARSE_TOL and faces.spill(2 * step) < _COARSE_TOL:
+            # what the faces do to 2h and 4h: the second extrapolation's error, beyond its
+            # spread from the first one
+            faces_2h = faces.spill(2 * step) + faces.sharp(2 * step, direction)
+            if estimate > _COARSE_TOL and faces_2h < _COARSE_TOL:
                 # a third lattice (4h): if the three converge as h^2 predicts, the two
                 # extrapolations (h, 2h and 2h, 4h) differ by about 15 times the first one's
-                # error (their errors are of order h^4); five times that error is the estimate
+                # error (their errors are of order h^4); five times that error is the estimate,
+                # plus faces_2h (which the spread may hide)
                 if rougher is None:
                     rougher = _latent_level(lattices, e, big_m, window, 4 * step, margin, direction)
                 d2 = rougher.theta(n, big_m) - th_rough
                 c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
                 if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
                     spread = abs(extrapolated - (th_rough - c2 * d2))
-                    estimate = min(estimate, spread / 3.0 + faces.spill(2 * step) + sharp)
+                    estimate = min(estimate, spread / 3.0 + faces_2h)
             if estimate <= _COARSE_TOL:
                 theta = extrapolated
                 mean_t = fine.mean_t - c1 * (rough.mean_t - fine.mean_t)

@@ -412,7 +412,7 @@ def test_coarse_lattices_give_theta_within_their_estimate(
     monkeypatch, lattice_steps, n, conf, m
 ) -> None:
     # wide posteriors are computed on lattices of step h and 2h and extrapolated; the result
-    # must be within the returned error estimate (and 1e-4) of the lattice of every total
+    # must be within the returned error estimate (and 2e-4) of the lattice of every total
     from protocol import decision
 
     args = (np.array(n, float), np.array(conf, float), np.array(m, float))
@@ -422,11 +422,70 @@ def test_coarse_lattices_give_theta_within_their_estimate(
     t_f, th_f, mean_f, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
     assert err_f < 1e-5
     assert abs(th_c - th_f) <= err_c + err_f
-    assert abs(th_c - th_f) < 1e-4
+    assert abs(th_c - th_f) < 2e-4
     np.testing.assert_allclose(mean_c, mean_f, rtol=1e-3, atol=0.05)
     # the components are latent totals on the simplex, drawn from the same posterior
     assert np.all(t_c >= 0) and np.all(t_c.sum(axis=1) == sum(m))
     np.testing.assert_allclose(t_c.mean(axis=0), mean_f, rtol=0.02, atol=2.0)
+
+
+@pytest.mark.parametrize(
+    ("n", "conf", "m"),
+    [
+        # random wide pairs (bench/coarse_lattice.py, seeds 5 and 2) with few human labels and
+        # much mass near the faces, whose three lattices (8, 16, 32) converge as h^2 predicts:
+        # their spread alone once made estimates of 1.6e-4 and 2.2e-5 for errors of 1.4e-4
+        # and 3.2e-5
+        ([5, 9, 11], [[4, 0, 0], [1, 8, 0], [0, 1, 11]], [129, 190, 243]),
+        ([15, 13, 26], [[4, 0, 5], [6, 10, 10], [5, 3, 11]], [72, 298, 262]),
+    ],
+)
+def test_a_third_lattice_counts_what_the_faces_do_to_it(monkeypatch, n, conf, m) -> None:
+    from protocol import decision
+
+    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
+    _, th_c, _, err_c = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    _every_total(monkeypatch)
+    _, th_f, _, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert abs(th_c - th_f) <= err_c + err_f
+    assert err_c > 4 * abs(th_c - th_f)
+
+
+def test_scratch_buffers_carry_nothing_between_pairs_or_threads() -> None:
+    # the FFTs write into buffers kept per thread: a pair gives bit for bit the same posterior
+    # before and after a larger one, and in two threads at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    from protocol import decision
+
+    pairs = [
+        (
+            np.array([5.0, 9, 10]),
+            np.array([[4.0, 0, 2], [1, 8, 4], [0, 1, 4]]),
+            np.array([29.0, 31, 13]),
+        ),
+        (
+            np.array(_WIDE_CASES[2][0], float),
+            np.array(_WIDE_CASES[2][1], float),
+            np.array(_WIDE_CASES[2][2], float),
+        ),
+        (
+            np.array([2.0, 2, 1]),
+            np.array([[2.0, 1, 0], [0, 0, 0], [0, 1, 1]]),
+            np.array([173.0, 80, 159]),
+        ),
+    ]
+
+    def run(pair):
+        return decision._exact_latent_totals(*pair, np.random.default_rng(0))
+
+    first = [run(p) for p in pairs]
+    again = [run(p) for p in reversed(pairs)][::-1]
+    with ThreadPoolExecutor(2) as pool:
+        threaded = list(pool.map(run, pairs * 3))
+    for a, b in zip(first * 3 + first, threaded + again, strict=True):
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1] == b[1] and a[3] == b[3]
 
 
 @pytest.mark.parametrize(
@@ -584,10 +643,48 @@ def test_face_estimates_tell_a_sharp_second_factor_from_a_smooth_one() -> None:
     assert faces(sharp, weight[0]).sharp(4, (0, 1)) == pytest.approx(
         faces(sharp, weight[0]).sharp(4), rel=1e-5
     )
-    # the spill past t< = 0 is bounded by the mass near that face
+    # the spill past t< = 0: none far from that face, some near it
     assert faces(smooth, weight[1]).spill(4) < 1e-10
     lt_heavy = _Faces([smooth] * 3, [weight[1], weight[1], weight[0]], 400)
-    assert lt_heavy.spill(4) >= weight[0][: 6 * 7 + 1].sum()
+    assert lt_heavy.spill(4) > 0.1
+
+
+def _move_tail(offsets: np.ndarray, step: int, d: int) -> float:
+    """P(sum of the moves >= d + 1) where a latent total ``u`` past a lattice point of step
+    ``step`` moves by ``-u`` (probability ``1 - u / step``) or ``step - u`` (``u / step``)."""
+    dist = {0: 1.0}
+    for u in offsets:
+        nxt: dict[int, float] = {}
+        for x, p in dist.items():
+            for move, q in ((-u, 1.0 - u / step), (step - u, u / step)):
+                if q > 0:
+                    nxt[x + move] = nxt.get(x + move, 0.0) + p * q
+        dist = nxt
+    return sum(p for x, p in dist.items() if x >= d + 1)
+
+
+def test_spill_bounds_the_mass_a_coarse_lattice_moves_past_t_lt_0() -> None:
+    # on the lattice of step 2h each of the three tables moves every entry to a neighbouring
+    # lattice point along t> and along t= with linear weights: t< moves by a sum of six
+    # independent moves; the exact chance that a total at t< = d lands past the face must stay
+    # within what spill() counts for it, for any offsets from the lattice
+    from protocol.decision import _Faces
+
+    rng = np.random.default_rng(3)
+    flat = np.ones(401)
+    for step in (2, 4, 8):
+        rough = 2 * step
+        weight_of = 1.0 + 2.0 * (step * step - 1.0) / (3.0 * step * step)
+        for d in (0, 1, rough // 2, rough, 2 * rough, 4 * rough):
+            at_d = np.zeros(401)
+            at_d[d] = 1.0
+            bound = _Faces([flat] * 3, [at_d] * 3, 400).spill(step) / weight_of
+            offsets = [np.full(6, rough // 2), np.full(6, rough - 1), np.ones(6, dtype=int)]
+            offsets += [rng.integers(0, rough, 6) for _ in range(30)]
+            worst = max(_move_tail(u, rough, d) for u in offsets)
+            assert worst <= bound
+            if d >= 2 * rough:
+                assert bound < 0.3  # not the whole mass within six moves of the face
 
 
 def test_coarsen_keeps_mass_and_mean_and_nests() -> None:
