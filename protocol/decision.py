@@ -453,10 +453,10 @@ def _hankel(
     """Read-only view ``H[i, j] = v[step_rows i + step_cols j]`` (a Hankel matrix for unit steps;
     ``v`` long enough), no copy."""
     v = np.ascontiguousarray(v)
-    size = v.strides[0]
-    return np.lib.stride_tricks.as_strided(
-        v, shape=(rows, cols), strides=(step_rows * size, step_cols * size), writeable=False
-    )
+    size = v.itemsize
+    view = np.ndarray((rows, cols), v.dtype, buffer=v, strides=(step_rows * size, step_cols * size))
+    view.flags.writeable = False
+    return view
 
 
 def _product_table(e: list[NDArray[np.float64]], total: int) -> NDArray[np.float64]:
@@ -647,10 +647,11 @@ def _theta_sum(
     flat_cdf, offset, lo, hi = _binomial_cdf_bands(big_n)
     k0 = n0 + lo_gt  # binomial argument n> + t> in column 0
     # each row's band in columns: [first, last)
-    first = np.clip(-((k0 - lo) // step), 0, cols)
-    last = np.clip((hi - k0) // step + 1, 0, cols)
+    # (np.minimum / np.maximum: np.clip costs more than the arithmetic on these short vectors)
+    first = np.minimum(np.maximum(-((k0 - lo) // step), 0), cols)
+    last = np.minimum(np.maximum((hi - k0) // step + 1, 0), cols)
     width = int(max((last - first).max(), 1))
-    start = np.clip(first, 0, cols - width)
+    start = np.minimum(first, cols - width)
     j = np.arange(width)[None, :]
     # index into the flat bands, clipped to each segment's sentinels
     index = (offset + 1 + k0 - lo + step * start)[:, None] + step * j
@@ -759,7 +760,7 @@ def _second_on_lattice(
         - step_gt * lo_gt
         - np.arange(step_eq * (rows - 1) + step_gt * (cols - 1) + 1)
     )
-    back = np.where(t_lt >= 0, second[2][np.clip(t_lt, 0, big_m)], 0.0)
+    back = np.where(t_lt >= 0, second[2][np.minimum(np.maximum(t_lt, 0), big_m)], 0.0)
     return e_eq, e_gt, back
 
 
@@ -1186,7 +1187,7 @@ def _exact_latent_totals(
             # min(a, x, y, z) <= (min(a, x) min(a, y) min(a, z))^(1/3)
             marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
             t_lt = big_m - lo_eq - lo_gt - np.arange(e2_back.size)
-            diag = np.minimum(cap, marg_lt[np.clip(t_lt, 0, big_m)])
+            diag = np.minimum(cap, marg_lt[np.minimum(np.maximum(t_lt, 0), big_m)])
             third = np.convolve(np.cbrt(row) * e_eq, np.cbrt(col) * e_gt) @ (
                 np.cbrt(diag) * e2_back
             )
@@ -1263,7 +1264,7 @@ def _exact_latent_totals(
     else:  # the last attempt (the whole grid) is accepted whatever its bound
         theta = level.theta(n, big_m)
 
-    theta = float(np.clip(theta, 0.0, 1.0))
+    theta = min(max(float(theta), 0.0), 1.0)
     prob = level.prob
     if level.h > 1:
         # components only from cells on the simplex (the coarse lattice's spill off it is tiny)
