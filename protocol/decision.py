@@ -704,23 +704,29 @@ def _coarsen_rows(table: NDArray[np.float64]) -> NDArray[np.float64]:
     """A table on ``0..L-1`` along its first axis (``t>``) moved onto the lattice ``0, 2, 4, ...``
     by linear (cloud-in-cell) weights: an even index keeps its value, an odd one ``2q + 1``
     gives half to ``q`` and half to ``q + 1``, so mass and first moments are kept exactly."""
-    rows, cols = table.shape
-    half = np.zeros(((rows + 1) // 2 + 1, cols))
-    odd = 0.5 * table[1::2]
-    half[: (rows + 1) // 2] += table[::2]
-    half[: odd.shape[0]] += odd
-    half[1 : odd.shape[0] + 1] += odd
-    return half
+    rows = table.shape[0]
+    pairs = rows // 2
+    out = np.zeros(((rows + 1) // 2 + 1,) + table.shape[1:])
+    odd = 0.5 * table[1 : 2 * pairs : 2]
+    np.add(table[0 : 2 * pairs : 2], odd, out=out[:pairs])
+    if rows % 2:
+        out[pairs] = table[-1]
+    out[1 : pairs + 1] += odd
+    return out
 
 
 def _coarsen_cols(table: NDArray[np.float64]) -> NDArray[np.float64]:
-    """:func:`_coarsen_rows` along the second axis (``t=``)."""
+    """:func:`_coarsen_rows` along the second axis (``t=``), through the pairs ``(2q, 2q + 1)`` of
+    each row (a contiguous reshape)."""
     rows, cols = table.shape
+    pairs = cols // 2
     out = np.zeros((rows, (cols + 1) // 2 + 1))
-    odd = 0.5 * table[:, 1::2]
-    out[:, : (cols + 1) // 2] += table[:, ::2]
-    out[:, : odd.shape[1]] += odd
-    out[:, 1 : odd.shape[1] + 1] += odd
+    pair = table[:, : 2 * pairs].reshape(rows, pairs, 2)
+    odd = 0.5 * pair[:, :, 1]
+    np.add(pair[:, :, 0], odd, out=out[:, :pairs])
+    if cols % 2:
+        out[:, pairs] = table[:, -1]
+    out[:, 1 : pairs + 1] += odd
     return out
 
 
