@@ -165,7 +165,7 @@ def _as_counts(counts: ArrayLike, name: str) -> NDArray[np.float64]:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise ValueError(f"{name} must have shape (n_pairs, 3), got {arr.shape}")
-    if np.any(arr < 0):
+    if (arr < 0).any():
         raise ValueError(f"{name} must be non-negative")
     return arr
 
@@ -299,14 +299,15 @@ def _validate_metric_inputs(
         raise ValueError(f"confusion must have shape ({n.shape[0]}, 3, 3), got {conf.shape}")
     if m.shape[0] != n.shape[0]:
         raise ValueError("human_counts and metric_counts must have the same number of pairs")
-    if np.any(conf < 0):
+    if (conf < 0).any():
         raise ValueError("confusion must be non-negative")
-    if np.any(conf.sum(axis=1) > n + 1e-9):
+    if (conf.sum(axis=1) > n + 1e-9).any():
         raise ValueError(
             "confusion column sums (human labels of doubly rated inputs) exceed human_counts; "
             "human_counts must include every human-rated input (Appendix A)"
         )
-    if np.any(m != np.round(m)) or np.any(n != np.round(n)) or np.any(conf != np.round(conf)):
+    every = np.concatenate([n.ravel(), m.ravel(), conf.ravel()])
+    if (every != np.rint(every)).any():
         raise ValueError("counts must be integers")
     return n, conf, m
 
