@@ -390,6 +390,9 @@ _FFT_FLOOR = 1e-12
 """Entries of the FFT convolution below this fraction of its maximum are round-off noise."""
 _WINDOW_TAIL = 1e-15
 """Each tail of a latent-total bound left outside the computed window (fraction of its total)."""
+_FLOOR_TIGHTEN = 1e-8
+"""On the lattice of every total, a floor bound above this (relative) is tightened cell by cell
+against the rows', columns' and anti-diagonals' masses."""
 _EXACT_TOL = 1e-5
 """Largest accepted bound on the posterior mass the FFT floor and the window can move (else the
 tilt is refined and, at the last attempt, the whole grid of latent totals is computed)."""
@@ -1180,11 +1183,13 @@ def _exact_latent_totals(
         # (a coarse cell holds step_eq * step_gt latent totals)
         floor = _FFT_FLOOR * level.cmax / (level.step_eq * level.step_gt)
         err_floor = floor * r_window
-        if level.h == 1:
+        if level.h == 1 and err_floor > _FLOOR_TIGHTEN * level.total:
             # a cell's error is also at most its row's and its column's mass (kept cells err
             # by the round-off, ~5e-15 of the largest entry, and lie where both are above the
             # floor): min(a, x, y) <= sqrt(min(a, x) min(a, y)) makes it a 1-D convolution
             # again, far tighter where the second factor is largest off the posterior's mass
+            # (three more convolutions of the window's length: only where the plain bound is
+            # above _FLOOR_TIGHTEN)
             cap = 1.01 * floor
             row, col = np.minimum(cap, marg_eq[lo_eq:hi_eq]), np.minimum(cap, marg_gt[lo_gt:hi_gt])
             err_floor = min(
