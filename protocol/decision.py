@@ -451,6 +451,12 @@ def _scratch(name: str, shape: tuple[int, int], dtype: type) -> NDArray:
     return buf[:size].reshape(shape)
 
 
+def _clip(x: NDArray, lo: int, hi: int) -> NDArray:
+    """``np.clip(x, lo, hi)`` for the short integer vectors of the hot path, where ``np.clip``
+    costs more than the arithmetic."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
 def _hankel(
     v: NDArray[np.float64], rows: int, cols: int, step_rows: int = 1, step_cols: int = 1
 ) -> NDArray[np.float64]:
@@ -651,9 +657,8 @@ def _theta_sum(
     flat_cdf, offset, lo, hi = _binomial_cdf_bands(big_n)
     k0 = n0 + lo_gt  # binomial argument n> + t> in column 0
     # each row's band in columns: [first, last)
-    # (np.minimum / np.maximum: np.clip costs more than the arithmetic on these short vectors)
-    first = np.minimum(np.maximum(-((k0 - lo) // step), 0), cols)
-    last = np.minimum(np.maximum((hi - k0) // step + 1, 0), cols)
+    first = _clip(-((k0 - lo) // step), 0, cols)
+    last = _clip((hi - k0) // step + 1, 0, cols)
     width = int(max((last - first).max(), 1))
     start = np.minimum(first, cols - width)
     j = np.arange(width)[None, :]
@@ -770,7 +775,7 @@ def _second_on_lattice(
         - step_gt * lo_gt
         - np.arange(step_eq * (rows - 1) + step_gt * (cols - 1) + 1)
     )
-    back = np.where(t_lt >= 0, second[2][np.minimum(np.maximum(t_lt, 0), big_m)], 0.0)
+    back = np.where(t_lt >= 0, second[2][_clip(t_lt, 0, big_m)], 0.0)
     return e_eq, e_gt, back
 
 
@@ -1199,7 +1204,7 @@ def _exact_latent_totals(
             # min(a, x, y, z) <= (min(a, x) min(a, y) min(a, z))^(1/3)
             marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
             t_lt = big_m - lo_eq - lo_gt - np.arange(e2_back.size)
-            diag = np.minimum(cap, marg_lt[np.minimum(np.maximum(t_lt, 0), big_m)])
+            diag = np.minimum(cap, marg_lt[_clip(t_lt, 0, big_m)])
             third = np.convolve(np.cbrt(row) * e_eq, np.cbrt(col) * e_gt) @ (
                 np.cbrt(diag) * e2_back
             )
