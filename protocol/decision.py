@@ -1251,21 +1251,24 @@ def _exact_latent_totals(
             # as long as the lattice sums are smooth in h; plus what is not (the spill past
             # t< = 0 and the faces' sharp second factor)
             estimate = c1 * abs(d1) + spill + sharp
-            # what the faces do to 2h and 4h: the second extrapolation's error, beyond its
-            # spread from the first one
-            faces_2h = faces.spill(2 * step) + faces.sharp(2 * step, direction)
-            if estimate > _COARSE_TOL and faces_2h < _COARSE_TOL:
-                # a third lattice (4h): if the three converge as h^2 predicts, the two
-                # extrapolations (h, 2h and 2h, 4h) differ by about 15 times the first one's
-                # error (their errors are of order h^4); five times that error is the estimate,
-                # plus faces_2h (which the spread may hide)
-                if rougher is None:
-                    rougher = _latent_level(lattices, e, big_m, window, 4 * step, margin, direction)
-                d2 = rougher.theta(n, big_m) - th_rough
-                c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
-                if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
-                    spread = abs(extrapolated - (th_rough - c2 * d2))
-                    estimate = min(estimate, spread / 3.0 + faces_2h)
+            if estimate > _COARSE_TOL:
+                # what the faces do to 2h and 4h: the second extrapolation's error, beyond
+                # its spread from the first one
+                faces_2h = faces.spill(2 * step) + faces.sharp(2 * step, direction)
+                if faces_2h < _COARSE_TOL:
+                    # a third lattice (4h): if the three converge as h^2 predicts, the two
+                    # extrapolations (h, 2h and 2h, 4h) differ by about 15 times the first one's
+                    # error (their errors are of order h^4); five times that error is the estimate,
+                    # plus faces_2h (which the spread may hide)
+                    if rougher is None:
+                        rougher = _latent_level(
+                            lattices, e, big_m, window, 4 * step, margin, direction
+                        )
+                    d2 = rougher.theta(n, big_m) - th_rough
+                    c2 = (4.0 * step * step - 1.0) / (12.0 * step * step)
+                    if d1 != 0.0 and 3.0 <= d2 / d1 <= 5.5:
+                        spread = abs(extrapolated - (th_rough - c2 * d2))
+                        estimate = min(estimate, spread / 3.0 + faces_2h)
             if estimate <= _COARSE_TOL:
                 theta = extrapolated
                 mean_t = fine.mean_t - c1 * (rough.mean_t - fine.mean_t)
