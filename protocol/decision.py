@@ -165,7 +165,7 @@ def _as_counts(counts: ArrayLike, name: str) -> NDArray[np.float64]:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise ValueError(f"{name} must have shape (n_pairs, 3), got {arr.shape}")
-    if (arr < 0).any():
+    if arr.size and not arr.min() >= 0:  # (NaN fails too)
         raise ValueError(f"{name} must be non-negative")
     return arr
 
@@ -299,15 +299,15 @@ def _validate_metric_inputs(
         raise ValueError(f"confusion must have shape ({n.shape[0]}, 3, 3), got {conf.shape}")
     if m.shape[0] != n.shape[0]:
         raise ValueError("human_counts and metric_counts must have the same number of pairs")
-    if (conf < 0).any():
+    if conf.size and not conf.min() >= 0:
         raise ValueError("confusion must be non-negative")
-    if (conf.sum(axis=1) > n + 1e-9).any():
+    if not (conf.sum(axis=1) <= n + 1e-9).all():
         raise ValueError(
             "confusion column sums (human labels of doubly rated inputs) exceed human_counts; "
             "human_counts must include every human-rated input (Appendix A)"
         )
     every = np.concatenate([n.ravel(), m.ravel(), conf.ravel()])
-    if (every != np.rint(every)).any():
+    if not np.array_equal(every, np.rint(every)):
         raise ValueError("counts must be integers")
     return n, conf, m
 
@@ -747,9 +747,11 @@ def _coarsen(table: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _stride(v: NDArray[np.float64], start: int, step: int, size: int) -> NDArray[np.float64]:
-    """``v[start + step * i]`` for ``i < size``, zero past the end of ``v``."""
-    idx = start + step * np.arange(size)
-    return np.where(idx < v.size, v[np.minimum(idx, v.size - 1)], 0.0)
+    """``v[start + step * i]`` for ``i < size``, zero past the end of ``v`` (``start >= 0``)."""
+    out = np.zeros(size)
+    part = v[start::step][:size]
+    out[: part.size] = part
+    return out
 
 
 def _second_on_lattice(
@@ -769,13 +771,9 @@ def _second_on_lattice(
     (:func:`_hankel`)."""
     e_eq = _stride(second[1], step_eq * lo_eq, step_eq, rows)
     e_gt = _stride(second[0], step_gt * lo_gt, step_gt, cols)
-    t_lt = (
-        big_m
-        - step_eq * lo_eq
-        - step_gt * lo_gt
-        - np.arange(step_eq * (rows - 1) + step_gt * (cols - 1) + 1)
-    )
-    back = np.where(t_lt >= 0, second[2][_clip(t_lt, 0, big_m)], 0.0)
+    # back[k] = e2[|M| - first - k], first = t= + t> of cell (0, 0): e2 reversed from there on
+    first = step_eq * lo_eq + step_gt * lo_gt
+    back = _stride(second[2][::-1], first, 1, step_eq * (rows - 1) + step_gt * (cols - 1) + 1)
     return e_eq, e_gt, back
 
 
@@ -1389,7 +1387,8 @@ def sample_posterior(
             comps[k] = post.alpha[:, j, :]
             wts[k] = post.weights[:, j]
     size = max(c.shape[0] for c in comps)
-    alpha = np.broadcast_to(n + 1.0, (size, n_pairs, 3)).copy()
+    alpha = np.empty((size, n_pairs, 3))
+    alpha[...] = n + 1.0
     weights = np.zeros((size, n_pairs))
     for k in range(n_pairs):
         alpha[: comps[k].shape[0], k] = comps[k]
