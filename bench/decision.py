@@ -24,15 +24,21 @@ reported against both; ``z`` is |delta theta| / SE of the reference.
 Run (never part of the test suite; needs the optional ``bench`` dependencies)::
 
     pip install .[bench]          # numpyro + jax
-    python bench/decision.py [--cases 24] [--seed 0] [--workers 2] [--paper-cases 2]
+    python bench/decision.py [--cases 24] [--seed 0] [--workers 1] [--apart] [--paper-cases 2]
                              [--repeats 7] [--quick] [--save F | --load F]
 
-Ours is timed after the NUTS runs, at a quiet moment if one comes within ``--quiet-wait``
-seconds (other processes using at most 15 % of the cores, from /proc/stat), once ours runs at a
-steady speed (``--settle``: ours on every case once, repeated until the last two runs are within
-5 % of the fastest): one pair per call, the median of ``--repeats`` calls, the repeats going
-round all cases.  Prints per case the
-thetas, |delta theta|, both decisions and the per-pair times, the machine's load at each stage,
+Ours is timed side by side with the reference: while the NUTS process (one, by default)
+samples on one core, this process times ours on the other, round after round over every case
+(one pair per call, then all cases in one vectorised call), for as long as NUTS runs; ours per
+case is the median over those rounds.  This shared VM's speed drifts by up to 1.6x from one
+minute to the next with nothing else on the cores, and NUTS is timed over minutes, so timing
+ours alone over a few seconds compared it with whatever moment that was.  Ours is also timed
+alone after the NUTS runs, as before (``--apart`` times it only so, with 2 NUTS processes): at a
+quiet moment if one comes within ``--quiet-wait`` seconds (other processes using at most 15 % of
+the cores, from /proc/stat), once ours runs at a steady speed (``--settle``: ours on every case
+once, repeated until the last two runs are within 5 % of the fastest), the median of
+``--repeats`` calls going round all cases.  Prints per case the thetas, |delta theta|, both
+decisions and the per-pair times (side by side and alone), the machine's load at each stage,
 then the bars: |delta theta| <= 0.01 everywhere, equal decisions unless the reference theta is
 within 0.01 of a threshold, speed-up >= 1000x, a round of 136 pairs with metric data in < 2 s,
 the whole bench in < 10 min.
@@ -197,10 +203,13 @@ def _nuts_case(task):
     return (k,) + reference_summary(p, mu_t, n, m, seed) + (elapsed, cpu)
 
 
-def nuts_thetas(cases, chains: int, warmup: int, samples: int, seed: int, workers: int):
+def nuts_thetas(
+    cases, chains: int, warmup: int, samples: int, seed: int, workers: int, during=None
+):
     """The reference for every case, in ``workers`` single-threaded processes (vectorized chains,
-    each process compiled once before timing).  Returns per case (theta raw, SE, theta RB, SE,
-    wall s, CPU s)."""
+    each process compiled once before timing).  ``during``, if given, is called over and over in
+    this process until the last case is done (ours timed side by side).  Returns per case (theta
+    raw, SE, theta RB, SE, wall s, CPU s)."""
     import multiprocessing as mp
 
     _import_numpyro()  # fail early, in this process, if the bench dependencies are missing
@@ -213,7 +222,16 @@ def nuts_thetas(cases, chains: int, warmup: int, samples: int, seed: int, worker
         ctx = mp.get_context("spawn")
         init_args = (chains, warmup, samples, "vectorized", cache_dir)
         with ctx.Pool(workers, _nuts_worker_init, init_args) as pool:
-            for res in pool.imap_unordered(_nuts_case, tasks):
+            results = pool.imap_unordered(_nuts_case, tasks)
+            while any(r is None for r in out):
+                if during is None:
+                    res = results.next()
+                else:
+                    try:
+                        res = results.next(timeout=0.0)
+                    except mp.TimeoutError:
+                        during()
+                        continue
                 out[res[0]] = res[1:]
                 done = sum(r is not None for r in out)
                 print(
@@ -310,6 +328,40 @@ def paper_config_times(cases, which: list[int], seed: int):
             os.environ["XLA_FLAGS"] = saved
 
 
+class _SideBySide:
+    """Ours timed in this process while the NUTS process samples on the other core: one pair per
+    call on every case, then all cases in one vectorised call, round after round, for as long as
+    the reference runs (the first round, which fills ours's caches, is dropped).  Both methods
+    then see the same machine over the same minutes: this shared VM's speed drifts by up to
+    1.6x from one minute to the next, and NUTS is timed over minutes, ours alone over seconds."""
+
+    def __init__(self, n: np.ndarray, conf: np.ndarray, m: np.ndarray, seed: int) -> None:
+        self.n, self.conf, self.m, self.seed = n, conf, m, seed
+        self.times: list[list[float]] = [[] for _ in range(len(n))]
+        self.vec: list[float] = []
+        self.rounds = 0
+
+    def round(self) -> None:
+        n, conf, m = self.n, self.conf, self.m
+        single = []
+        for k in range(len(n)):
+            t0 = time.perf_counter()
+            sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
+            single.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        sample_posterior(n, conf, m, seed=self.seed)
+        vec = time.perf_counter() - t0
+        self.rounds += 1
+        if self.rounds > 1:
+            for k, dt in enumerate(single):
+                self.times[k].append(dt)
+            self.vec.append(vec)
+
+    def medians(self) -> tuple[np.ndarray, float]:
+        """Per case the median time of one pair per call, and of the vectorised call."""
+        return np.array([np.median(t) for t in self.times]), float(np.median(self.vec))
+
+
 def _timed(fn, repeats: int) -> tuple[float, object]:
     """Median wall time of ``repeats`` calls (the machine is shared, single runs are noisy)."""
     times, out = [], None
@@ -401,7 +453,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save", help="write the NUTS summaries and times to this JSON file")
     ap.add_argument("--load", help="reuse NUTS summaries and times from a --save file")
     ap.add_argument("--repeats", type=int, default=7, help="timing repeats of ours (median)")
-    ap.add_argument("--workers", type=int, default=2, help="NUTS processes (one thread each)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="NUTS processes, one thread each (default 1, ours on the other core; 2 with --apart)",
+    )
+    ap.add_argument(
+        "--apart",
+        action="store_true",
+        help="time ours only after the NUTS runs, not side by side with them",
+    )
     ap.add_argument(
         "--quiet-wait",
         type=float,
@@ -433,18 +495,29 @@ def main(argv: list[str] | None = None) -> int:
     chains, warmup, samples = (2, 500, 2000) if args.quick else (5, 2000, 10000)
     if args.quick:
         print("NOTE: --quick: NUTS reduced to 2 chains x (500 warm-up + 2,000 draws)")
+    n = np.array([c[0] for c in cases])
+    conf = np.array([c[1] for c in cases])
+    m = np.array([c[2] for c in cases])
+    side = None
     if args.load:
         saved = json.loads(Path(args.load).read_text())
         ref = [tuple(r) for r in saved["nuts"]]
         paper = saved.get("paper", [])
         print(f"NUTS reference loaded from {args.load} (settings {saved['settings']})")
     else:
+        side = None if args.apart else _SideBySide(n, conf, m, args.seed)
+        workers = args.workers or (2 if args.apart else 1)
         print(
             f"NUTS reference: {chains} chains (vectorized), {warmup} warm-up + {samples} draws "
-            f"per chain, {args.workers} single-threaded processes"
+            f"per chain, {workers} single-threaded process(es)"
+            + ("; ours timed side by side in this process" if side else "")
         )
-        ref = nuts_thetas(cases, chains, warmup, samples, args.seed, args.workers)
+        ref = nuts_thetas(
+            cases, chains, warmup, samples, args.seed, workers, side.round if side else None
+        )
         print(f"after NUTS: {_load()}")
+        if side:
+            print(f"ours side by side: {side.rounds - 1} rounds of every case timed")
         paper = []
         if args.paper_cases > 0 and not args.quick:
             sizes = np.array([c[2].sum() for c in cases])
@@ -459,9 +532,6 @@ def main(argv: list[str] | None = None) -> int:
                 json.dumps({"settings": [chains, warmup, samples], "nuts": ref, "paper": paper})
             )
 
-    n = np.array([c[0] for c in cases])
-    conf = np.array([c[1] for c in cases])
-    m = np.array([c[2] for c in cases])
     quiet = _wait_until_quiet(args.quiet_wait)
     settled = _settle(
         lambda: [
@@ -484,10 +554,15 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
             times[rep, k] = time.perf_counter() - t0
-    t_single = np.median(times, axis=0)
+    t_alone = np.median(times, axis=0)
     dt_vec, post_all = _timed(lambda: sample_posterior(n, conf, m, seed=args.seed), args.repeats)
     print(f"while ours was timed: {busy.report()}")
-    t_vec = dt_vec / len(cases)
+    t_vec_alone = dt_vec / len(cases)
+    if side is not None and side.rounds > 1:  # the speed-ups: side by side where timed so
+        t_single, dt_vec_side = side.medians()
+        t_vec = dt_vec_side / len(cases)
+    else:
+        t_single, t_vec = t_alone, t_vec_alone
     theta_ref = np.array([r[0] for r in ref])
     se_ref = np.array([r[1] for r in ref])
     theta_rb = np.array([r[2] for r in ref])
@@ -507,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     hdr = (
         f"{'case':>4} {'human n':>15} {'metric-only m':>15} {'NUTS raw':>8} {'SE':>6} "
         f"{'NUTS RB':>8} {'SE':>6} {'ours':>8} {'|d| raw':>7} {'z raw':>5} {'|d| RB':>7} "
-        f"{'z RB':>5} {'dec':>7} {'NUTS s':>7} {'ours ms':>8} {'speed-up':>9}"
+        f"{'z RB':>5} {'dec':>7} {'NUTS s':>7} {'ours ms':>8} {'speed-up':>9} {'alone ms':>8}"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -523,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{theta_ours[k]:>8.4f} {delta[k]:>7.4f} {z(delta[k], se_ref[k])} "
             f"{delta_rb[k]:>7.4f} {z(delta_rb[k], se_rb[k])} "
             f"{dec_ref[k]:>3d}/{dec_ours[k]:>3d} {t_ref[k]:>7.1f} {t_single[k] * 1e3:>8.2f} "
-            f"{t_ref[k] / t_single[k]:>8.0f}x"
+            f"{t_ref[k] / t_single[k]:>8.0f}x {t_alone[k] * 1e3:>8.2f}"
         )
     mismatch = (dec_ref != dec_ours) & ~near
     speed_single = t_ref / t_single
@@ -571,11 +646,24 @@ def main(argv: list[str] | None = None) -> int:
         f"decisions equal: {int((dec_ref == dec_ours).sum())}/{len(cases)}; mismatches not within "
         f"0.01 of a threshold: {int(mismatch.sum())}"
     )
+    how = (
+        f"side by side with NUTS, median of {len(side.vec)} rounds"
+        if t_single is not t_alone
+        else f"after NUTS, median of {args.repeats} calls"
+    )
     print(
-        f"speed-up per pair, one pair per call: min {speed_single.min():.0f}x, "
+        f"speed-up per pair, one pair per call ({how}): min {speed_single.min():.0f}x, "
         f"median {np.median(speed_single):.0f}x ({(speed_single >= 1000).sum()}/{len(cases)} "
         ">= 1000x)"
     )
+    if t_single is not t_alone:
+        speed_alone = t_ref / t_alone
+        print(
+            f"speed-up per pair, one pair per call (alone after NUTS, median of {args.repeats} "
+            f"calls): min {speed_alone.min():.0f}x, median {np.median(speed_alone):.0f}x "
+            f"({(speed_alone >= 1000).sum()}/{len(cases)} >= 1000x); vectorised min "
+            f"{(t_ref / t_vec_alone).min():.0f}x"
+        )
     print(
         f"speed-up per pair, vectorised ({len(cases)} pairs in one call, "
         f"{t_vec * 1e3:.2f} ms per pair): min {speed_vec.min():.0f}x, "
