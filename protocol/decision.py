@@ -396,6 +396,12 @@ against the rows', columns' and anti-diagonals' masses."""
 _EXACT_TOL = 1e-5
 """Largest accepted bound on the posterior mass the FFT floor and the window can move (else the
 tilt is refined and, at the last attempt, the whole grid of latent totals is computed)."""
+_SIMPLEX_SHARE = 0.9
+_SIMPLEX_MIN_TOTAL = 100
+"""A window of every latent total from ``t> = t= = 0`` covering more than ``_SIMPLEX_SHARE`` of
+the square ``|M| x |M|`` is convolved on the simplex's lattice (:func:`_simplex_convolution`,
+about 0.75 of the square) for ``|M| >= _SIMPLEX_MIN_TOTAL`` (below it the FFTs cost less than
+the extra steps), not cyclically on the window."""
 _COARSE_MIN_CELLS = 40_000
 """Windows of fewer latent totals are always computed on the lattice of every total."""
 _COARSE_WIDTH_PER_STEP = 50
@@ -879,6 +885,107 @@ class _Level:
         return self._theta
 
 
+def _cyclic_window(
+    tables: list[NDArray[np.float64]],
+    box: tuple[int, int, int, int],
+    margin: tuple[int, int],
+    s_eq: int,
+    s_gt: int,
+) -> NDArray[np.float64]:
+    """The cyclic 2-D convolution of the three row tables (indexed ``[t>, t=]``) of the size of
+    the window ``box = (lo_eq, rows, lo_gt, cols)`` (lattice units) plus ``margin`` latent totals
+    on each side, read on the window as ``out[t=, t>]`` (a new array)."""
+    lo_eq, rows, lo_gt, cols = box
+    size0 = next_fast_len(rows + 2 * -(-margin[0] // s_eq))
+    size1 = next_fast_len(cols + 2 * -(-margin[1] // s_gt), real=True)
+    # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> (real), then
+    # along t= (complex, over contiguous rows), into scratch arrays
+    shape = (size1 // 2 + 1, size0)
+    prod, spec = _scratch("prod", shape, np.complex128), _scratch("spec", shape, np.complex128)
+    for k, tab in enumerate(tables):
+        if tab.shape[0] > size1:
+            tab = _fold(tab, size1, 0, axis=0)
+        if tab.shape[1] > size0:
+            tab = _fold(tab, size0, 0, axis=1)
+        out = prod if k == 0 else spec
+        np.fft.rfft(tab, n=size1, axis=0, out=out[:, : tab.shape[1]])
+        out[:, tab.shape[1] :] = 0.0
+        np.fft.fft(out, axis=1, out=out)
+        if k:
+            prod *= spec
+    np.fft.ifft(prod, axis=1, out=prod)
+    # the cyclic convolution, indexed [t= mod size0, t> mod size1]
+    full = np.fft.irfft(prod.T, n=size1, axis=1, out=_scratch("full", (size0, size1), np.float64))
+    return _window(full, lo_eq, rows, lo_gt, cols)
+
+
+def _simplex_convolution(
+    tables: list[NDArray[np.float64]], big_m: int, rows: int, cols: int
+) -> NDArray[np.float64]:
+    """The 2-D convolution of the three row tables of every latent total on the whole simplex
+    ``t> + t= <= |M|``, read on the window ``t= < rows``, ``t> < cols`` as ``out[t=, t>]`` (a new
+    array; its cells off the simplex hold other cells' values, which the second factor zeroes),
+    by FFTs of about 0.75 of the square ``(|M| + 1)^2``.
+
+    The convolution is supported on the triangle ``x = t> >= 0``, ``y = t= >= 0``,
+    ``x + y <= |M|``, and so are the tables on theirs.  A cyclic convolution needs a
+    periodisation whose translates of that support do not overlap; squares of side ``|M| + 1``
+    do, and so does the lattice spanned by ``(P, 0)`` and ``(Q, Q)`` for ``2 Q > |M|`` and
+    ``P > |M| + Q`` (no difference of two points of the triangle is a lattice vector), of
+    determinant ``P Q``, about ``0.75 (|M| + 1)^2``.  The map ``(x, y) -> (x - y mod P, y mod Q)``
+    has exactly that kernel, so the convolution is a cyclic one on a ``P x Q`` array: each table
+    placed at ``u = i - j + m_c`` (``v = j``), real FFTs along ``v``, complex along ``u``, and the
+    result read back at ``u = x - y + |M|`` (mod ``P``), ``v = y`` (mod ``Q``).
+    """
+    q = next_fast_len((big_m + 2) // 2, real=True)
+    p = next_fast_len(big_m + 1 + q, real=True)
+    shape = (p, q // 2 + 1)
+    prod, spec = _scratch("prod", shape, np.complex128), _scratch("spec", shape, np.complex128)
+    for k, tab in enumerate(tables):
+        m = tab.shape[0] - 1
+        skew = _scratch("skew", (2 * m + 1, m + 1), np.float64)
+        skew[...] = 0.0
+        # skew[i - j + m, j] = tab[i, j]: a view of skew with strides (row, 1 - row)
+        size = skew.itemsize
+        view = np.ndarray(
+            (m + 1, m + 1),
+            skew.dtype,
+            buffer=skew,
+            offset=m * (m + 1) * size,
+            strides=((m + 1) * size, -m * size),
+        )
+        view[...] = tab
+        if m + 1 > q:
+            skew = _fold(skew, q, 0, axis=1)
+        if 2 * m + 1 > p:
+            skew = _fold(skew, p, 0, axis=0)
+        out = prod if k == 0 else spec
+        used = skew.shape[0]
+        np.fft.rfft(skew, n=q, axis=1, out=out[:used])
+        out[used:] = 0.0
+        np.fft.fft(out, axis=0, out=out)
+        if k:
+            prod *= spec
+    np.fft.ifft(prod, axis=0, out=prod)
+    # rows u = 0 .. 2|M| (those from P on wrap round), columns v
+    cyc = _scratch("full", (max(p, 2 * big_m + 1), q), np.float64)
+    np.fft.irfft(prod, n=q, axis=1, out=cyc[:p])
+    cyc[p : 2 * big_m + 1] = cyc[: max(2 * big_m + 1 - p, 0)]
+    out = np.empty((rows, cols))
+    size = cyc.itemsize
+    for first, count in ((0, min(q, rows)), (q, rows - q)):
+        # out[y, x] = cyc[|M| - y + x, y - first] for y = first + r: strides (1 - q, q)
+        if count > 0:
+            out[first : first + count] = np.ndarray(
+                (count, cols),
+                cyc.dtype,
+                buffer=cyc,
+                offset=(big_m - first) * q * size,
+                strides=((1 - q) * size, q * size),
+            )
+    return out
+
+
 def _lattice_steps(h: int, direction: tuple[int, int]) -> tuple[int, int]:
     """Steps ``(along t=, along t>)`` of the lattice of step ``h`` coarse along the axes flagged
     in ``direction`` (``(1, 1)`` both, ``(1, 0)`` only ``t=``, ``(0, 1)`` only ``t>``)."""
@@ -910,27 +1017,15 @@ def _latent_level(
     if s_gt > 1:
         lo_gt, hi_gt = lo_gt // s_gt, (hi_gt - 1) // s_gt + 2
     rows, cols = hi_eq - lo_eq, hi_gt - lo_gt
-    size0 = next_fast_len(rows + 2 * -(-margin[0] // s_eq))
-    size1 = next_fast_len(cols + 2 * -(-margin[1] // s_gt), real=True)
-    # 2-D real FFTs of the three tables (cyclic, of the window's size): along t> (real), then
-    # along t= (complex, over contiguous rows), into scratch arrays
-    shape = (size1 // 2 + 1, size0)
-    prod, spec = _scratch("prod", shape, np.complex128), _scratch("spec", shape, np.complex128)
-    for k, tab in enumerate(tables):
-        if tab.shape[0] > size1:
-            tab = _fold(tab, size1, 0, axis=0)
-        if tab.shape[1] > size0:
-            tab = _fold(tab, size0, 0, axis=1)
-        out = prod if k == 0 else spec
-        np.fft.rfft(tab, n=size1, axis=0, out=out[:, : tab.shape[1]])
-        out[:, tab.shape[1] :] = 0.0
-        np.fft.fft(out, axis=1, out=out)
-        if k:
-            prod *= spec
-    np.fft.ifft(prod, axis=1, out=prod)
-    # the cyclic convolution, indexed [t= mod size0, t> mod size1]
-    full = np.fft.irfft(prod.T, n=size1, axis=1, out=_scratch("full", (size0, size1), np.float64))
-    conv = _window(full, lo_eq, rows, lo_gt, cols)
+    if (
+        s_eq == s_gt == 1
+        and lo_eq == lo_gt == 0
+        and big_m >= _SIMPLEX_MIN_TOTAL
+        and rows * cols > _SIMPLEX_SHARE * big_m**2
+    ):  # a window holding about the whole simplex
+        conv = _simplex_convolution(tables, big_m, rows, cols)
+    else:
+        conv = _cyclic_window(tables, (lo_eq, rows, lo_gt, cols), margin, s_eq, s_gt)
     cmax = float(conv.max())
     conv[conv < _FFT_FLOOR * cmax] = 0.0
     # the second factor on the window, tilted back: e1[t=] e0[t>] e2[|M| - t> - t=]
@@ -1098,7 +1193,8 @@ def _exact_latent_totals(
       then a cyclic convolution of the window's size; what it folds into the window from outside
       (positive, at most the convolution's mass outside) is bounded too, and where that bound is
       too large the convolution is padded by a margin (:func:`_fold_margin`) so that what it
-      folds lands off the window;
+      folds lands off the window.  A window holding about the whole simplex is convolved on
+      the simplex's own lattice instead, which folds nothing (:func:`_simplex_convolution`);
     * the three bounds, divided by the computed posterior mass, are returned as ``err``
       (``|theta error| <= err``); while it exceeds ``_EXACT_TOL`` the tilt is refined and the
       computation repeated (the last attempt on the whole grid).

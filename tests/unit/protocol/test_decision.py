@@ -253,6 +253,35 @@ def test_exact_window_equals_whole_grid(monkeypatch, n, conf, m) -> None:
     np.testing.assert_allclose(t_w.mean(axis=0), mean_f, rtol=0.02, atol=1.0)
 
 
+@pytest.mark.parametrize(
+    "totals", [(60, 50, 40), (173, 80, 159), (300, 5, 5), (0, 0, 120), (101, 0, 0)]
+)
+def test_simplex_convolution_equals_the_linear_convolution(totals) -> None:
+    # the convolution on the simplex's lattice (P x Q, about 0.75 of the square) equals the
+    # linear 2-D convolution on every cell of the simplex, read on the whole square and on a
+    # window from the origin; (300, 5, 5) has a table wider than the lattice along both axes
+    # (folded first)
+    from scipy.signal import fftconvolve
+
+    from protocol.decision import _simplex_convolution
+
+    rng = np.random.default_rng(sum(totals))
+    tables = []
+    for m in totals:
+        i, j = np.meshgrid(np.arange(m + 1), np.arange(m + 1), indexing="ij")
+        tables.append(np.where(i + j <= m, rng.random((m + 1, m + 1)) + 0.1, 0.0))
+    big_m = sum(totals)
+    linear = fftconvolve(fftconvolve(tables[0], tables[1]), tables[2])  # [t>, t=]
+    x, y = np.meshgrid(np.arange(big_m + 1), np.arange(big_m + 1), indexing="xy")  # [t=, t>]
+    for rows, cols in ((big_m + 1, big_m + 1), (big_m + 1, big_m), (big_m - 3, big_m + 1)):
+        out = _simplex_convolution(tables, big_m, rows, cols)
+        assert out.shape == (rows, cols)
+        on = (x + y <= big_m)[:rows, :cols]
+        np.testing.assert_allclose(
+            out[on], linear.T[:rows, :cols][on], rtol=0, atol=1e-12 * linear.max()
+        )
+
+
 def test_systematic_cells_follow_the_weights() -> None:
     from protocol.decision import _systematic_cells
 
