@@ -785,8 +785,9 @@ def _second_on_lattice(
 
 class _Lattices(dict):
     """The three row tables of one tilt (one per metric label ``c``: ``T[i, j]`` = ``w0[i] w1[j]
-    w2[m_c - i - j]``, ``log_w[c]`` holding the logarithms of the three factors) on the lattices of
-    step 1, 2, 4, ..., each built when first asked for, and their exact one-dimensional margins.
+    w2[m_c - i - j]``, the rows of ``log_w[c]`` holding the logarithms of the three factors) on
+    the lattices of step 1, 2, 4, ..., each built when first asked for, and their exact
+    one-dimensional margins.
 
     A table is the product of its three exponentiated factors (each scaled to a largest entry
     of 1, then the first so that the table's largest row sum is 1), so its margins are direct
@@ -797,14 +798,15 @@ class _Lattices(dict):
     a table built from its summed logarithms (:func:`_log_table`) and its margins summed.
     """
 
-    def __init__(self, log_w: list[list[NDArray[np.float64]]], totals: NDArray[np.int64]) -> None:
+    def __init__(self, log_w: list[NDArray[np.float64]], totals: NDArray[np.int64]) -> None:
         super().__init__()
         self.factors: list[list[NDArray[np.float64]] | None] = []
         self.totals = [int(m) for m in totals]
         self.margins: list[tuple[NDArray, NDArray, NDArray]] = []  # over (t>, t=, t<)
         self.unit: dict[int, NDArray[np.float64]] = {}
         for c, (lw, m) in enumerate(zip(log_w, self.totals, strict=True)):
-            e = [np.exp(x - x.max()) for x in lw]
+            lw = np.asarray(lw)  # (3, m + 1)
+            e = list(np.exp(lw - lw.max(axis=1, keepdims=True)))
             over_gt = e[0] * np.convolve(e[1], e[2])[m::-1]
             top = float(over_gt.max())
             if top > 1e-200:
@@ -1224,34 +1226,28 @@ def _exact_latent_totals(
     ni = n.astype(np.int64)
     big_m = int(mi.sum())
     lg = _log_gamma_int(int(max(ni.max() + 2, big_a.max(), ai.max())) + big_m + 1)
-    tf = np.arange(big_m + 1.0)
-    # log of the second factor per true label j on t_j = 0..|M|, and of the row tables' factors
-    # Gamma(a[c, j] + k) / k! on k = 0..m_c (integer arguments: slices of one table)
-    l_second = [
-        lg[ni[j] + 1 : ni[j] + big_m + 2] - lg[big_a[j] : big_a[j] + big_m + 1] for j in range(3)
-    ]
-    l_row = [
-        [lg[ai[c, j] : ai[c, j] + mi[c] + 1] - lg[1 : mi[c] + 2] for j in range(3)]
-        for c in range(3)
-    ]
+    ti = np.arange(big_m + 1)
+    tf = ti.astype(float)
+    # log of the second factor per true label j (row j) on t_j = 0..|M|, and of the row tables'
+    # factors Gamma(a[c, j] + k) / k! on k = 0..m_c (row j of l_row[c]); integer arguments, so
+    # all are read from one table
+    l_second = lg[(ni + 1)[:, None] + ti] - lg[big_a[:, None] + ti]
+    l_row = [lg[ai[c][:, None] + ti[: mi[c] + 1]] - lg[1 + ti[: mi[c] + 1]] for c in range(3)]
     mean_t = big_m * (n + 1.0) / (n.sum() + 3.0)  # first guess: the human-only posterior mean
     coarse_err = 0.0
     faces = None
     for attempt in range(3):
         lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
         # tables indexed [t>, t=], tilted by lambda**t
-        lattices = _Lattices(
-            [[l_row[c][j] + lt[j] * np.arange(mi[c] + 1.0) for j in range(3)] for c in range(3)], mi
-        )
+        lattices = _Lattices([l_row[c] + lt[:, None] * tf[: mi[c] + 1] for c in range(3)], mi)
         over_gt, over_eq, over_lt = zip(*lattices.margins, strict=True)
         # exact 1-D marginals of the convolution in t> and in t= (direct convolutions)
         marg_gt = np.convolve(np.convolve(over_gt[0], over_gt[1]), over_gt[2])
         marg_eq = np.convolve(np.convolve(over_eq[0], over_eq[1]), over_eq[2])
-        logs = [l_second[j] - lt[j] * tf for j in range(3)]
-        shift = [float(x.max()) for x in logs]
-        e = [np.exp(x - s) for x, s in zip(logs, shift, strict=True)]
+        logs = l_second - lt[:, None] * tf
+        e = np.exp(logs - logs.max(axis=1, keepdims=True))  # (row j: the factor of t_j)
         # upper bound of the second factor along a line of fixed t= (or t>): prefix maxima
-        pmax = [np.maximum.accumulate(x) for x in e]
+        pmax = np.maximum.accumulate(e, axis=1)
         w_eq = marg_eq * e[1] * (pmax[0] * pmax[2])[::-1]
         w_gt = marg_gt * e[0] * (pmax[1] * pmax[2])[::-1]
         if attempt < 2:
