@@ -802,7 +802,9 @@ class _Lattices(dict):
         super().__init__()
         self.factors: list[list[NDArray[np.float64]] | None] = []
         self.totals = [int(m) for m in totals]
-        self.margins: list[tuple[NDArray, NDArray, NDArray]] = []  # over (t>, t=, t<)
+        self.margins: list[tuple[NDArray, NDArray]] = []  # over (t>, t=)
+        self._over_lt: dict[int, NDArray[np.float64]] = {}  # (tables built from logarithms)
+        self._marginal_lt: NDArray[np.float64] | None = None
         self.unit: dict[int, NDArray[np.float64]] = {}
         for c, (lw, m) in enumerate(zip(log_w, self.totals, strict=True)):
             lw = np.asarray(lw)  # (3, m + 1)
@@ -812,18 +814,25 @@ class _Lattices(dict):
             if top > 1e-200:
                 e[0] = e[0] / top
                 self.factors.append(e)
-                self.margins.append(
-                    (
-                        over_gt / top,
-                        e[1] * np.convolve(e[0], e[2])[m::-1],
-                        e[2] * np.convolve(e[0], e[1])[m::-1],
-                    )
-                )
+                self.margins.append((over_gt / top, e[1] * np.convolve(e[0], e[2])[m::-1]))
             else:
                 table = _log_table(lw, m)
                 self.factors.append(None)
                 self.unit[c] = table
-                self.margins.append((table.sum(1), table.sum(0), _anti_diagonal_sums(table)[::-1]))
+                self.margins.append((table.sum(1), table.sum(0)))
+                self._over_lt[c] = _anti_diagonal_sums(table)[::-1]
+
+    def marginal_lt(self) -> NDArray[np.float64]:
+        """The exact 1-D marginal of the tables' convolution along ``t<`` (``|M| + 1`` entries):
+        the direct convolution of the tables' margins along their anti-diagonals (computed when
+        first asked for; only coarse lattices and the tightened floor bound need it)."""
+        if self._marginal_lt is None:
+            over = [
+                self._over_lt[c] if e is None else e[2] * np.convolve(e[0], e[1])[m::-1]
+                for c, (e, m) in enumerate(zip(self.factors, self.totals, strict=True))
+            ]
+            self._marginal_lt = np.convolve(np.convolve(over[0], over[1]), over[2])
+        return self._marginal_lt
 
     def __missing__(self, steps: tuple[int, int]) -> list[NDArray[np.float64]]:
         """The tables on the lattice of steps ``(along t>, along t=)``: equal steps, or 1 along
@@ -1240,7 +1249,7 @@ def _exact_latent_totals(
         lt = digamma(n + mean_t + 1.0) - digamma(big_a + mean_t)
         # tables indexed [t>, t=], tilted by lambda**t
         lattices = _Lattices([l_row[c] + lt[:, None] * tf[: mi[c] + 1] for c in range(3)], mi)
-        over_gt, over_eq, over_lt = zip(*lattices.margins, strict=True)
+        over_gt, over_eq = zip(*lattices.margins, strict=True)
         # exact 1-D marginals of the convolution in t> and in t= (direct convolutions)
         marg_gt = np.convolve(np.convolve(over_gt[0], over_gt[1]), over_gt[2])
         marg_eq = np.convolve(np.convolve(over_eq[0], over_eq[1]), over_eq[2])
@@ -1261,8 +1270,7 @@ def _exact_latent_totals(
         if attempt < 2 and rows * cols >= _COARSE_MIN_CELLS:
             # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table): bound the
             # posterior mass along t< like the others
-            marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
-            w_lt = marg_lt * e[2] * (pmax[0] * pmax[1])[::-1]
+            w_lt = lattices.marginal_lt() * e[2] * (pmax[0] * pmax[1])[::-1]
             faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)], big_m)
             step, direction = _coarse_step(rows, cols, faces)
         # the coarser lattice first (cheap): it refines the tilt and the window
@@ -1292,9 +1300,8 @@ def _exact_latent_totals(
             )
             # and its anti-diagonal's mass (t<):
             # min(a, x, y, z) <= (min(a, x) min(a, y) min(a, z))^(1/3)
-            marg_lt = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
             t_lt = big_m - lo_eq - lo_gt - np.arange(e2_back.size)
-            diag = np.minimum(cap, marg_lt[_clip(t_lt, 0, big_m)])
+            diag = np.minimum(cap, lattices.marginal_lt()[_clip(t_lt, 0, big_m)])
             third = np.convolve(np.cbrt(row) * e_eq, np.cbrt(col) * e_gt) @ (
                 np.cbrt(diag) * e2_back
             )
