@@ -1072,11 +1072,19 @@ def _anti_diagonal_sums(table: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _interpolation_error(s: NDArray[np.float64], step: int, offset: int = 0) -> NDArray[np.float64]:
     """Relative error ``s_hat(t) / s(t) - 1`` of the linear interpolation of ``s`` (positive, on
-    ``t = 0 .. len(s) - 1``) from the lattice points ``offset + k step`` (constant past the first
-    and the last one)."""
-    t = np.arange(s.size, dtype=float)
-    lattice = np.arange(offset % step, s.size, step)
-    return np.interp(t, lattice, s[lattice]) / s - 1.0
+    ``t = 0 .. n - 1`` along its last axis, every row alike) from the lattice points
+    ``offset + k step`` (constant before the first and past the last one)."""
+    first = offset % step
+    points = s[..., first::step]
+    inside = (points.shape[-1] - 1) * step
+    out = np.empty(s.shape)
+    out[..., :first] = points[..., :1]
+    out[..., first + inside :] = points[..., -1:]
+    # between lattice points k and k + 1: points[k] + (r / step) (points[k + 1] - points[k])
+    slope = (points[..., 1:] - points[..., :-1])[..., None]
+    segments = points[..., :-1, None] + slope * (np.arange(step) / step)
+    out[..., first : first + inside] = segments.reshape(s.shape[:-1] + (inside,))
+    return out / s - 1.0
 
 
 class _Faces:
@@ -1100,16 +1108,18 @@ class _Faces:
         self.weight = weight
         self.big_m = big_m
         self._spill: dict[int, float] = {}
-        self._weighted: dict[tuple[int, int], float] = {}
+        self._weighted: dict[int, NDArray[np.float64]] = {}
+        # along t< the lattice points are |M| - k h: reversed, k h like the others
+        self._oriented = np.stack([second[0], second[1], second[2][::-1]])
+        self._oriented_weight = np.stack([weight[0], weight[1], weight[2][::-1]])
 
     def _weighted_error(self, j: int, step: int) -> float:
-        """``sum_t weight[j](t) (s_hat(t) / s(t) - 1)`` for the lattice of step ``step``."""
-        key = (j, step)
-        if key not in self._weighted:
-            offset = self.big_m if j == 2 else 0
-            error = _interpolation_error(self.second[j], step, offset)
-            self._weighted[key] = float(self.weight[j] @ error)
-        return self._weighted[key]
+        """``sum_t weight[j](t) (s_hat(t) / s(t) - 1)`` for the lattice of step ``step`` (the
+        three ``j`` at once, cached per step)."""
+        if step not in self._weighted:
+            error = _interpolation_error(self._oriented, step)
+            self._weighted[step] = (self._oriented_weight * error).sum(axis=1)
+        return float(self._weighted[step][j])
 
     def spill(self, step: int) -> float:
         """Bound on the error of ``theta`` extrapolated from steps ``h = step`` and ``2h`` from the
