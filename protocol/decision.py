@@ -614,6 +614,9 @@ def _binomial_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray
     return flat, offset, lo, hi
 
 
+_THETA_DIRECT_CELLS = 65_536
+"""Boxes of latent totals up to this size get theta's binomial CDF read for every cell (faster
+than the band sums up to about 100,000 cells)."""
 _BINOMIAL_CACHE_MAX = 4096
 """Binomial sizes up to this have their CDF bands cached (about 13 MB at most)."""
 _BINOMIAL: tuple[NDArray, NDArray, NDArray, NDArray] = _binomial_bands(np.arange(2))
@@ -653,7 +656,9 @@ def _theta_sum(
     For integer arguments ``1 - I_1/2(a>, a<)`` is the CDF of ``Binomial(N', 1/2)`` at
     ``a> - 1 = n> + t>`` with ``N' = a> + a< - 1 = n> + n< + 1 + |M| - t=``, the same ``N'`` along
     a row.  The CDF is read from the cached bands of :func:`_binomial_cdf_bands` in the columns
-    of each row's band; the cells after it count with CDF 1 and those before with 0.
+    of each row's band; the cells after it count with CDF 1 and those before with 0.  In boxes
+    of at most ``_THETA_DIRECT_CELLS`` cells, where finding the bands costs more than it saves,
+    the CDF is read for every cell instead.
     """
     n0, n2 = int(n[0]), int(n[2])
     rows, cols = prob.shape
@@ -662,6 +667,13 @@ def _theta_sum(
     step = step if step_gt is None else step_gt  # from here on: along t>
     flat_cdf, offset, lo, hi = _binomial_cdf_bands(big_n)
     k0 = n0 + lo_gt  # binomial argument n> + t> in column 0
+    if rows * cols <= _THETA_DIRECT_CELLS:
+        # a box of up to ~250 x 250 cells: the CDF of every cell, each row's index into the
+        # bands clipped to its segment's sentinels (0 before the band, 1 after it)
+        index = (offset + 1 + k0 - lo)[:, None] + step * np.arange(cols)
+        np.maximum(index, offset[:, None], out=index)
+        np.minimum(index, (offset + hi - lo + 2)[:, None], out=index)
+        return float(np.vdot(flat_cdf.take(index), prob))
     # each row's band in columns: [first, last)
     first = _clip(-((k0 - lo) // step), 0, cols)
     last = _clip((hi - k0) // step + 1, 0, cols)

@@ -203,10 +203,14 @@ def test_binomial_cdf_bands_equal_betainc_and_stand_for_0_and_1_outside() -> Non
                 assert 1.0 - betainc(float(size - b), b + 1.0, 0.5) < 1e-15
 
 
-def test_exact_band_theta_equals_direct_betainc_sum() -> None:
-    # _theta_sum sums binomial CDFs only in a band around N'/2; check against betainc everywhere
-    # (rows: t=, columns: t>)
+@pytest.mark.parametrize("direct_cells", [0, 10**9])  # band sums / every cell's CDF
+def test_exact_band_theta_equals_direct_betainc_sum(monkeypatch, direct_cells) -> None:
+    # _theta_sum sums binomial CDFs only in a band around N'/2 (or, in small boxes, reads the
+    # CDF of every cell from the bands); check against betainc everywhere (rows: t=, columns: t>)
+    from protocol import decision
     from protocol.decision import _theta_sum
+
+    monkeypatch.setattr(decision, "_THETA_DIRECT_CELLS", direct_cells)
 
     rng = np.random.default_rng(5)
     for n, big_m, shape, lo in [
@@ -805,10 +809,14 @@ def test_row_tables_margins_and_halved_tables_equal_the_table_of_every_total() -
         np.testing.assert_allclose(first.marginal_lt(), expected, rtol=1e-12, atol=1e-300)
 
 
-def test_strided_band_theta_equals_direct_betainc_sum() -> None:
+@pytest.mark.parametrize("direct_cells", [0, 10**9])  # band sums / every cell's CDF
+def test_strided_band_theta_equals_direct_betainc_sum(monkeypatch, direct_cells) -> None:
     # _theta_sum on a coarse lattice (every step-th latent total), including cells just off
     # the simplex (t< < 0), where the binomial CDF goes on (and is 1 once N' - k < 1)
+    from protocol import decision
     from protocol.decision import _theta_sum
+
+    monkeypatch.setattr(decision, "_THETA_DIRECT_CELLS", direct_cells)
 
     rng = np.random.default_rng(6)
     # (steps along t= and along t>: equal, or 1 along one axis)
