@@ -667,24 +667,24 @@ def _theta_sum(
     step = step if step_gt is None else step_gt  # from here on: along t>
     flat_cdf, offset, lo, hi = _binomial_cdf_bands(big_n)
     k0 = n0 + lo_gt  # binomial argument n> + t> in column 0
-    if rows * cols <= _THETA_DIRECT_CELLS:
-        # a box of up to ~250 x 250 cells: the CDF of every cell, each row's index into the
-        # bands clipped to its segment's sentinels (0 before the band, 1 after it)
-        index = (offset + 1 + k0 - lo)[:, None] + step * np.arange(cols)
-        np.maximum(index, offset[:, None], out=index)
-        np.minimum(index, (offset + hi - lo + 2)[:, None], out=index)
-        return float(np.vdot(flat_cdf.take(index), prob))
-    # each row's band in columns: [first, last)
-    first = _clip(-((k0 - lo) // step), 0, cols)
-    last = _clip((hi - k0) // step + 1, 0, cols)
-    width = int(max((last - first).max(), 1))
-    start = np.minimum(first, cols - width)
+    every_cell = rows * cols <= _THETA_DIRECT_CELLS  # (a box of up to ~250 x 250 cells)
+    if every_cell:
+        start, width = np.zeros(rows, dtype=np.int64), cols
+    else:
+        # each row's band in columns: [first, last)
+        first = _clip(-((k0 - lo) // step), 0, cols)
+        last = _clip((hi - k0) // step + 1, 0, cols)
+        width = int(max((last - first).max(), 1))
+        start = np.minimum(first, cols - width)
     j = np.arange(width)[None, :]
-    # index into the flat bands, clipped to each segment's sentinels
+    # index into the flat bands, clipped to each segment's sentinels (0 before the band, 1
+    # after it)
     index = (offset + 1 + k0 - lo + step * start)[:, None] + step * j
     np.maximum(index, offset[:, None], out=index)
     np.minimum(index, (offset + hi - lo + 2)[:, None], out=index)
     cdf = flat_cdf.take(index)
+    if every_cell:
+        return float(np.vdot(cdf, prob))
     row0 = np.arange(rows) * cols
     flat = prob.ravel()
     band = flat.take((row0 + start)[:, None] + j)
