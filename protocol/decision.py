@@ -1114,11 +1114,9 @@ class _Faces:
     """
 
     def __init__(
-        self, second: list[NDArray[np.float64]], weight: list[NDArray[np.float64]], big_m: int
+        self, second: list[NDArray[np.float64]], weight: list[NDArray[np.float64]]
     ) -> None:
-        self.second = second
         self.weight = weight
-        self.big_m = big_m
         self._spill: dict[int, float] = {}
         self._weighted: dict[int, NDArray[np.float64]] = {}
         # along t< the lattice points are |M| - k h: reversed, k h like the others
@@ -1293,7 +1291,7 @@ def _exact_latent_totals(
             # a coarse lattice moves a little mass past t< = 0 (2 (h - 1) per table): bound the
             # posterior mass along t< like the others
             w_lt = lattices.marginal_lt() * e[2] * (pmax[0] * pmax[1])[::-1]
-            faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)], big_m)
+            faces = _Faces(e, [w / w.sum() for w in (w_gt, w_eq, w_lt)])
             step, direction = _coarse_step(rows, cols, faces)
         # the coarser lattice first (cheap): it refines the tilt and the window
         margin = (0, 0)

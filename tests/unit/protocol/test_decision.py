@@ -665,7 +665,7 @@ def test_face_estimates_tell_a_sharp_second_factor_from_a_smooth_one() -> None:
     weight = [w / w.sum() for w in (near_face, away)]
 
     def faces(second_gt: np.ndarray, weight_gt: np.ndarray) -> _Faces:
-        return _Faces([second_gt, smooth, smooth], [weight_gt, weight[1], weight[1]], 400)
+        return _Faces([second_gt, smooth, smooth], [weight_gt, weight[1], weight[1]])
 
     assert faces(sharp, weight[0]).sharp(4) > 0.1  # mass where the factor is sharp
     assert faces(sharp, weight[1]).sharp(4) < 1e-5  # the same factor, mass away from the face
@@ -678,7 +678,7 @@ def test_face_estimates_tell_a_sharp_second_factor_from_a_smooth_one() -> None:
     )
     # the spill past t< = 0: none far from that face, some near it
     assert faces(smooth, weight[1]).spill(4) < 1e-10
-    lt_heavy = _Faces([smooth] * 3, [weight[1], weight[1], weight[0]], 400)
+    lt_heavy = _Faces([smooth] * 3, [weight[1], weight[1], weight[0]])
     assert lt_heavy.spill(4) > 0.1
 
 
@@ -711,7 +711,7 @@ def test_spill_bounds_the_mass_a_coarse_lattice_moves_past_t_lt_0() -> None:
         for d in (0, 1, rough // 2, rough, 2 * rough, 4 * rough):
             at_d = np.zeros(401)
             at_d[d] = 1.0
-            bound = _Faces([flat] * 3, [at_d] * 3, 400).spill(step) / weight_of
+            bound = _Faces([flat] * 3, [at_d] * 3).spill(step) / weight_of
             offsets = [np.full(6, rough // 2), np.full(6, rough - 1), np.ones(6, dtype=int)]
             offsets += [rng.integers(0, rough, 6) for _ in range(30)]
             worst = max(_move_tail(u, rough, d) for u in offsets)
