@@ -328,6 +328,17 @@ def paper_config_times(cases, which: list[int], seed: int):
             os.environ["XLA_FLAGS"] = saved
 
 
+def _time_each_pair(n: np.ndarray, conf: np.ndarray, m: np.ndarray) -> list[float]:
+    """Ours on every case once, one pair per call (seed = the case's index): the wall time of
+    each call."""
+    times = []
+    for k in range(len(n)):
+        t0 = time.perf_counter()
+        sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 class _SideBySide:
     """Ours timed in this process while the NUTS process samples on the other core: one pair per
     call on every case, then all cases in one vectorised call, round after round, for as long as
@@ -342,14 +353,9 @@ class _SideBySide:
         self.rounds = 0
 
     def round(self) -> None:
-        n, conf, m = self.n, self.conf, self.m
-        single = []
-        for k in range(len(n)):
-            t0 = time.perf_counter()
-            sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
-            single.append(time.perf_counter() - t0)
+        single = _time_each_pair(self.n, self.conf, self.m)
         t0 = time.perf_counter()
-        sample_posterior(n, conf, m, seed=self.seed)
+        sample_posterior(self.n, self.conf, self.m, seed=self.seed)
         vec = time.perf_counter() - t0
         self.rounds += 1
         if self.rounds > 1:
@@ -533,13 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     quiet = _wait_until_quiet(args.quiet_wait)
-    settled = _settle(
-        lambda: [
-            sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
-            for k in range(len(cases))
-        ],
-        args.settle,
-    )
+    settled = _settle(lambda: _time_each_pair(n, conf, m), args.settle)
     print(f"timing ours: {_load()}; {quiet}; {settled}")
     # ours, one pair per call (the per-pair speed-up; the repeats go round all cases so that a
     # burst of load elsewhere hits every case alike) and all cases in one vectorised call
@@ -550,10 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         post = sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
         theta_ours[k], err[k] = post.theta()[0], post.mcse[0]
     for rep in range(args.repeats):
-        for k in range(len(cases)):
-            t0 = time.perf_counter()
-            sample_posterior(n[k : k + 1], conf[k : k + 1], m[k : k + 1], seed=k)
-            times[rep, k] = time.perf_counter() - t0
+        times[rep] = _time_each_pair(n, conf, m)
     t_alone = np.median(times, axis=0)
     dt_vec, post_all = _timed(lambda: sample_posterior(n, conf, m, seed=args.seed), args.repeats)
     print(f"while ours was timed: {busy.report()}")
