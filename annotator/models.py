@@ -130,7 +130,10 @@ class Study(models.Model):
         help_text="What a worker is paid per hour, for the cost estimate.",
     )
     pay_currency = models.CharField(
-        max_length=3, default="GBP", help_text="Currency of the pay rate, e.g. GBP or USD."
+        max_length=3,
+        blank=True,
+        default="GBP",
+        help_text="Currency of the pay rate, e.g. GBP or USD.",
     )
     expected_seconds_per_item = models.PositiveIntegerField(
         null=True,
