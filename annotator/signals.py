@@ -10,6 +10,10 @@ raises rolls the whole import back.
 ``work_expected`` is sent with ``study`` when a worker finds nothing to do; a receiver
 returns ``True`` when more work is coming (the next round of an adaptive study), and the
 worker is asked to wait instead of being sent to the end.
+
+``round_summary`` is sent with ``study`` by the researcher's workspace; a receiver returns a
+dict describing the study's rounds (``rounds``, ``current``, ``current_state``,
+``committed``, ``open_pairs``, ``settled_pairs``) or ``None`` when it has none.
 """
 
 from django.dispatch import Signal
@@ -17,3 +21,4 @@ from django.dispatch import Signal
 annotation_submitted = Signal()
 study_created = Signal()
 work_expected = Signal()
+round_summary = Signal()

@@ -39,10 +39,10 @@ def test_admin_import_creates_study_or_lists_errors(admin_client):
 def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study):
     study = make_study()
     change = admin_client.get(f"/admin/annotator/study/{study.pk}/change/").content.decode()
-    assert "0 of 6 annotations submitted" in change
+    assert "0 of 6 submitted" in change
     assert f"/w/{study.public_id}/?worker=WORKER_ID" in change
     listing = admin_client.get("/admin/annotator/study/").content.decode()
-    assert "0 / 6" in listing and "Import a study file" in listing
+    assert "0 / 6" in listing and "Create a study from a file or pasted rows" in listing
     form = {
         "name": study.name,
         "kind": "pairwise",
