@@ -1,12 +1,14 @@
 """Researchers configure studies, import files and watch progress here. No logic."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.template.response import TemplateResponse
 from django.urls import path
 
 from . import admin_workspace, selectors, services
-from .errors import ImportRejected
+from .errors import ImportRejected, ServiceError
 from .models import (
     Annotation,
     Annotator,
@@ -28,6 +30,53 @@ class CriterionInline(admin.TabularInline):
     verbose_name_plural = "criteria"
 
 
+class PrepareChecksForm(forms.Form):
+    gold = forms.IntegerField(min_value=0, initial=5, help_text="Gold checks shown among the work.")
+    qualification = forms.IntegerField(
+        min_value=0, initial=10, help_text="Questions of the test taken before the work (0: none)."
+    )
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("gold") and not data.get("qualification"):
+            raise forms.ValidationError("Ask for gold checks, qualification questions or both.")
+        return data
+
+
+@admin.action(description="Prepare gold checks and a qualification test from known answers")
+def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
+    """Ask how many, then call ``services.study_prepare_checks`` for each selected study."""
+    form = PrepareChecksForm(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        gold, questions = form.cleaned_data["gold"], form.cleaned_data["qualification"]
+        for study in queryset:
+            try:
+                test = services.study_prepare_checks(study, n_gold=gold, n_qualification=questions)
+            except ServiceError as exc:
+                modeladmin.message_user(
+                    request, f"{study.name}: nothing was made. {exc.message}", messages.ERROR
+                )
+                continue
+            made = [f"{gold} gold checks"] if gold else []
+            if test is not None:
+                made.append(
+                    f"a qualification test of {questions} questions "
+                    f"({test.pass_threshold} correct to pass)"
+                )
+            modeladmin.message_user(
+                request, f"{study.name}: made {' and '.join(made)}.", messages.SUCCESS
+            )
+        return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": "Prepare gold checks and a qualification test",
+        "form": form,
+        "studies": queryset,
+        "opts": modeladmin.model._meta,
+    }
+    return TemplateResponse(request, "admin/annotator/study/prepare_checks.html", context)
+
+
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
     list_display = ["name", "kind", "progress", "config_version", "is_active", "created_at"]
@@ -35,6 +84,7 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
+    actions = [prepare_checks]
     readonly_fields = ["public_id", "config_version", "source"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
