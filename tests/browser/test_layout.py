@@ -90,9 +90,7 @@ def assert_fits(page, width: int, panels: list[str]) -> list[dict]:
         assert box is not None, selector
         assert box["x"] >= 0 and box["x"] + box["width"] <= width, (selector, box)
         boxes.append(box)
-    scroll_width, inner = page.evaluate(
-        "[document.documentElement.scrollWidth, window.innerWidth]"
-    )
+    scroll_width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert inner == width and scroll_width <= inner, (scroll_width, inner)
     return boxes
 

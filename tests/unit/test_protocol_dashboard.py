@@ -170,7 +170,7 @@ def test_budget_chart_has_a_labelled_y_axis(spent, budget):
     ys = [float(y) for y, _ in ticks]
     assert values[0] == 0 and values == sorted(values) and 3 <= len(values) <= 7
     assert values[-1] >= max(spent, budget or 0)  # the axis reaches the highest mark
-    steps = {b - a for a, b in zip(values, values[1:])}
+    steps = {b - a for a, b in zip(values[:-1], values[1:], strict=True)}
     assert len(steps) == 1 and str(steps.pop())[0] in "125"  # even, round steps
     assert ys == sorted(ys, reverse=True)  # higher values drawn higher up
     assert ">annotations</text>" in svg and ">round</text>" in svg
