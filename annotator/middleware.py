@@ -40,13 +40,6 @@ def worker_directives(*, framed: bool = False) -> dict[str, list[str]]:
     }
 
 
-def worker_csp(*, framed: bool = False) -> str:
-    """:func:`worker_directives` as a header value."""
-    return "; ".join(
-        f"{name} {' '.join(values)}" for name, values in worker_directives(framed=framed).items()
-    )
-
-
 class ContentSecurityPolicy(CSPMiddleware):
     """django-csp's middleware: ``CONTENT_SECURITY_POLICY`` (settings) on every page, a
     view's ``csp_update``/``csp_replace`` on top; worker pages (``/w/…``) get
