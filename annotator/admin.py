@@ -9,6 +9,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import get_fields_from_path
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.shortcuts import redirect, render
@@ -285,8 +286,8 @@ class StudyAdmin(StudyScopedAdmin):
         ]
 
     def import_view(self, request):
-        if not self.has_add_permission(request):
-            return redirect("admin:annotator_study_changelist")
+        if not self.has_add_permission(request):  # importing needs annotator.add_study
+            raise PermissionDenied
         form = ImportForm(request.POST or None, request.FILES or None)
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():

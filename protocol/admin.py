@@ -17,6 +17,8 @@ class ProtocolConfigAdmin(StudyScopedAdmin):
 
     @admin.display(description="dashboard")
     def dashboard(self, obj: ProtocolConfig) -> str:
+        if not obj.study_id:  # the add page
+            return "—"
         url = reverse("protocol:dashboard", args=[obj.study_id])
         return format_html('<a href="{}">pairs, rounds and partial order</a>', url)
 
