@@ -64,7 +64,8 @@ def study_import(
     import (CLI, admin, API) comes through here, so here the size limit is kept: a file
     above ``HUMEVAL_IMPORT_MAX_BYTES`` raises :class:`~annotator.errors.ImportTooLarge`
     before it is read. Raises :class:`~annotator.errors.ImportRejected` (naming every bad
-    line or record) before anything is written.
+    line or record) before anything is written. ``owner`` (who imports it) becomes its
+    researcher.
     """
     spec = importers.parse_study_file(data, filename, overrides)
     spec.options.setdefault("source", filename[:300])
