@@ -66,7 +66,8 @@ def study_import(
     import (CLI, admin, API) comes through here, so here the size limit is kept: a file
     above ``HUMEVAL_IMPORT_MAX_BYTES`` raises :class:`~annotator.errors.ImportTooLarge`
     before it is read. Raises :class:`~annotator.errors.ImportRejected` (naming every bad
-    line or record) before anything is written.
+    line or record) before anything is written. ``owner`` (who imports it) becomes its
+    researcher.
     """
     spec = importers.parse_study_file(data, filename, overrides)
     spec.options.setdefault("source", filename[:300])
@@ -82,13 +83,19 @@ def study_import(
         ) from None
 
 
+def study_researcher_add(study: Study, user: AbstractBaseUser | None) -> None:
+    """Name ``user`` a researcher of ``study`` (whoever creates or imports a study becomes
+    its researcher, so it stays visible to them); nothing for no user."""
+    if user is not None and user.pk:
+        study.researchers.add(user)
+
+
 @transaction.atomic
 def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = None) -> Study:
     study = Study(**spec.options)
     study.full_clean()
     study.save()
-    if owner is not None and owner.pk:
-        study.researchers.add(owner)
+    study_researcher_add(study, owner)
     Criterion.objects.bulk_create(
         Criterion(
             study=study,
