@@ -478,7 +478,18 @@ def test_qualification_tests_are_read_by_users_changed_by_their_author(world):
 
 def test_a_study_added_in_the_admin_is_its_creators(world):
     _, clients = world
+    # "Add study" leads to the create page (no empty shells); pasted rows make the study
     response = clients["staff_none"].get(admin_url(Study, "add"))
+    assert response.status_code == 302 and response.url == "/admin/annotator/study/import/"
+    response = clients["staff_none"].post(
+        "/admin/annotator/study/import/",
+        {"rows": pairwise_bundle().decode(), "format": "auto", "kind": "pairwise"},
+    )
+    assert response.status_code == 302
+    new = Study.objects.latest("pk")
+    assert [u.username for u in new.researchers.all()] == ["none"]
+    # its change page offers staff users and co-researchers, never anyone else
+    response = clients["staff_none"].get(admin_url(Study, "change", new.pk))
     researchers = response.context["adminform"].form.fields["researchers"].queryset
     assert set(researchers.values_list("username", flat=True)) == {"res", "out", "none", "staff"}
 
