@@ -26,6 +26,7 @@ import math
 import os
 import re
 import tempfile
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -262,7 +263,7 @@ def decode(data: bytes) -> str:
 
 
 #: Bytes read at a time from a file being imported.
-CHUNK = 1 << 20
+CHUNK = 1 << 16
 
 
 class _Raw(io.RawIOBase):
@@ -564,37 +565,42 @@ class Inputs:
 
 
 class _Index:
-    """What the first pass keeps of each input: its id, where it is, and which systems it
-    has outputs for (``-1``: the record has a fault already named)."""
+    """What the first pass keeps of each input, compactly: its id, its place (a line, or an
+    instance of a Judge-Bench file) and the systems it has outputs for (``-1``: the record
+    has a fault already named)."""
 
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, str, int]] = []
+    def __init__(self, place: str = "line {}", where: str = "line {} (input '{}')") -> None:
+        self.place, self.where = place, where
+        self.ids: list[str] = []
+        self.places = array("q")
+        self.shape_of = array("l")
         self.shapes: dict[tuple[str, ...], int] = {}
         self.gold = False
         self.valid = 0
         #: False when the study options could not be read (a broken first line)
         self.options_known = True
 
-    def add(
-        self, ident: str, where: str, systems: Iterable[str] | None, gold: bool = False
-    ) -> None:
+    def add(self, ident: str, place: int, systems: Iterable[str] | None, gold: bool = False):
         shape = -1
         if systems is not None:
             shape = self.shapes.setdefault(tuple(systems), len(self.shapes))
             self.valid += 1
-        self.rows.append((ident, where, shape))
+        self.ids.append(ident)
+        self.places.append(place)
+        self.shape_of.append(shape)
         self.gold = self.gold or gold
-
-    @classmethod
-    def of(cls, inputs: Iterable[InputSpec]) -> _Index:
-        index = cls()
-        for record in inputs:
-            index.add(record.external_id, record.where, record.outputs, record.is_gold)
-        return index
 
     def systems(self) -> list[str]:
         """Every system named, in the order of first appearance."""
         return list(dict.fromkeys(name for shape in self.shapes for name in shape))
+
+
+def _line_of(where: str) -> int:
+    return int(where.split()[1])
+
+
+def _systems_of(inputs: Iterable[InputSpec]) -> list[str]:
+    return list(dict.fromkeys(name for record in inputs for name in record.outputs))
 
 
 @dataclass
@@ -735,7 +741,7 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
     for where, record in _jsonl_objects(stream, errors):
         if record is None:
             # a broken first line may have been the study line: its options are unknown
-            index.options_known = index.options_known and (seen_study or bool(index.rows))
+            index.options_known = index.options_known and (seen_study or bool(index.ids))
             continue
         if "study" in record:
             if index.valid or seen_study:
@@ -746,11 +752,11 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
         before = errors.total
         parsed = _input_record(record, where, errors)
         if parsed is not None:
-            index.add(parsed.external_id, parsed.where, parsed.outputs, parsed.is_gold)
-            if errors.total > before:  # named already: no second message about its outputs
-                index.rows[-1] = (*index.rows[-1][:2], -1)
+            # a record with a fault named already gets no second message about its outputs
+            outputs = parsed.outputs if errors.total == before else None
+            index.add(parsed.external_id, _line_of(where), outputs, parsed.is_gold)
         elif _valid_id(ident := record.get("id")):
-            index.add(str(ident), f"{where} (input '{ident}')", None)
+            index.add(str(ident), _line_of(where), None)
     inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)
     return _assemble(
         {**options, **config.options},
@@ -853,8 +859,10 @@ def _csv_rows(stream: Stream) -> tuple[csv.DictReader, list[str]]:
     return reader, list(header)
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def _digest(text: str) -> int:
+    """64 bits of a cryptographic hash of ``text`` (rows of one input must repeat its text)."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
 
 
 def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySpec, _Index]:
@@ -865,8 +873,14 @@ def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySp
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:
         raise ImportRejected([f"line 1: the CSV header names column(s) {', '.join(twice)} twice"])
-    # per input id: [line of its first row, digest of its text, systems, priority, faulty]
-    by_id: dict[str, list] = {}
+    # per input, by its number: the line of its first row, a digest of its text, its systems
+    # (an entry of ``shapes``; -1 once a row of it is refused) and a given priority
+    number: dict[str, int] = {}
+    lines, digests, shape_of = array("q"), array("Q"), array("l")
+    shapes: dict[tuple[str, ...], int] = {(): 0}
+    by_shape: list[tuple[str, ...]] = [()]
+    grown: dict[tuple[int, str], int] = {}  # (shape, system) → the shape with it added
+    priorities: dict[int, str] = {}
     try:
         for row in reader:
             where = f"line {reader.line_num}"
@@ -877,25 +891,32 @@ def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySp
             if not ident or not system:
                 errors.add(f"{where}: 'input_id' and 'system' must not be empty")
                 continue
-            record = by_id.get(ident)
-            if record is None:
-                record = by_id[ident] = [
-                    where,
-                    _digest(row["input"]),
-                    [],
-                    row.get("priority") or "",
-                    False,
-                ]
-            elif record[1] != _digest(row["input"]):
-                errors.add(f"{where}: input '{ident}' has a different text than on {record[0]}")
+            n = number.get(ident)
+            if n is None:
+                n = number[ident] = len(lines)
+                lines.append(reader.line_num)
+                digests.append(_digest(row["input"]))
+                shape_of.append(0)
+                if (row.get("priority") or "").strip():
+                    priorities[n] = row["priority"]
+            elif digests[n] != _digest(row["input"]):
+                errors.add(f"{where}: input '{ident}' has a different text than on line {lines[n]}")
             if not output.strip():
                 errors.add(f"{where}: output of system '{system}' is empty")
-                record[4] = True
+                shape_of[n] = -1
                 continue
-            if system in record[2]:
+            if shape_of[n] < 0:
+                continue
+            if system in by_shape[shape_of[n]]:
                 errors.add(f"{where}: duplicate output for input '{ident}' and system '{system}'")
-            else:
-                record[2].append(system)
+                continue
+            key = (shape_of[n], system)
+            if key not in grown:
+                bigger = (*by_shape[shape_of[n]], system)
+                grown[key] = shapes.setdefault(bigger, len(shapes))
+                if grown[key] == len(by_shape):
+                    by_shape.append(bigger)
+            shape_of[n] = grown[key]
     except csv.Error as exc:  # the bad row starts after the last one read
         where = f"line {reader.line_num + 1}"
         if str(exc) == "unexpected end of data":
@@ -903,12 +924,12 @@ def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySp
         else:
             errors.add(f"{where}: malformed CSV ({exc})")
     index = _Index()
-    for ident, (where, _, systems, priority, faulty) in by_id.items():
-        if priority.strip() and _csv_priority(priority) is None:
-            errors.add(f"{where}: priority '{priority}' is not a finite number")
-        index.add(ident, f"{where} (input '{ident}')", None if faulty else systems)
-    counts = {ident: len(record[2]) for ident, record in by_id.items()}
-    del by_id
+    for ident, n in number.items():
+        if n in priorities and _csv_priority(priorities[n]) is None:
+            errors.add(f"line {lines[n]}: priority '{priorities[n]}' is not a finite number")
+        index.add(ident, lines[n], by_shape[shape_of[n]] if shape_of[n] >= 0 else None)
+    counts = {ident: len(by_shape[shape_of[n]]) for ident, n in number.items()}
+    del number, digests
     inputs = Inputs(lambda: _csv_inputs(stream, counts), len(counts))
     spec = _assemble(
         config.options, config.criteria or [], config.systems or [], inputs, index=index
@@ -1043,11 +1064,12 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
         result = _assemble(
             {**options, **config.options}, criteria, ["response"], inputs, annotations
         )
-    index, seen = _Index(), set()
+    index, seen = _Index("instances[{}]", "instances[{}] (id '{}')"), set()
     for record in inputs:  # a duplicate id is named already, at its instance
         if record.external_id not in seen:
             seen.add(record.external_id)
-            index.add(record.external_id, record.where, record.outputs, record.is_gold)
+            place = int(record.where.split("]", 1)[0].removeprefix("instances["))
+            index.add(record.external_id, place, record.outputs, record.is_gold)
     return result, index
 
 
@@ -1224,7 +1246,7 @@ def _score_fits(score: Any, prop: dict) -> bool:
 
 # --- assembly and cross-record checks ----------------------------------------------------------
 def _assemble(options, criteria, declared, inputs, annotations=None, index=None) -> StudySpec:
-    systems = list(declared) or (index or _Index.of(inputs)).systems()
+    systems = list(declared) or (index.systems() if index else _systems_of(inputs))
     return StudySpec(dict(options), systems, inputs, criteria, annotations or [])
 
 
@@ -1263,7 +1285,7 @@ def _validate_spec(
             "study: an adaptive study starts without labels; import this file with "
             "collection 'all' to analyse its labels"
         )
-    if not index.rows and not faulty:
+    if not index.ids and not faulty:
         errors.add("the file holds no inputs")
     names = [c.name for c in spec.criteria]
     if len(set(names)) != len(names):
@@ -1298,16 +1320,16 @@ def _validate_spec(
             errors.add(
                 "study: gold checks are pairwise; an adaptive Likert study takes no 'gold' inputs"
             )
-    seen: dict[str, str] = {}
+    seen: dict[str, int] = {}
     known = set(spec.systems)
     shapes = list(index.shapes)
-    for ident, where, shape in index.rows:
+    for ident, place, shape in zip(index.ids, index.places, index.shape_of, strict=True):
+        where = index.where.format(place, ident)
         if ident in seen:
-            errors.add(
-                f"{where}: duplicate input id '{ident}' (first on {seen[ident].split(' (')[0]})"
-            )
+            first = index.place.format(seen[ident])
+            errors.add(f"{where}: duplicate input id '{ident}' (first on {first})")
             continue
-        seen[ident] = where
+        seen[ident] = place
         if len(ident) > MAX_NAME:
             errors.add(f"{where}: the input id is longer than {MAX_NAME} characters")
         if shape < 0:
