@@ -1,15 +1,19 @@
 """Settings for both running modes.
 
-Embedded default (no configuration): a SQLite file under ``var/`` and Celery tasks run
-eagerly in process. Production: ``DATABASE_URL=postgres://…`` and
-``CELERY_BROKER_URL=redis://…`` (plus ``DJANGO_SECRET_KEY`` and ``DJANGO_ALLOWED_HOSTS``).
-Every secret and host comes from the environment.
+Embedded default (no configuration): a SQLite file under ``var/``, Celery tasks run
+eagerly in process and a random secret key made once in ``var/secret_key``. Production:
+``DATABASE_URL=postgres://…`` and ``CELERY_BROKER_URL=redis://…`` (plus
+``DJANGO_SECRET_KEY``, required, and ``DJANGO_ALLOWED_HOSTS``). Every secret and host comes
+from the environment.
 """
 
 import os
+import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HUMEVAL_VAR_DIR", BASE_DIR / "var"))
@@ -23,10 +27,42 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
+def _embedded_secret_key(path: Path) -> str:
+    """The embedded mode's key: random, made on first start, kept in ``path`` (mode 0600)
+    and read by every later start and process. Created under a temporary name and linked
+    into place, so processes starting together agree on one key."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as file:
+                file.write(secrets.token_urlsafe(50))
+                file.flush()
+                os.fsync(file.fileno())
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made it first: theirs is the key
+        finally:
+            os.unlink(tmp)
+    key = path.read_text().strip()
+    if len(key) < 50:
+        raise ImproperlyConfigured(f"{path} holds no usable secret key; delete it to make one")
+    return key
+
+
 DEBUG = _env_bool("DJANGO_DEBUG")
-SECRET_KEY = (
-    os.environ.get("DJANGO_SECRET_KEY") or "insecure-embedded-mode-key-set-DJANGO_SECRET_KEY"
-)
+# Production (a DATABASE_URL) takes its key from the environment and refuses to start
+# without one; the embedded mode (no DATABASE_URL: SQLite under var/) makes its own once.
+if os.environ.get("DJANGO_SECRET_KEY"):
+    SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
+elif os.environ.get("DATABASE_URL"):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is not set. With DATABASE_URL (production) the secret key must "
+        "come from the environment, e.g. DJANGO_SECRET_KEY=$(python -c "
+        "'import secrets; print(secrets.token_urlsafe(50))')."
+    )
+else:
+    SECRET_KEY = _embedded_secret_key(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = _env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
