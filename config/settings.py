@@ -10,6 +10,7 @@ from the environment.
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -78,6 +79,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "annotator",
     "protocol",
     "analysis",
@@ -93,6 +95,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "annotator.middleware.WorkerPageCSP",
+    # last, as django-axes asks: turns a locked-out admin login into its 429 page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -143,10 +147,16 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache (throttle counters) ------------------------------------------------------------
+# A request never waits long on Redis: annotator/throttle.py counts in process memory while
+# it is unreachable and tries it again a few seconds later.
 _cache_url = os.environ.get("HUMEVAL_CACHE_URL", "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _cache_url,
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
         if _cache_url
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -159,7 +169,15 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The worker outlives a broker outage: it reconnects for as long as it takes, and a task
+# running when the connection drops is cancelled and delivered again (an acks_late task
+# that finished on the dead connection could not be acknowledged, and its ack on the closed
+# channel made the worker exit with "AttributeError: 'NoneType' object has no attribute
+# 'hostname'"); the protocol's tasks are idempotent.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 # A task whose worker died is delivered again after this long (Redis keeps it unacked);
@@ -187,6 +205,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "admin:login"
+# Admin logins are counted by django-axes (in the database, so a Redis outage changes
+# nothing): after HUMEVAL_ADMIN_LOGIN_FAILURES wrong passwords for one user from one address
+# that pair is locked out (429, even with the right password) for
+# HUMEVAL_ADMIN_LOCKOUT_MINUTES. Addresses as the throttles see them (trusted proxies).
+AUTHENTICATION_BACKENDS = [
+    "config.auth.LoginAttemptsBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("HUMEVAL_ADMIN_LOGIN_FAILURES", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("HUMEVAL_ADMIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "annotator.throttle.client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -221,7 +253,7 @@ SESSION_COOKIE_HTTPONLY = True
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "annotator.throttle.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -234,8 +266,8 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "annotator.throttle.AnonThrottle",
+        "annotator.throttle.UserThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("HUMEVAL_THROTTLE_API_ANON", "60/min"),
@@ -253,7 +285,16 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product defaults ------------------------------------------------------------------------
+# Entering a study: per client address, and per study (a crowd arrives at once).
 HUMEVAL_THROTTLE_ENTRY = os.environ.get("HUMEVAL_THROTTLE_ENTRY", "30/min")
+HUMEVAL_THROTTLE_ENTRY_STUDY = os.environ.get("HUMEVAL_THROTTLE_ENTRY_STUDY", "600/min")
+# Wrong API tokens per client address; past it every token from there answers 429.
+HUMEVAL_THROTTLE_API_TOKEN_FAILURES = os.environ.get(
+    "HUMEVAL_THROTTLE_API_TOKEN_FAILURES", "30/min"
+)
+# Reverse proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For is believed:
+# the client is the right-most address in it that is not one of them. Empty: REMOTE_ADDR.
+HUMEVAL_TRUSTED_PROXIES = _env_list("HUMEVAL_TRUSTED_PROXIES", "")
 # Largest study or ratings file accepted by import_study, the admin and the API (bytes);
 # a larger one is refused before it is read or parsed.
 HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(200 * 1024 * 1024)))
