@@ -1,6 +1,4 @@
 import json
-import os
-import secrets
 from pathlib import Path
 
 import pytest
@@ -8,10 +6,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LLMBAR = ROOT / "demo" / "llmbar_natural.judgebench.json"
 SHARED_DATA = ROOT.parent / "shared" / "data"
-
-# With DATABASE_URL (the integration tests) the settings require a key; the servers and
-# workers the tests start inherit this one. Loaded before pytest-django reads the settings.
-os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
 
 
 def bundle(records: list[dict], study: dict | None = None) -> bytes:

@@ -46,11 +46,14 @@ def database_url_for(name: str) -> str:
 class CeleryWorker:
     """A real ``celery worker`` process on the test database."""
 
-    def __init__(self, database: str, log: Path, beat: bool = False) -> None:
+    def __init__(
+        self, database: str, log: Path, beat: bool = False, env: dict | None = None
+    ) -> None:
         self.database, self.log, self.proc, self.beat = database, log, None, beat
+        self.env = env or {}
 
     def start(self) -> None:
-        env = {**os.environ, "DATABASE_URL": database_url_for(self.database)}
+        env = {**os.environ, "DATABASE_URL": database_url_for(self.database), **self.env}
         self.proc = subprocess.Popen(
             [
                 sys.executable,
