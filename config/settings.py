@@ -219,6 +219,10 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "annotator.throttle.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+# Lockouts are managed with `manage.py axes_reset…`, not in the researchers' admin; only
+# failures are recorded (no row per successful login).
+AXES_ENABLE_ADMIN = False
+AXES_DISABLE_ACCESS_LOG = True
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
 USE_I18N = True
