@@ -12,3 +12,13 @@ class LoginAttemptsBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+def login_client_ip(request) -> str | None:
+    """The address django-axes counts a login under: the throttles' client address
+    (trusted proxies included), or ``None`` when the request carries none (its database
+    column holds only addresses)."""
+    from annotator.throttle import client_ip
+
+    address = client_ip(request)
+    return None if address == "unknown" else address

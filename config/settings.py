@@ -216,7 +216,7 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = int(os.environ.get("HUMEVAL_ADMIN_LOGIN_FAILURES", "10"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("HUMEVAL_ADMIN_LOCKOUT_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "annotator.throttle.client_ip"
+AXES_CLIENT_IP_CALLABLE = "config.auth.login_client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 # Lockouts are managed with `manage.py axes_reset…`, not in the researchers' admin; only
