@@ -7,7 +7,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from . import selectors, services
-from .errors import ImportRejected
+from .errors import ConfigRefused, ImportRejected
 from .invites import entry_urls
 from .models import (
     Annotation,
@@ -34,8 +34,23 @@ class ImportForm(forms.Form):
     name = forms.CharField(required=False, help_text="Overrides the name in the file.")
 
 
+class StudyForm(forms.ModelForm):
+    """Asks the service whether an edit can take effect; if not, the page says why."""
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if self.instance.pk and not self.errors:
+            changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
+            try:
+                services.study_configure_check(self.instance, changes)
+            except ConfigRefused as exc:
+                raise forms.ValidationError(exc.reasons) from None
+        return cleaned
+
+
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
+    form = StudyForm
     list_display = ["name", "kind", "progress", "config_version", "is_active", "created_at"]
     list_filter = ["kind", "is_active"]
     search_fields = ["name"]
@@ -168,7 +183,13 @@ class StudyAdmin(admin.ModelAdmin):
         )
 
     def save_model(self, request, obj, form, change) -> None:
-        services.study_configure(obj, form.changed_data if change else [])
+        try:
+            notes = services.study_configure(obj, form.changed_data if change else [])
+        except ConfigRefused as exc:  # the state changed since the form's check
+            messages.error(request, f"Not saved: {exc.message}")
+            return
+        for note in notes:
+            messages.info(request, note)
 
     def get_urls(self):
         return [

@@ -51,3 +51,14 @@ class InvalidAnswer(ServiceError):
 class WorkerBlocked(ServiceError):
     code = "worker_blocked"
     status = 403
+
+
+class ConfigRefused(ServiceError):
+    """A study edit that could not take effect; ``reasons`` says why. Nothing was saved."""
+
+    code = "config_refused"
+    status = 409
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__(" ".join(reasons))
+        self.reasons = reasons

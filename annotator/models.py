@@ -69,7 +69,10 @@ class Study(models.Model):
         help_text="How long a worker holds an item.",
     )
     items_per_worker = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Most items one worker may annotate (empty: no limit)."
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Most items one worker may annotate (empty: no limit).",
     )
     is_active = models.BooleanField(default=True, help_text="Accepting workers.")
     collection = models.CharField(

@@ -14,7 +14,19 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from . import importers, ratings
@@ -43,7 +55,7 @@ from .models import (
     Study,
     System,
 )
-from .signals import annotation_submitted, study_created
+from .signals import annotation_submitted, study_created, study_reconfiguring
 from .sqlrows import Columns, db_value, insert
 
 log = logging.getLogger(__name__)
@@ -255,14 +267,119 @@ def study_prepare_checks(
     return test
 
 
-def study_configure(study: Study, changed_fields: list[str] | tuple[str, ...]) -> Study:
-    """Save an edited study; a change to what workers are asked bumps its config version."""
+#: Study fields whose new value must reach what exists already (``study_configure``).
+RECONFIGURED_FIELDS = ("redundancy", "items_per_worker", "budget")
+
+
+def study_configure(
+    study: Study, changed_fields: list[str] | tuple[str, ...], *, check_only: bool = False
+) -> list[str]:
+    """Save an edited study and carry the edit to what exists; returns what took effect.
+
+    A change to what workers are asked bumps the config version. A new redundancy reaches
+    the open items (a static study's active non-gold items; an adaptive study's open round
+    and budget ledger, handled by the protocol through ``signals.study_reconfiguring``),
+    never below an item's ``n_taken``: an item more workers already took keeps that many,
+    and the notes say how many did. A new ``items_per_worker`` applies from each worker's
+    next item. An edit that cannot take effect (an adaptive study's budget would be
+    exceeded) raises :class:`~annotator.errors.ConfigRefused` and nothing is saved.
+    ``check_only``: return the notes or raise, and write nothing.
+    """
     with transaction.atomic():
-        if study.pk and set(changed_fields) & set(CONFIG_FIELDS):
+        if study.pk is None:
+            if not check_only:
+                study.save()
+            return []
+        saved = (Study.objects if check_only else Study.objects.select_for_update()).get(
+            pk=study.pk
+        )
+        notes = _reconfigure(saved, study, apply=not check_only)
+        if check_only:
+            return notes
+        if set(changed_fields) & set(CONFIG_FIELDS):
             study.config_version = F("config_version") + 1
         study.save()
     study.refresh_from_db(fields=["config_version"])
-    return study
+    return notes
+
+
+def study_configure_check(study: Study, changes: dict[str, Any]) -> list[str]:
+    """What saving ``changes`` (field name → new value) to ``study`` would do, as
+    :func:`study_configure` says it; raises :class:`~annotator.errors.ConfigRefused` when
+    it would be refused. Writes nothing (a form's validation asks this)."""
+    edited = Study.objects.get(pk=study.pk)
+    fields = {f.name for f in Study._meta.concrete_fields}
+    for name, value in changes.items():
+        if name in fields:
+            setattr(edited, name, value)
+    return study_configure(edited, list(changes), check_only=True)
+
+
+@dataclass(frozen=True)
+class Resize:
+    """What a new redundancy does to a set of items."""
+
+    items: int  #: items it reaches
+    clamped: int  #: of them, items more workers already took: they keep that many
+    delta: int  #: annotations added to their quotas (negative: given up)
+
+
+def items_resize(items: QuerySet[Item], redundancy: int, *, apply: bool) -> Resize:
+    """Give ``items`` the redundancy ``redundancy``, never below an item's ``n_taken`` (so
+    ``n_taken <= redundancy`` holds and no lease or label is lost); with ``apply`` false
+    only count. Applying locks the items first, so the returned ``delta`` is exact."""
+    if apply:
+        list(items.select_for_update().order_by("pk").values_list("pk", flat=True))
+    target = Greatest(Value(redundancy), F("n_taken"), output_field=IntegerField())
+    found = items.aggregate(
+        n=Count("pk"),
+        clamped=Count("pk", filter=Q(n_taken__gt=redundancy)),
+        delta=Sum(target - F("redundancy"), output_field=IntegerField()),
+    )
+    if apply:
+        items.update(redundancy=target)
+    return Resize(found["n"], found["clamped"], found["delta"] or 0)
+
+
+def _reconfigure(saved: Study, edited: Study, *, apply: bool) -> list[str]:
+    """The body of :func:`study_configure`: the edit carried to items and ledgers."""
+    notes = []
+    if edited.redundancy != saved.redundancy and edited.collection == "all":
+        items = Item.objects.filter(study=saved, is_active=True, is_gold=False)
+        resize = items_resize(items, edited.redundancy, apply=apply)
+        notes.append(
+            f"Redundancy {saved.redundancy} → {edited.redundancy}: {resize.items} open "
+            f"items now take {edited.redundancy} annotations each "
+            f"({resize.delta:+d} annotations to collect)."
+        )
+        if resize.clamped:
+            notes.append(
+                f"{resize.clamped} items keep more than {edited.redundancy}: more workers "
+                "have already answered or hold them."
+            )
+    if edited.items_per_worker != saved.items_per_worker:
+        notes.append(_items_per_worker_note(saved, edited.items_per_worker))
+    for _, answer in study_reconfiguring.send(
+        sender=Study, study=saved, edited=edited, apply=apply
+    ):
+        notes += answer or []
+    return notes
+
+
+def _items_per_worker_note(study: Study, cap: int | None) -> str:
+    if cap is None:
+        return "Workers may now annotate any number of items."
+    reached = (
+        Assignment.objects.filter(study=study, state=AssignmentState.SUBMITTED)
+        .values("annotator")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=cap)
+        .count()
+    )
+    note = f"Each worker may now annotate up to {cap} items, from their next item on"
+    if reached:
+        note += f"; {reached} workers have done that many already and get no more"
+    return note + "."
 
 
 def judge_ratings_import(

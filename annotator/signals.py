@@ -10,6 +10,13 @@ raises rolls the whole import back.
 ``work_expected`` is sent with ``study`` when a worker finds nothing to do; a receiver
 returns ``True`` when more work is coming (the next round of an adaptive study), and the
 worker is asked to wait instead of being sent to the end.
+
+``study_reconfiguring`` is sent by ``services.study_configure`` inside its transaction, with
+``study`` (as saved), ``edited`` (the same study with the new values) and ``apply``; a
+receiver carries the edit to what it keeps (the adaptive ledger) when ``apply`` is true,
+returns notes for the researcher (a list of strings), and raises
+:class:`~annotator.errors.ConfigRefused` when the edit cannot take effect (then nothing is
+saved). With ``apply`` false it only checks, and writes nothing.
 """
 
 from django.dispatch import Signal
@@ -17,3 +24,4 @@ from django.dispatch import Signal
 annotation_submitted = Signal()
 study_created = Signal()
 work_expected = Signal()
+study_reconfiguring = Signal()

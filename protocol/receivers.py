@@ -4,7 +4,12 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from annotator.models import Study
-from annotator.signals import annotation_submitted, study_created, work_expected
+from annotator.signals import (
+    annotation_submitted,
+    study_created,
+    study_reconfiguring,
+    work_expected,
+)
 
 from . import services
 from .models import Round
@@ -34,3 +39,17 @@ def next_round_coming(sender, study: Study, **kwargs) -> bool:
     return Round.objects.filter(
         study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
     ).exists()
+
+
+@receiver(study_reconfiguring)
+def reconfigure_adaptive_study(sender, study: Study, edited: Study, apply: bool, **kwargs):
+    """Carry a new redundancy or budget to the open round and the ledger (or refuse it);
+    a round that a lower redundancy has completed is closed and decided after commit."""
+    notes = services.protocol_reconfigure(study, edited, apply=apply)
+    if apply and notes:
+        for number in Round.objects.filter(study=study, state=Round.State.OPEN).values_list(
+            "number", flat=True
+        ):
+            if services.round_close_if_complete(study.pk, number):
+                transaction.on_commit(lambda n=number: decide_round.delay(study.pk, n))
+    return notes
