@@ -450,8 +450,8 @@ def participation_enter(
 ) -> Participation:
     """Enter (or re-enter) a study from a recruiting platform; a returning worker resumes.
 
-    A worker who failed the study's qualification test, here or in another study sharing
-    it, is refused for good; one who passed it elsewhere goes straight to work.
+    In a study with a qualification test the worker starts with the test; attempts count
+    per study and platform id (:func:`qualification_next`).
     """
     annotator = annotator_enter(platform=platform, external_id=external_id)
     with transaction.atomic():
@@ -460,56 +460,129 @@ def participation_enter(
             annotator=annotator,
             defaults={"platform_session": session[:200], "return_url": return_url[:300]},
         )
-        if created and study.qualification_id:
-            attempt = QualificationAttempt.objects.filter(
-                test_id=study.qualification_id, annotator=annotator
-            ).first()
-            if attempt is None or attempt.passed is None:
-                participation.status = Participation.Status.QUALIFYING
-            elif not attempt.passed:
-                participation.status = Participation.Status.FAILED
+        if created and study.qualification_id:  # the test comes first (qualification_next)
+            participation.status = Participation.Status.QUALIFYING
             participation.save(update_fields=["status"])
     return participation
 
 
 def qualification_next(participation: Participation) -> dict[str, Any] | None:
-    """The next test question (with its drawn left/right order), or ``None`` when done."""
+    """The next test question (with its drawn left/right order), or ``None`` when done.
+
+    The test comes before any item. A worker gets up to ``max_attempts`` attempts in each
+    study (a shared test is taken afresh per study); each attempt draws a fresh question
+    order. The first question of a later attempt carries ``previous``, the failed
+    attempt's score, so the page can say why the worker sees the test again."""
     if participation.status != Participation.Status.QUALIFYING:
         return None
-    test = participation.study.qualification
     with transaction.atomic():
-        attempt, created = QualificationAttempt.objects.select_for_update().get_or_create(
-            test=test, annotator=participation.annotator
+        part = Participation.objects.select_for_update().get(pk=participation.pk)
+        if part.status != Participation.Status.QUALIFYING:
+            return None
+        test = part.study.qualification
+        if test is None:  # the researcher removed the test: nothing stands in the way
+            _qualification_settle(part, passed=True)
+            return None
+        attempts = QualificationAttempt.objects.filter(
+            test=test, study_id=part.study_id, annotator_id=part.annotator_id
         )
-        if created:
-            ids = list(test.questions.values_list("pk", flat=True))
-            random.SystemRandom().shuffle(ids)
-            attempt.order = [{"question": pk, "left_is_a": secrets.randbelow(2) == 0} for pk in ids]
-            attempt.save(update_fields=["order"])
+        attempt = attempts.order_by("-number").first()
+        previous = None
+        if attempt is not None and attempt.passed is not None:
+            if attempt.passed or attempt.number >= test.max_attempts:
+                _qualification_settle(part, passed=attempt.passed)  # decided already
+                return None
+            previous, attempt = attempt, None
+        if attempt is None:
+            attempt = _attempt_start(test, part, previous)
+            if not attempt.order:  # a test without questions
+                _attempt_score(attempt, part)
+                return None
     position = len(attempt.answers)
     if position >= len(attempt.order):
         return None
+    if position == 0 and attempt.number > 1 and previous is None:
+        previous = attempts.filter(number=attempt.number - 1).first()
     slot = attempt.order[position]
     return {
         "question": QualificationQuestion.objects.get(pk=slot["question"]),
         "left_is_a": slot["left_is_a"],
         "position": position + 1,
         "total": len(attempt.order),
+        "attempt": attempt.number,
+        "max_attempts": test.max_attempts,
+        "previous": (
+            {
+                "n_correct": previous.n_correct,
+                "total": len(previous.order),
+                "needed": test.pass_threshold,
+            }
+            if previous is not None and position == 0
+            else None
+        ),
     }
+
+
+def _attempt_start(
+    test: QualificationTest, part: Participation, previous: QualificationAttempt | None
+) -> QualificationAttempt:
+    """A new attempt with the questions in a fresh random order, each with its own drawn
+    left/right order. A retry never opens with the question the failed attempt ended on,
+    so a repeated post of that last answer cannot count in the new attempt."""
+    ids = list(test.questions.values_list("pk", flat=True))
+    random.SystemRandom().shuffle(ids)
+    if previous is not None and len(ids) > 1 and previous.order:
+        last = previous.order[-1]["question"]
+        if ids[0] == last:
+            swap = 1 + secrets.randbelow(len(ids) - 1)
+            ids[0], ids[swap] = ids[swap], ids[0]
+    return QualificationAttempt.objects.create(
+        test=test,
+        study_id=part.study_id,
+        annotator_id=part.annotator_id,
+        number=previous.number + 1 if previous is not None else 1,
+        order=[{"question": pk, "left_is_a": secrets.randbelow(2) == 0} for pk in ids],
+    )
+
+
+def _attempt_score(attempt: QualificationAttempt, part: Participation) -> None:
+    """Score a complete attempt: a pass lets the worker work; a failure leaves them
+    qualifying while attempts remain, else fails them in this study for good."""
+    attempt.passed = attempt.n_correct >= attempt.test.pass_threshold
+    attempt.finished_at = timezone.now()
+    attempt.save()
+    if attempt.passed or attempt.number >= attempt.test.max_attempts:
+        _qualification_settle(part, passed=attempt.passed)
+
+
+def _qualification_settle(part: Participation, *, passed: bool) -> None:
+    part.status = Participation.Status.ACTIVE if passed else Participation.Status.FAILED
+    part.save(update_fields=["status"])
 
 
 def qualification_answer(
     participation: Participation, *, question_id: int, answer: str
 ) -> Participation:
-    """Record one answer (no feedback); after the last one, score the attempt and let the
-    worker work or mark them failed for good."""
+    """Record one answer (no feedback); after the last one, score the attempt: a pass lets
+    the worker work, a failure starts the next attempt (at the next question asked) or,
+    after the last attempt, fails the worker in this study for good. A stale or repeated
+    post is ignored."""
     with transaction.atomic():
         participation = Participation.objects.select_for_update().get(pk=participation.pk)
         if participation.status != Participation.Status.QUALIFYING:
             return participation
-        attempt = QualificationAttempt.objects.select_for_update().get(
-            test_id=participation.study.qualification_id, annotator=participation.annotator
+        attempt = (
+            QualificationAttempt.objects.select_for_update()
+            .filter(
+                test_id=participation.study.qualification_id,
+                study_id=participation.study_id,
+                annotator=participation.annotator,
+            )
+            .order_by("-number")
+            .first()
         )
+        if attempt is None or attempt.passed is not None:
+            return participation  # no question was asked, or a repeated post of the last one
         position = len(attempt.answers)
         if position >= len(attempt.order) or attempt.order[position]["question"] != question_id:
             return participation  # a stale or repeated post: already recorded
@@ -521,13 +594,9 @@ def qualification_answer(
         attempt.answers = [*attempt.answers, {**slot, "raw": answer, "correct": correct}]
         attempt.n_correct += int(correct)
         if len(attempt.answers) == len(attempt.order):
-            attempt.passed = attempt.n_correct >= attempt.test.pass_threshold
-            attempt.finished_at = timezone.now()
-            participation.status = (
-                Participation.Status.ACTIVE if attempt.passed else Participation.Status.FAILED
-            )
-            participation.save(update_fields=["status"])
-        attempt.save()
+            _attempt_score(attempt, participation)
+        else:
+            attempt.save()
     return participation
 
 

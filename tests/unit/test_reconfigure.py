@@ -9,6 +9,7 @@ from django.test import Client
 from annotator import selectors, services
 from annotator.errors import ConfigRefused
 from annotator.models import Item, Study
+from protocol import services as protocol_services
 from protocol.models import ProtocolConfig, Round
 from tests.conftest import pairwise_bundle
 from tests.protocol_sim import adaptive_bundle
@@ -152,7 +153,10 @@ def test_adaptive_lowering_refunds_and_closes_a_round_it_completes():
     assert Round.objects.get(number=1).state == "open"
     notes = configure(study, redundancy=1)
     assert "-30 annotations charged to the ledger" in notes[0]
-    assert Round.objects.get(number=1).state == "decided"  # eager tasks: decided at once
+    state = Round.objects.get(number=1).state  # complete now: closed, its decision queued
+    assert state in ("closed", "decided")  # (decided at once where tasks run eagerly)
+    if state == "closed":  # a broker is configured but no worker runs here
+        assert protocol_services.round_decide(study.pk, 1)
     assert Round.objects.filter(number=2).exists()
     assert set(Item.objects.filter(round_number=2).values_list("redundancy", flat=True)) == {1}
     ledger_is_exact(study)
