@@ -10,7 +10,7 @@ from itertools import combinations
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Sum
+from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
 
 from annotator.choices import StudyKind
@@ -297,13 +297,19 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if config.metric_judge:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
+    inputs = np.array([len(selectors.pair_inputs(study, p)) for p in pairs])
     if likert is None:
-        used = np.array(  # each item's own redundancy: an edit may have changed it
-            [selectors.pair_items(study, p).aggregate(n=Sum("redundancy"))["n"] or 0 for p in pairs]
-        )
+        # each item at its own redundancy (an edit may have changed it since it was
+        # released), the inputs not yet given at the study's current one
+        given = [
+            selectors.pair_items(study, p).aggregate(n=Count("pk"), r=Sum("redundancy"))
+            for p in pairs
+        ]
+        used = np.array([g["r"] or 0 for g in given])
+        pool = used + (inputs - np.array([g["n"] for g in given])) * r
     else:
         used = np.array([len(likert.both(p)) for p in pairs])
-    pool = np.array([len(selectors.pair_inputs(study, p)) for p in pairs]) * per_input
+        pool = inputs * per_input
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
     level = config.decision_level
