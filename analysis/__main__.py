@@ -4,10 +4,11 @@
                               [--threshold T] [--include-flagged] [--n-boot N] [--seed S]
                               [--interval] [--labels NAME=l1,l2,... ...]
 
-PATH is a label export of the platform (``.jsonl``, ``.csv`` or a ``.json`` array, as written by
-``manage.py export_labels``) or a Judge-Bench ``.json`` file; ``--judge`` adds judge labels
-(format in :func:`analysis.loaders.read_judges`). Prints the report as text (or JSON with
-``--json``) and writes a standalone HTML page with ``--html``. Exit status 2 on bad input.
+PATH is a label export of the platform (JSON Lines, CSV, a JSON array, as written by
+``manage.py export_labels``, or the API's ``?format=json`` page) or a Judge-Bench ``.json``
+file; ``--judge`` adds judge labels (format in :func:`analysis.loaders.read_judges`). Prints
+the report as text (or JSON with ``--json``) and writes a standalone HTML page with
+``--html``. Exit status 2 on bad input.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="Report on an exported label file or a Judge-Bench file.")
-    rep.add_argument("path", help="label export (.jsonl, .csv, .json) or Judge-Bench .json")
+    rep.add_argument(
+        "path", help="label export (JSONL, CSV, JSON rows or API page) or Judge-Bench .json"
+    )
     rep.add_argument(
         "--judge",
         action="append",

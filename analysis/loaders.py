@@ -3,11 +3,12 @@
 Three kinds of file hold human labels:
 
 * the platform's own **label export** (``manage.py export_labels`` or
-  ``GET /api/studies/{id}/annotations/``) as JSON Lines (``.jsonl``), a JSON array (``.json``)
-  or CSV (``.csv``), columns as in ``annotator.selectors.LABEL_FIELDS``. A pairwise row has a
-  ``label`` (``A``/``B``/``tie``/``both_good``/``both_bad``, system order); a Likert row has
-  ``scores`` (an object criterion -> value) in JSON, ``score_<criterion>`` columns in CSV.
-  Cells the CSV export prefixed with ``'`` against spreadsheet formulas are restored. An
+  ``GET /api/studies/{id}/annotations/``) as JSON Lines, a JSON array of rows, the API's JSON
+  page (an object with ``next``, ``previous`` and a ``results`` list of rows) or CSV, columns
+  as in ``annotator.selectors.LABEL_FIELDS``; the format is read from the content. A pairwise
+  row has a ``label`` (``A``/``B``/``tie``/``both_good``/``both_bad``, system order); a Likert
+  row has ``scores`` (an object criterion -> value) in JSON, ``score_<criterion>`` columns in
+  CSV. Cells the CSV export prefixed with ``'`` against spreadsheet formulas are restored. An
   optional ``priority`` column (the input's priority score) enables the prioritisation check.
 * a **Judge-Bench** JSON file (Bavaresco et al. 2025): ``annotations`` declare the judged
   properties (``categorical`` with ``labels_list``; ``graded``/``continuous`` with ``worst`` and
@@ -84,23 +85,46 @@ class _Errors:
 
 
 def load_dataset(path: str | Path) -> Dataset:
-    """Read a label export (``.jsonl``, ``.csv``, ``.json`` array) or a Judge-Bench ``.json``."""
+    """Read any label export the platform writes, or a Judge-Bench ``.json`` file.
+
+    Label exports: JSON Lines and CSV (``export_labels``, ``GET …/annotations/?format=jsonl``
+    or ``csv``), a JSON array of rows (``export_labels --format json``) and the API's JSON
+    page (``?format=json``: an object with ``next``, ``previous`` and a ``results`` list).
+    The format is read from the content; the suffix only breaks a tie (``.csv``).
+    """
     path = Path(path)
     text = _read_text(path)
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
+    start, suffix = text.lstrip()[:1], path.suffix.lower()
+    if suffix == ".csv" or start not in ("{", "["):
         return _export_dataset(_csv_rows(path, text), path, csv_cells=True)
-    if suffix == ".json":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"{path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-            ) from None
-        if isinstance(doc, list):
-            return _export_dataset(_list_rows(path, doc), path, csv_cells=False)
-        return _judgebench(doc, path)
-    return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
+    if suffix in (".jsonl", ".ndjson"):
+        return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if start == "{" and exc.msg == "Extra data":  # one object per line: JSON Lines
+            return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
+        raise ValueError(
+            f"{path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
+    if isinstance(doc, list):
+        return _export_dataset(_list_rows(path, doc), path, csv_cells=False)
+    if isinstance(doc, dict) and isinstance(doc.get("results"), list):
+        return _api_page(doc, path)
+    if isinstance(doc, dict) and "instances" not in doc and {"item_id", "annotator"} <= doc.keys():
+        return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)  # one JSONL row
+    return _judgebench(doc, path)
+
+
+def _api_page(doc: dict, path: Path) -> Dataset:
+    """The API's JSON export: one cursor page (``results``); a note names the next page."""
+    data = _export_dataset(_list_rows(path, doc["results"]), path, csv_cells=False)
+    if doc.get("next"):
+        data.notes.append(
+            f"{path.name} is one page of the export; more labels are at {doc['next']} "
+            "(or export with a larger page_size, or as JSON Lines or CSV)"
+        )
+    return data
 
 
 def _read_text(path: Path) -> str:
@@ -425,8 +449,8 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     errors = _Errors(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
         raise ValueError(
-            f"{path}: a Judge-Bench file is an object with an 'instances' list "
-            "(a label export in JSON is a list of rows)"
+            f"{path}: neither a label export (a list of label rows, or the API's JSON page "
+            "with a 'results' list) nor a Judge-Bench file (an object with an 'instances' list)"
         )
     declared = doc.get("annotations")
     if not isinstance(declared, list) or not declared:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -409,7 +410,6 @@ def _short(text: Any, limit: int) -> str:
 
 
 REPORT_CSS = """
-.hv-options { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; margin: .5rem 0; }
 .hv-report { font-size: 15px; }
 .hv-report h2 { text-transform: none; letter-spacing: 0; color: inherit; font-size: 1.25rem; }
 .hv-report h3 { font-size: 1rem; margin: 1.25rem 0 .25rem; }
@@ -567,9 +567,20 @@ def _forest(
         lo = max(-1.0, math.floor(lo * 4) / 4)
     hi = max(hi, *values) if values else hi
     hi = math.ceil(hi * 4) / 4
-    lab_w, plot_w, num_w, row_h, top = 250, 330, 150, 24, 10
+    lab_w, plot_w, num_w, row_h, line_h, top = 250, 330, 150, 24, 16, 10
     width = lab_w + plot_w + num_w
-    height = top + row_h * len(rows) + 26
+    # an undefined row shows its whole reason, wrapped over as many lines as it needs
+    wrap = (plot_w + num_w - 8) // 7
+    reasons = [
+        None
+        if est.get("value") is not None
+        else textwrap.wrap("undefined: " + (est.get("reason") or "undefined"), wrap)
+        for _, est in rows
+    ]
+    heights = [row_h if r is None else max(row_h, line_h * len(r) + 8) for r in reasons]
+    tops = [top + sum(heights[:i]) for i in range(len(rows))]
+    bottom = top + sum(heights)
+    height = bottom + 26
     x0, x1 = lab_w, lab_w + plot_w
 
     def px(v: float) -> float:
@@ -578,15 +589,16 @@ def _forest(
     step = 0.25 if hi - lo <= 1.0 else 0.5
     first = math.ceil(lo / step - 1e-9) * step
     ticks = [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
-    body = _axis(x0, x1, top, top + row_h * len(rows), lo, hi, ticks, lambda v: f"{v:g}")
+    body = _axis(x0, x1, top, bottom, lo, hi, ticks, lambda v: f"{v:g}")
     if lo < 0 < hi:
-        body.append(_line(px(0), top, px(0), top + row_h * len(rows), "#5f6368"))
-    for i, (name, est) in enumerate(rows):
-        y = top + i * row_h + row_h / 2
+        body.append(_line(px(0), top, px(0), bottom, "#5f6368"))
+    for (name, est), reason, y_top in zip(rows, reasons, tops, strict=True):
+        y = y_top + row_h / 2
         body.append(_t(lab_w - 8, y + 4, _short(name, 38), "end", tip=name))
-        if est.get("value") is None:
-            reason = est.get("reason") or "undefined"
-            body.append(_t(x0 + 4, y + 4, "undefined: " + _short(reason, 70), cls="u", tip=reason))
+        if reason is not None:
+            tip = est.get("reason") or "undefined"
+            for k, line in enumerate(reason):
+                body.append(_t(x0 + 4, y + 4 + k * line_h, line, cls="u", tip=tip))
             continue
         if est.get("low") is not None and est.get("high") is not None:
             body.append(_line(px(est["low"]), y, px(est["high"]), y, "#1d1d1f", 1.5))

@@ -20,13 +20,36 @@ class ReportOptionsForm(forms.Form):
     """Query parameters of the report (the same as the API's)."""
 
     threshold = forms.FloatField(
-        min_value=0, max_value=1, required=False, initial=0.1, help_text="soft-vote tie threshold"
+        min_value=0,
+        max_value=1,
+        required=False,
+        initial=0.1,
+        widget=forms.NumberInput(attrs={"placeholder": "0.1", "step": "any"}),
+        label="tie threshold",
+        help_text="Soft vote: an item counts as a tie when the two sides' shares of its "
+        "labels differ by at most this (0–1).",
     )
-    include_flagged = forms.BooleanField(required=False, label="include flagged labels")
+    include_flagged = forms.BooleanField(
+        required=False,
+        label="include flagged labels",
+        help_text="Also count the labels of blocked workers (too many missed gold checks, "
+        "or blocked by hand); left out by default.",
+    )
     n_boot = forms.IntegerField(
-        min_value=0, max_value=MAX_N_BOOT, required=False, initial=1000, label="bootstrap resamples"
+        min_value=0,
+        max_value=MAX_N_BOOT,
+        required=False,
+        initial=1000,
+        widget=forms.NumberInput(attrs={"placeholder": "1000"}),
+        label="bootstrap resamples",
+        help_text="Resamples over items for every interval (0: no intervals).",
     )
-    interval = forms.BooleanField(required=False, label="interval alpha")
+    interval = forms.BooleanField(
+        required=False,
+        label="also compute Krippendorff's alpha at the interval level",
+        help_text="Besides the alpha at each property's own level, treat numeric labels "
+        "(Likert scores) as equally spaced numbers. Undefined for categorical labels.",
+    )
 
     def options(self) -> dict:
         data = self.cleaned_data

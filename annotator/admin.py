@@ -2,13 +2,13 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import path, reverse
-from django.utils.html import format_html
+from django.template.response import TemplateResponse
+from django.urls import path
 
-from . import selectors, services
-from .errors import ConfigRefused, ImportRejected
-from .invites import entry_urls
+from . import admin_workspace, selectors, services
+from .errors import ConfigRefused, ImportRejected, ServiceError
 from .models import (
     Annotation,
     Annotator,
@@ -27,11 +27,54 @@ from .models import (
 class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
+    verbose_name_plural = "criteria"
 
 
-class ImportForm(forms.Form):
-    file = forms.FileField(help_text="JSONL or CSV bundle, or a Judge-Bench JSON file.")
-    name = forms.CharField(required=False, help_text="Overrides the name in the file.")
+class PrepareChecksForm(forms.Form):
+    gold = forms.IntegerField(min_value=0, initial=5, help_text="Gold checks shown among the work.")
+    qualification = forms.IntegerField(
+        min_value=0, initial=10, help_text="Questions of the test taken before the work (0: none)."
+    )
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("gold") and not data.get("qualification"):
+            raise forms.ValidationError("Ask for gold checks, qualification questions or both.")
+        return data
+
+
+@admin.action(description="Prepare gold checks and a qualification test from known answers")
+def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
+    """Ask how many, then call ``services.study_prepare_checks`` for each selected study."""
+    form = PrepareChecksForm(request.POST if "apply" in request.POST else None)
+    if form.is_valid():
+        gold, questions = form.cleaned_data["gold"], form.cleaned_data["qualification"]
+        for study in queryset:
+            try:
+                test = services.study_prepare_checks(study, n_gold=gold, n_qualification=questions)
+            except ServiceError as exc:
+                modeladmin.message_user(
+                    request, f"{study.name}: nothing was made. {exc.message}", messages.ERROR
+                )
+                continue
+            made = [f"{gold} gold checks"] if gold else []
+            if test is not None:
+                made.append(
+                    f"a qualification test of {questions} questions "
+                    f"({test.pass_threshold} correct to pass)"
+                )
+            modeladmin.message_user(
+                request, f"{study.name}: made {' and '.join(made)}.", messages.SUCCESS
+            )
+        return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": "Prepare gold checks and a qualification test",
+        "form": form,
+        "studies": queryset,
+        "opts": modeladmin.model._meta,
+    }
+    return TemplateResponse(request, "admin/annotator/study/prepare_checks.html", context)
 
 
 class StudyForm(forms.ModelForm):
@@ -56,15 +99,8 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
-    readonly_fields = [
-        "evidence_links",
-        "public_id",
-        "config_version",
-        "worker_link",
-        "progress_table",
-        "source",
-        "entry_links",
-    ]
+    actions = [prepare_checks]
+    readonly_fields = ["public_id", "config_version", "source"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
         (
@@ -78,7 +114,6 @@ class StudyAdmin(admin.ModelAdmin):
                     "allow_both_bad",
                     "render_markdown",
                     "show_reference",
-                    "worker_link",
                 ]
             },
         ),
@@ -90,10 +125,15 @@ class StudyAdmin(admin.ModelAdmin):
                     "redundancy",
                     "items_per_worker",
                     "lease_seconds",
-                    "batch_size",
-                    "budget",
-                    "gamma",
                 ]
+            },
+        ),
+        (
+            "Adaptive rounds",
+            {
+                "fields": ["batch_size", "budget", "gamma"],
+                "description": "Used only when collection is 'Adaptive rounds (protocol)'; a "
+                "study with all items at once ignores them.",
             },
         ),
         (
@@ -109,16 +149,17 @@ class StudyAdmin(admin.ModelAdmin):
                     "gold_rate_end",
                     "gold_rate_halflife",
                     "max_strikes",
-                    "entry_links",
                 ]
             },
+        ),
+        (
+            "Cost estimate",
+            {"fields": ["pay_per_hour", "pay_currency", "expected_seconds_per_item"]},
         ),
         (
             "Status",
             {
                 "fields": [
-                    "progress_table",
-                    "evidence_links",
                     "config_version",
                     "public_id",
                     "source",
@@ -131,56 +172,6 @@ class StudyAdmin(admin.ModelAdmin):
     def progress(self, study: Study) -> str:
         p = selectors.study_progress(study)
         return f"{p['submitted']} / {p['target_annotations']}"
-
-    @admin.display(description="progress")
-    def progress_table(self, study: Study) -> str:
-        if not study.pk:
-            return "—"
-        p = selectors.study_progress(study)
-        return format_html(
-            "{} systems · {} inputs · {} items<br>{} of {} annotations submitted, {} leased now, "
-            "{} workers<br>{} imported labels",
-            p["systems"],
-            p["inputs"],
-            p["items"],
-            p["submitted"],
-            p["target_annotations"],
-            p["leased"],
-            p["workers"],
-            p["imported"],
-        )
-
-    @admin.display(description="evidence")
-    def evidence_links(self, study: Study) -> str:
-        if not study.pk:
-            return "—"
-        report = reverse("analysis:report", args=[study.pk])
-        if study.collection != "adaptive":
-            return format_html('<a href="{}">Report</a>', report)
-        dashboard = reverse("protocol:dashboard", args=[study.pk])
-        return format_html(
-            '<a href="{}">Report</a> · <a href="{}">Protocol dashboard</a>', report, dashboard
-        )
-
-    @admin.display(description="worker link")
-    def worker_link(self, study: Study) -> str:
-        if not study.pk:
-            return "—"
-        url = reverse("annotator:enter", args=[study.public_id]) + "?worker=WORKER_ID"
-        return format_html("<code>{}</code>", url)
-
-    @admin.display(description="entry links")
-    def entry_links(self, study: Study) -> str:
-        if not study.pk:
-            return "—"
-        urls = entry_urls(study)
-        return format_html(
-            "Prolific: <code>{}</code><br>MTurk external question: <code>{}</code><br>"
-            "Lab invitations: <code>python manage.py invite_links {} --workers a,b,c</code>",
-            urls["prolific"],
-            urls["mturk"],
-            study.pk,
-        )
 
     def save_model(self, request, obj, form, change) -> None:
         try:
@@ -198,20 +189,49 @@ class StudyAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(self.import_view),
                 name="annotator_study_import",
             ),
+            path(
+                "<int:pk>/preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="annotator_study_preview",
+            ),
+            path(
+                "<int:pk>/preview/<int:item_id>/",
+                self.admin_site.admin_view(self.preview_view),
+                name="annotator_study_preview_item",
+            ),
             *super().get_urls(),
         ]
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """No empty shells: a study is created from a file or pasted rows."""
+        return redirect("admin:annotator_study_import")
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        study = self.get_object(request, object_id)
+        if study is not None:
+            checks_action = "prepare_checks" in self.get_actions(request)
+            extra_context = {
+                **(extra_context or {}),
+                **admin_workspace.workspace_context(request, study, checks_action=checks_action),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def preview_view(self, request, pk: int, item_id: int | None = None):
+        study = self.get_object(request, str(pk))
+        if study is None or not self.has_view_permission(request, study):
+            raise Http404("No such study.")
+        return admin_workspace.preview(request, study, item_id)
 
     def import_view(self, request):
         if not self.has_add_permission(request):
             return redirect("admin:annotator_study_changelist")
-        form = ImportForm(request.POST or None, request.FILES or None)
+        form = admin_workspace.ImportForm(request.POST or None, request.FILES or None)
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():
-            upload = form.cleaned_data["file"]
-            overrides = {"name": form.cleaned_data["name"]} if form.cleaned_data["name"] else {}
+            data, filename = form.source()
             try:
-                study = services.study_import(  # the upload: refused unread when too large
-                    upload, filename=upload.name, overrides=overrides, owner=request.user
+                study = services.study_import(  # an upload: refused unread when too large
+                    data, filename=filename, overrides=form.overrides(), owner=request.user
                 )
             except ImportRejected as exc:
                 errors = exc.errors
@@ -222,7 +242,8 @@ class StudyAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request),
             "form": form,
             "errors": errors,
-            "title": "Import a study",
+            "title": "Create a study",
+            "examples": admin_workspace.import_examples(),
             "opts": self.model._meta,
         }
         return render(request, "admin/annotator/study/import.html", context)

@@ -84,8 +84,9 @@ class Study(models.Model):
     # --- crowd workflow -------------------------------------------------------------------
     open_links = models.BooleanField(
         default=False,
-        help_text="Accept /w/<study>/?worker=<id> links (demos). Off: only signed invites and "
-        "Prolific or MTurk entry.",
+        help_text="Accept open links, /w/STUDY_ID/?worker=WORKER_ID (demos; the study's own "
+        "link is shown above when this is on). Off: only signed invites and Prolific or MTurk "
+        "entry.",
     )
     qualification = models.ForeignKey(
         "QualificationTest",
@@ -121,6 +122,27 @@ class Study(models.Model):
         default=3,
         validators=[MinValueValidator(1)],
         help_text="Missed gold checks after which a worker is blocked and their labels flagged.",
+    )
+    # --- cost estimate (annotator.estimate) --------------------------------------------------
+    pay_per_hour = models.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="What a worker is paid per hour, for the cost estimate.",
+    )
+    pay_currency = models.CharField(
+        max_length=3,
+        blank=True,
+        default="GBP",
+        help_text="Currency of the pay rate, e.g. GBP or USD.",
+    )
+    expected_seconds_per_item = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Your guess of the time per item, used until measured times arrive.",
     )
     config_version = models.PositiveIntegerField(default=1, editable=False)
     source = models.CharField(max_length=300, blank=True, help_text="Imported file or dataset.")

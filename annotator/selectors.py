@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from .choices import AssignmentState
 from .models import Annotation, Annotator, Assignment, Item, Participation, Study
@@ -152,28 +152,16 @@ def more_work_expected(study: Study) -> bool:
     return any(result is True for _, result in work_expected.send(sender=Study, study=study))
 
 
-PROGRESS_HORIZON = 200
-"""Beyond this many items still open to a worker the task page shows no total."""
-
-
 def worker_progress(study: Study, annotator, done: int) -> dict[str, int | None]:
-    """The progress indicator of a worker who has done ``done`` items: ``total`` is the
-    study's items-per-worker limit or, in a study with all items out at once, what is done
-    plus what is still open to them (when that is a short list); ``None`` otherwise (an
-    adaptive study, whose later rounds depend on its decisions, or a long one)."""
-    total = study.items_per_worker
-    if total is None and study.collection != "adaptive":
-        open_items = (
-            Item.objects.filter(study=study, is_active=True, n_taken__lt=F("redundancy"))
-            .exclude(assignments__annotator=annotator)
-            .values("pk")[:PROGRESS_HORIZON]
-        )
-        available = len(open_items)
-        total = done + 1 + available if available < PROGRESS_HORIZON else None
+    """The progress indicator of a worker who has done ``done`` items: ``Task k of N`` where
+    N is the study's items-per-worker cap, plain ``Task k`` without a cap. What is still open
+    to one worker shrinks as others take items, so a total counted from it would change from
+    page to page and from worker to worker; only the cap is a promise."""
+    cap = study.items_per_worker
     return {
         "done": done,
         "position": done + 1,
-        "total": None if total is None else max(total, done + 1),
+        "total": None if cap is None else max(cap, done + 1),
     }
 
 

@@ -235,6 +235,12 @@ def study_prepare_checks(
             .exclude(output_b=None)
             .select_related("input", "output_a", "output_b")
         )
+        if not known:
+            raise InvalidAnswer(
+                "No unused work item has a known answer. Known answers come from a "
+                "Judge-Bench file's 'majority_human'; a bundle's 'gold' inputs are gold "
+                "checks from the start (docs/import-formats.md)."
+            )
         if n_gold + n_qualification > len(known):
             raise InvalidAnswer(
                 f"Only {len(known)} unused items have a known answer; "

@@ -11,6 +11,10 @@ raises rolls the whole import back.
 returns ``True`` when more work is coming (the next round of an adaptive study), and the
 worker is asked to wait instead of being sent to the end.
 
+``round_summary`` is sent with ``study`` by the researcher's workspace; a receiver returns a
+dict describing the study's rounds (``rounds``, ``current``, ``current_state``,
+``committed``, ``open_pairs``, ``settled_pairs``) or ``None`` when it has none.
+
 ``study_reconfiguring`` is sent by ``services.study_configure`` inside its transaction, with
 ``study`` (as saved), ``edited`` (the same study with the new values) and ``apply``; a
 receiver carries the edit to what it keeps (the adaptive ledger) when ``apply`` is true,
@@ -24,4 +28,5 @@ from django.dispatch import Signal
 annotation_submitted = Signal()
 study_created = Signal()
 work_expected = Signal()
+round_summary = Signal()
 study_reconfiguring = Signal()

@@ -46,40 +46,72 @@ def partial_order_svg(order: dict[str, Any], width: int = 640) -> str:
     return "".join(parts)
 
 
+def nice_ticks(top: float, most: int = 6) -> list[int]:
+    """Round tick values from 0 to at least ``top``: steps of 1, 2 or 5 times a power of ten,
+    at most ``most`` + 1 ticks."""
+    top = max(top, 1)
+    step = 1
+    while True:
+        for mult in (1, 2, 5):
+            if top / (step * mult) <= most:
+                step *= mult
+                n = -(-int(top) // step)
+                return [i * step for i in range(n + 1)]
+        step *= 10
+
+
 def budget_svg(rounds: list[dict[str, Any]], budget: int | None, width: int = 640) -> str:
-    """Annotations collected per round (bars) and in total (line), against the budget."""
+    """Annotations collected per round (bars) and in total (line), against the budget, with
+    a y-axis in annotations and the round number under each bar."""
     if not rounds:
         return ""
-    height, pad = 200, 36
-    top = max([budget or 0] + [r["spent_so_far"] for r in rounds] + [1])
-    bar_w = (width - 2 * pad) / len(rounds)
+    height, left, right, top_pad, bottom = 220, 56, 16, 16, 40
+    ticks = nice_ticks(max([budget or 0] + [r["spent_so_far"] for r in rounds]))
+    top = ticks[-1]
+    plot_w = width - left - right
+    bar_w = plot_w / len(rounds)
+    base = height - bottom
 
     def y(v: float) -> float:
-        return height - pad - (height - 2 * pad) * v / top
+        return base - (base - top_pad) * v / top
 
     parts = [
         f'<svg class="budget" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Budget spent over rounds" xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
-        'stroke="#999"/>',
+        f'aria-label="Annotations collected per round and in total, against the budget" '
+        f'xmlns="http://www.w3.org/2000/svg">',
+        f'<line x1="{left}" y1="{base}" x2="{width - right}" y2="{base}" stroke="#999"/>',
+        f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{base}" stroke="#999"/>',
     ]
+    for t in ticks:
+        parts.append(
+            f'<g class="y-tick"><line x1="{left - 4}" y1="{y(t):.1f}" x2="{width - right}" '
+            f'y2="{y(t):.1f}" stroke="#e3e5e8"/><text x="{left - 6}" y="{y(t) + 4:.1f}" '
+            f'text-anchor="end" font-size="11">{t}</text></g>'
+        )
+    parts.append(
+        f'<text x="12" y="{(top_pad + base) / 2:.1f}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {(top_pad + base) / 2:.1f})">annotations</text>'
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" font-size="11" '
+        f'text-anchor="middle">round</text>'
+    )
     if budget:
         parts.append(
-            f'<line x1="{pad}" y1="{y(budget):.1f}" x2="{width - pad}" y2="{y(budget):.1f}" '
-            f'stroke="#c01c28" stroke-dasharray="4 3"/><text x="{width - pad}" '
+            f'<line x1="{left}" y1="{y(budget):.1f}" x2="{width - right}" y2="{y(budget):.1f}" '
+            f'stroke="#c01c28" stroke-dasharray="4 3"/><text x="{width - right}" '
             f'y="{y(budget) - 4:.1f}" text-anchor="end" font-size="11">budget {budget}</text>'
         )
     points = []
     for i, r in enumerate(rounds):
-        x = pad + i * bar_w
+        x = left + i * bar_w
         parts.append(
             f'<rect x="{x + 2:.1f}" y="{y(r["collected"]):.1f}" width="{bar_w - 4:.1f}" '
-            f'height="{height - pad - y(r["collected"]):.1f}" fill="#99c1f1">'
+            f'height="{base - y(r["collected"]):.1f}" fill="#99c1f1">'
             f"<title>round {r['number']}: {r['collected']} collected</title></rect>"
-            f'<text x="{x + bar_w / 2:.1f}" y="{height - pad + 14}" text-anchor="middle" '
+            f'<text x="{x + bar_w / 2:.1f}" y="{base + 14}" text-anchor="middle" '
             f'font-size="11">{r["number"]}</text>'
         )
         points.append(f"{x + bar_w / 2:.1f},{y(r['spent_so_far']):.1f}")
-    parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="#1a5fb4"/>')
+    parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="#1a5fb4">')
+    parts.append("<title>total collected</title></polyline>")
     parts.append("</svg>")
     return "".join(parts)

@@ -6,13 +6,14 @@ from django.dispatch import receiver
 from annotator.models import Study
 from annotator.signals import (
     annotation_submitted,
+    round_summary,
     study_created,
     study_reconfiguring,
     work_expected,
 )
 
 from . import services
-from .models import Round
+from .models import ProtocolConfig, Round, SystemPair
 from .tasks import decide_round
 
 
@@ -39,6 +40,25 @@ def next_round_coming(sender, study: Study, **kwargs) -> bool:
     return Round.objects.filter(
         study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
     ).exists()
+
+
+@receiver(round_summary)
+def summarise_rounds(sender, study: Study, **kwargs) -> dict | None:
+    """Rounds and pairs of an adaptive study, for the researcher's workspace."""
+    config = ProtocolConfig.objects.filter(study=study).first()
+    if config is None:
+        return None
+    last = Round.objects.filter(study=study).order_by("-number").first()
+    pairs = SystemPair.objects.filter(study=study)
+    open_pairs = pairs.filter(state=SystemPair.State.OPEN).count()
+    return {
+        "rounds": last.number if last else 0,
+        "current": last.number if last else None,
+        "current_state": last.get_state_display() if last else None,
+        "committed": config.committed,
+        "open_pairs": open_pairs,
+        "settled_pairs": pairs.count() - open_pairs,
+    }
 
 
 @receiver(study_reconfiguring)

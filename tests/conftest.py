@@ -68,3 +68,13 @@ def active_markup(html: str) -> list[str]:
 
     Parser().feed(html)
     return found
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counts():
+    """Each test starts with no throttle counts: the entry limit is per address per minute,
+    and every test client comes from the same address."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

@@ -42,7 +42,7 @@ def test_worker_annotates_three_items_and_export_returns_them(base_url, page, ma
     expected, lefts = [], []
     for step, choice in enumerate(["left", "right", "tie"]):
         page.wait_for_selector("#output-left")
-        assert f"Task {step + 1} of 3" in page.inner_text("#progress-text")
+        assert page.inner_text("#progress-text") == f"Task {step + 1}"  # no per-worker cap
         html = page.content()
         assert "system-north" not in html and "system-south" not in html
         left_text = page.inner_text("#output-left .text").strip()

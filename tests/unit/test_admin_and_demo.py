@@ -39,10 +39,10 @@ def test_admin_import_creates_study_or_lists_errors(admin_client):
 def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study):
     study = make_study()
     change = admin_client.get(f"/admin/annotator/study/{study.pk}/change/").content.decode()
-    assert "0 of 6 annotations submitted" in change
+    assert "0 of 6 submitted" in change
     assert f"/w/{study.public_id}/?worker=WORKER_ID" in change
     listing = admin_client.get("/admin/annotator/study/").content.decode()
-    assert "0 / 6" in listing and "Import a study file" in listing
+    assert "0 / 6" in listing and "Create a study from a file or pasted rows" in listing
     form = {
         "name": study.name,
         "kind": "pairwise",
@@ -83,10 +83,47 @@ def test_demo_command_is_idempotent(db, capsys):
     call_command("demo")
     first = capsys.readouterr().out
     call_command("demo")
-    assert Study.objects.count() == 2
-    kinds = sorted(Study.objects.values_list("kind", flat=True))
-    assert kinds == ["likert", "pairwise"]
+    assert Study.objects.count() == 3
+    kinds = sorted(Study.objects.values_list("kind", "collection"))
+    assert kinds == [("likert", "all"), ("pairwise", "adaptive"), ("pairwise", "all")]
     for study in Study.objects.all():
         assert f"/w/{study.public_id}/?worker=demo-worker-1" in first
     assert "user 'admin', password 'demo-admin'" in first
     assert Annotation.objects.filter(source="import").count() > 0
+    adaptive = Study.objects.get(collection="adaptive")
+    assert f"python manage.py simulate_crowd {adaptive.pk} --until-done" in first
+    assert "http://127.0.0.1:8000/admin/" in first
+
+
+@pytest.mark.parametrize(
+    ("addr", "base"),
+    [
+        ("127.0.0.1:8123", "http://127.0.0.1:8123/"),
+        ("0.0.0.0:9000", "http://127.0.0.1:9000/"),
+        ("8124", "http://127.0.0.1:8124/"),
+    ],
+)
+def test_demo_links_follow_the_served_address(db, capsys, monkeypatch, addr, base):
+    monkeypatch.setenv("HUMEVAL_DEMO_ADDR", addr)
+    call_command("demo")
+    out = capsys.readouterr().out
+    links = [word for word in out.split() if "://" in word]
+    assert links and all(link.strip("'").startswith(base) for link in links), links
+    call_command("demo", addr="localhost:7000")
+    assert "http://localhost:7000/admin/" in capsys.readouterr().out
+
+
+def test_demo_pairwise_instructions_are_for_people(db, capsys):
+    call_command("demo")
+    study = Study.objects.get(kind="pairwise", collection="all")
+    for judge_prompt in ("model_a", "Do NOT output", "# Instruction", "…"):
+        assert judge_prompt not in study.instructions
+    assert "Left is better" in study.instructions and "`←`" in study.instructions
+    client = Client()
+    client.get(f"/w/{study.public_id}/?worker=reader")
+    page = client.get(f"/w/{study.public_id}/instructions/").content.decode()
+    assert "follows the instruction better" in page and "model_a" not in page
+    assert 'class="button button-primary"' in page
+    task = client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert "Which response follows the instruction better?" in task
+    assert "model_a" not in task and "Instruction:" not in task

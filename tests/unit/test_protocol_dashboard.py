@@ -1,6 +1,7 @@
 """The protocol dashboard and its JSON: pair matrix, rounds, partial order; permissions."""
 
 import json
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -9,9 +10,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator import services
-from protocol.charts import partial_order_svg
+from protocol.charts import budget_svg, partial_order_svg
 from protocol.models import ProtocolConfig
-from protocol.selectors import partial_order
+from protocol.outcome import protocol_outcome
+from protocol.selectors import dashboard, partial_order
 from tests.conftest import active_markup
 from tests.protocol_sim import adaptive_bundle, run_workers
 
@@ -81,3 +83,94 @@ def test_svg_escapes_system_names():
         }
     )
     assert "<script>" not in svg and "&lt;script&gt;" in svg
+
+
+def boss_client() -> Client:
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.login(username="boss", password="x" * 12)
+    return client
+
+
+def test_static_study_gets_a_page_saying_it_is_not_adaptive(transactional_db):
+    study = services.study_import(
+        adaptive_bundle(n_inputs=7, systems=("s1", "s2"), collection="all"), filename="s.jsonl"
+    )
+    assert run_workers(study) == 7
+    response = boss_client().get(f"/studies/{study.pk}/protocol/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "not an adaptive study" in page and "Collected 0 annotations" not in page
+    count = re.search(r'<p id="label-count">(.*?)</p>', page, re.S).group(1)
+    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", count)).startswith(
+        "It has 7 labels: 7 collected on the platform from 1 worker and 0 imported, on 7 items"
+    )
+    assert f'href="/studies/{study.pk}/report/"' in page
+    assert f'href="/api/studies/{study.pk}/annotations/?format=csv"' in page
+    assert "<svg" not in page
+
+
+def test_finished_adaptive_study_says_done_and_what_next(finished_study):
+    data = dashboard(finished_study)
+    outcome = protocol_outcome(data)
+    assert outcome is not None
+    decided = [p for p in data["pairs"] if p["state"] == "decided"]
+    assert len(outcome["wins"]) == len(decided) > 0
+    assert {"winner": "s1", "loser": "s3"} in outcome["wins"]
+    assert len(outcome["wins"]) + len(outcome["equivalent"]) + len(outcome["undecided"]) == 6
+    page = boss_client().get(f"/studies/{finished_study.pk}/protocol/").content.decode()
+    done = re.search(r'<section class="done" id="protocol-done".*?</section>', page, re.S)
+    assert done is not None
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", done.group(0)))
+    assert "Done — what next" in text and "The protocol has finished" in text
+    assert "s1 beats s3" in text
+    assert f'href="/studies/{finished_study.pk}/report/"' in done.group(0)
+    assert f"/api/studies/{finished_study.pk}/annotations/?format=jsonl" in done.group(0)
+    for u in outcome["undecided"]:
+        assert f"{u['pair'][0]} vs {u['pair'][1]}: {u['why']}" in text
+
+
+def test_running_adaptive_study_has_no_done_message(transactional_db):
+    study = services.study_import(adaptive_bundle(), filename="a.jsonl")
+    run_workers(study, n_workers=1, per_worker=3)  # round 1 is still collecting
+    data = dashboard(study)
+    assert any(p["state"] == "open" for p in data["pairs"])
+    assert protocol_outcome(data) is None
+    page = boss_client().get(f"/studies/{study.pk}/protocol/").content.decode()
+    assert 'id="protocol-done"' not in page and "adaptive protocol" in page
+
+
+def test_outcome_waits_for_the_last_round_and_names_why_pairs_stayed_undecided():
+    pair = {"system_a": "a", "system_b": "b", "winner": None, "outcome": "budget"}
+    data = {
+        "pairs": [{**pair, "state": "exhausted"}],
+        "rounds": [{"state": "closed"}],
+        "partial_order": {"systems": [], "edges": []},
+        "budget": 10,
+        "spent": 10,
+    }
+    assert protocol_outcome(data) is None  # the last round still awaits its decision
+    data["rounds"] = [{"state": "decided"}]
+    outcome = protocol_outcome(data)
+    assert outcome["undecided"] == [{"pair": ("a", "b"), "why": "the budget was spent"}]
+    assert outcome["budget_spent"] and not outcome["all_decided"] and outcome["wins"] == []
+
+
+@pytest.mark.parametrize("spent,budget", [(7, None), (48, 60), (1234, 1000)])
+def test_budget_chart_has_a_labelled_y_axis(spent, budget):
+    rounds = [
+        {"number": 1, "collected": spent // 2, "spent_so_far": spent // 2},
+        {"number": 2, "collected": spent - spent // 2, "spent_so_far": spent},
+    ]
+    svg = budget_svg(rounds, budget)
+    ticks = re.findall(
+        r'<g class="y-tick"><line [^>]*y1="([\d.]+)"[^>]*/><text [^>]*>(\d+)</text></g>', svg
+    )
+    values = [int(v) for _, v in ticks]
+    ys = [float(y) for y, _ in ticks]
+    assert values[0] == 0 and values == sorted(values) and 3 <= len(values) <= 7
+    assert values[-1] >= max(spent, budget or 0)  # the axis reaches the highest mark
+    steps = {b - a for a, b in zip(values[:-1], values[1:], strict=True)}
+    assert len(steps) == 1 and str(steps.pop())[0] in "125"  # even, round steps
+    assert ys == sorted(ys, reverse=True)  # higher values drawn higher up
+    assert ">annotations</text>" in svg and ">round</text>" in svg

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
+from html import escape as html_escape
 
 import pytest
 from django.contrib.auth.models import User
@@ -289,3 +291,58 @@ def test_undefined_values_show_their_reason(make_study, researcher, client):
     report = selectors.study_report(empty, n_boot=0)
     assert report["properties"][0]["empty"] == "no human labels for this property"
     assert "the study has no labels yet" in report["notes"]
+
+
+def test_report_options_say_what_they_do(pairwise, researcher, client):
+    """The interval option is a labelled checkbox with help text, and ticking it adds a row
+    for Krippendorff's alpha at the interval level (undefined here: pairwise labels are not
+    numbers, which the row says)."""
+    client.force_login(researcher)
+    url = f"/studies/{pairwise.pk}/report/"
+    html = client.get(url, {"n_boot": 0}).content.decode()
+    label = re.search(r'<label for="id_interval">(.*?)</label>', html, re.S).group(1)
+    assert 'type="checkbox"' in label and 'aria-describedby="id_interval_helptext"' in label
+    assert "Also compute Krippendorff&#x27;s alpha at the interval level" in label
+    help_text = re.search(r'<small class="help" id="id_interval_helptext">(.*?)</small>', html)
+    assert "numeric labels" in help_text.group(1)
+    for name in ("threshold", "n_boot", "include_flagged"):
+        assert f'id="id_{name}_helptext"' in html
+    plain = selectors.study_report(pairwise, n_boot=0)
+    with_interval = selectors.study_report(pairwise, n_boot=0, interval=True)
+    levels = [
+        [r.get("level") for r in p["reliability"] if r["metric"] == "krippendorff_alpha"]
+        for p in (plain["properties"][0], with_interval["properties"][0])
+    ]
+    assert levels[0] == ["nominal"] and levels[1] == ["nominal", "interval"]
+    ticked = client.get(url, {"n_boot": 0, "interval": "on"}).content.decode()
+    assert "the interval level needs numeric labels" in ticked.split('class="hv-report"')[1]
+
+
+def test_fleiss_reason_is_shown_whole_in_the_chart(make_study, researcher, client):
+    """Items with different numbers of labels make Fleiss' kappa undefined; the chart shows
+    the whole reason, wrapped over lines, never cut off."""
+    study = make_study(pairwise_bundle(n_inputs=3), redundancy=3)
+    study.researchers.add(researcher)
+    annotate(study, workers=("w1", "w2"))
+    part = services.participation_enter(study=study, platform="link", external_id="w3")
+    a = services.assignment_next(participation=part)  # a third label on one item only
+    services.annotation_submit(annotator=part.annotator, token=a.token, answer="left")
+    report = selectors.study_report(study, n_boot=0)
+    fleiss = next(
+        r for r in report["properties"][0]["reliability"] if r["metric"] == "fleiss_kappa"
+    )
+    reason = fleiss["reason"]
+    assert reason.startswith("fleiss kappa needs") and len(reason) > 70
+    assert "items have between 2 and 3" in reason
+    client.force_login(researcher)
+    html = client.get(f"/studies/{study.pk}/report/", {"n_boot": 0}).content.decode()
+    forest = re.search(
+        r"<svg[^>]*>\s*<title>Inter-rater reliability with intervals.*?</svg>", html, re.S
+    )
+    lines = re.findall(
+        r'<text [^>]*class="u"><title>([^<]*)</title>([^<]*)</text>', forest.group(0)
+    )
+    shown = [text for tip, text in lines if tip == html_escape(reason)]
+    assert len(shown) >= 2  # wrapped over lines
+    assert " ".join(shown) == html_escape("undefined: " + reason)
+    assert "…" not in "".join(text for _, text in lines)

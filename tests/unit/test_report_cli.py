@@ -346,3 +346,82 @@ def test_labels_option():
     with pytest.raises(ValueError, match="NAME="):
         loaders.parse_labels_option("fluency")
     assert math.isclose(float(loaders.parse_labels_option("x=0.5,1.5")[1][0]), 0.5)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", ["pairwise", "likert"])
+def test_every_export_gives_the_same_report(tmp_path, make_study, kind):
+    """A study's labels exported by the API (``?format=json``, ``jsonl``, ``csv``) and by
+    ``export_labels`` (``json``, ``jsonl``, ``csv``) give one and the same report."""
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+
+    from annotator.simulated_crowd import crowd_run
+    from tests.conftest import pairwise_bundle
+
+    systems = ("=SUM(1)", "beta", "gamma")  # a name the CSV export guards against formulas
+    extra = {"criteria": [{"name": "fluency", "scale": [1, 5]}]} if kind == "likert" else {}
+    study = make_study(
+        pairwise_bundle(n_inputs=6, systems=systems, kind=kind, **extra), redundancy=3
+    )
+    assert crowd_run(study, workers=4, seed=2, until_done=True).answers > 0
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.login(username="boss", password="x" * 12)
+    files = {}
+    for fmt in ("json", "jsonl", "csv"):
+        response = client.get(
+            f"/api/studies/{study.pk}/annotations/", {"format": fmt, "page_size": 10000}
+        )
+        assert response.status_code == 200
+        files[f"api.{fmt}"] = response.content
+        out = tmp_path / f"cli.{fmt}"
+        call_command("export_labels", str(study.pk), "--format", fmt, "-o", str(out))
+        files[out.name] = out.read_bytes()
+    assert json.loads(files["api.json"]).keys() == {"next", "previous", "results"}
+    reports = {}
+    for name, body in files.items():
+        path = tmp_path / "in" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(body)
+        report = loaders_report(path)
+        assert report["counts"]["annotations"] > 0, name
+        reports[name] = report
+        assert cli_main(["report", str(path), "--n-boot", "0"]) == 0
+    first = reports.pop("api.json")
+    for name, report in reports.items():
+        assert report == first, name
+    prop = first["properties"][0]
+    if kind == "pairwise":
+        names = {r["system_1"] for r in prop["pairwise"]["pairs"]}
+        assert "=SUM(1)" in names | {r["system_2"] for r in prop["pairwise"]["pairs"]}
+    else:
+        assert prop["name"] == "fluency" and prop["likert"]["systems"]
+
+
+def loaders_report(path) -> dict:
+    from analysis.__main__ import report_for_file
+
+    report = report_for_file(path, n_boot=50)
+    for key in ("title", "source", "elapsed_seconds"):  # the file's name, the time taken
+        report.pop(key, None)
+    return json.loads(json.dumps(report))
+
+
+def test_api_json_page_names_the_next_page(tmp_path):
+    row = {"item_id": 1, "annotator": "w1", "label": "A", "system_a": "x", "system_b": "y"}
+    page = {"next": "http://h/api/studies/1/annotations/?cursor=abc", "previous": None}
+    path = tmp_path / "page.json"
+    path.write_text(json.dumps({**page, "results": [row, {**row, "annotator": "w2"}]}))
+    data = loaders.load_dataset(path)
+    assert len(data.annotations) == 2
+    assert "?cursor=abc" in data.notes[0] and "one page of the export" in data.notes[0]
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"next": None, "previous": None, "results": []}))
+    with pytest.raises(ValueError, match="the file holds no labels"):
+        loaders.load_dataset(empty)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"rows": []}))
+    with pytest.raises(ValueError, match="neither a label export .* nor a Judge-Bench file"):
+        loaders.load_dataset(other)

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from annotator.models import Annotation, Assignment
-from tests.conftest import active_markup, bundle
+from tests.conftest import active_markup, bundle, pairwise_bundle
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> [x](javascript:alert(3))'
 
@@ -35,6 +35,10 @@ def enter(client: Client, study, worker="w1"):
     return client.get(f"/w/{study.public_id}/", {"worker": worker})
 
 
+def progress(page: str) -> str:
+    return re.search(r'<span id="progress-text">([^<]*)</span>', page).group(1)
+
+
 def test_entry_needs_a_worker_id(study):
     assert Client().get(f"/w/{study.public_id}/").status_code == 400
     assert Client().get(f"/w/{study.public_id}/task/").status_code == 403
@@ -47,7 +51,7 @@ def test_task_page_hides_systems_and_neutralises_untrusted_text(study):
     assert "SecretSystem" not in page
     assert active_markup(page) == []
     assert "<strong>bold</strong>" in page
-    assert "Task 1 of 3" in page
+    assert progress(page) == "Task 1"  # no per-worker cap: no total
     assert re.findall(r'name="answer" value="(\w+)"', page) == ["left", "right", "both_bad"]
 
 
@@ -69,8 +73,35 @@ def test_submit_then_next_item_and_double_post_is_idempotent(study):
     # both posts show the same next task; a reload shows it too
     next_tokens = {re.search(r'name="token" value="([0-9a-f-]+)"', p).group(1) for p in pages}
     assert len(next_tokens) == 1 and token not in next_tokens
-    assert all("Task 2 of 3" in p for p in pages)
-    assert "Task 2 of 3" in client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert all(progress(p) == "Task 2" for p in pages)
+    assert progress(client.get(f"/w/{study.public_id}/task/").content.decode()) == "Task 2"
+
+
+def test_progress_counts_against_the_cap_and_does_not_shrink_as_others_work(make_study):
+    """With a per-worker cap the total is the cap, the same for every worker however many
+    items others took; without one there is no total (what is left to a worker changes as
+    others work, so it is no total to count towards)."""
+    capped = make_study(pairwise_bundle(n_inputs=6), items_per_worker=3)
+    uncapped = make_study(pairwise_bundle(n_inputs=6))
+    for study, first, second in (
+        (capped, ["Task 1 of 3", "Task 2 of 3"], ["Task 1 of 3", "Task 2 of 3"]),
+        (uncapped, ["Task 1", "Task 2"], ["Task 1", "Task 2"]),
+    ):
+        seen = {}
+        for worker in ("w1", "w2"):  # w2 arrives after w1 has taken and answered items
+            client = Client()
+            enter(client, study, worker)
+            pages = [client.get(f"/w/{study.public_id}/task/").content.decode()]
+            token = re.search(r'name="token" value="([0-9a-f-]+)"', pages[0]).group(1)
+            response = client.post(
+                f"/w/{study.public_id}/task/", {"token": token, "answer": "left", "time_ms": "1"}
+            )
+            pages.append(response.content.decode())
+            seen[worker] = [progress(p) for p in pages]
+        assert seen == {"w1": first, "w2": second}
+        # the bar is drawn only against a cap
+        assert ('<progress max="3" value="1">' in pages[1]) == (study is capped)
+        assert ("<progress" in pages[1]) == (study is capped)
 
 
 def test_invalid_answer_shows_message_and_stores_nothing(study):

@@ -1,0 +1,282 @@
+"""Reads for the researcher's study workspace (the panel on a study's admin page): the launch
+checklist, entry links, live progress, the cost estimate's inputs and the item preview.
+
+The adaptive protocol's rounds come through the ``round_summary`` signal (``annotator``
+imports no other app)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Q, Sum
+from django.urls import reverse
+from django.utils import timezone
+
+from . import selectors
+from .choices import AssignmentState, StudyKind
+from .estimate import CostEstimate, cost_estimate
+from .invites import entry_urls
+from .models import Annotation, Assignment, Item, Study
+from .signals import round_summary
+
+#: A worker counts as active with a live lease or an answer within this long.
+ACTIVE_WINDOW = timedelta(minutes=10)
+
+
+def median_seconds(study: Study) -> float | None:
+    """Median time on task of the labels collected on the platform, in seconds."""
+    times = list(
+        Annotation.objects.filter(study=study, source="platform", time_spent_ms__isnull=False)
+        .values_list("time_spent_ms", flat=True)
+        .order_by()
+    )
+    return statistics.median(times) / 1000 if times else None
+
+
+def rounds(study: Study) -> dict[str, Any] | None:
+    """The adaptive protocol's summary of the study's rounds, if it keeps any."""
+    for _, result in round_summary.send(sender=Study, study=study):
+        if isinstance(result, dict):
+            return result
+    return None
+
+
+def progress(study: Study, now: datetime | None = None) -> dict[str, Any]:
+    """What a researcher watches while a study runs: annotations submitted of the target,
+    workers active now, median time per item, spend against budget and rounds (adaptive)."""
+    now = now or timezone.now()
+    counts = selectors.study_progress(study)
+    leasing = Assignment.objects.filter(
+        study=study, state=AssignmentState.ISSUED, expires_at__gt=now
+    ).values_list("annotator_id", flat=True)
+    answering = Annotation.objects.filter(
+        study=study, source="platform", submitted_at__gte=now - ACTIVE_WINDOW
+    ).values_list("annotator_id", flat=True)
+    active = len(set(leasing) | set(answering))
+    adaptive = study.collection == "adaptive"
+    spent = counts["collected"]
+    return {
+        **counts,
+        "active_workers": active,
+        "active_minutes": int(ACTIVE_WINDOW.total_seconds() // 60),
+        "median_seconds": median_seconds(study),
+        "adaptive": adaptive,
+        "spent": spent,
+        "budget": study.budget if adaptive else None,
+        "budget_percent": (
+            round(100 * spent / study.budget) if adaptive and study.budget else None
+        ),
+        "rounds": rounds(study) if adaptive else None,
+    }
+
+
+def item_slots(study: Study) -> int:
+    """Annotations the study's (non-gold, active) items ask for: items × redundancy."""
+    total = Item.objects.filter(study=study, is_active=True, is_gold=False).aggregate(
+        n=Sum("redundancy")
+    )["n"]
+    return total or 0
+
+
+def estimate(study: Study) -> CostEstimate:
+    """The cost and time estimate of ``study`` (:func:`annotator.estimate.cost_estimate`)."""
+    return cost_estimate(
+        item_slots=item_slots(study),
+        adaptive=study.collection == "adaptive",
+        budget=study.budget,
+        measured_seconds=median_seconds(study),
+        expected_seconds=study.expected_seconds_per_item,
+        pay_per_hour=study.pay_per_hour,
+        currency=study.pay_currency,
+    )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the launch checklist: ``required`` lines block a launch when not ``ok``;
+    the others are recommended. ``fix`` is where to put it right (a URL or an anchor)."""
+
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+    fix: str = ""
+    fix_text: str = ""
+
+
+def checklist(study: Study, *, checks_action: bool = False) -> list[Check]:
+    """What a study needs before workers arrive, with what is missing and where to fix it.
+
+    ``checks_action``: whether the admin offers the action that prepares gold checks and a
+    qualification test (else the management command is named)."""
+    systems = study.systems.count()
+    items = Item.objects.filter(study=study, is_active=True).aggregate(
+        work=Count("id", filter=Q(is_gold=False)),
+        gold=Count("id", filter=Q(is_gold=True)),
+        known=Count("id", filter=Q(is_gold=False) & ~Q(expected_answer="")),
+    )
+    create = reverse("admin:annotator_study_import")
+    pairwise = study.kind == StudyKind.PAIRWISE
+    checks = []
+    enough = items["work"] >= 1 and (systems >= 2 or not pairwise)
+    need = "at least 2 systems and 1 item" if pairwise else "at least 1 item"
+    checks.append(
+        Check(
+            "Content",
+            enough,
+            f"{systems} systems, {items['work']} items (a {study.kind} study needs {need}).",
+            fix="" if enough else create,
+            fix_text="" if enough else "Create the study again from a complete file",
+        )
+    )
+    if study.kind == StudyKind.LIKERT:
+        criteria = study.criteria.count()
+        checks.append(
+            Check(
+                "Criteria",
+                criteria >= 1,
+                f"{criteria} criteria to rate." if criteria else "No criterion to rate.",
+                fix="" if criteria else "#criteria-group",
+                fix_text="" if criteria else "Add a criterion",
+            )
+        )
+    if study.qualification_id:
+        checks.append(
+            Check(
+                "Qualification test",
+                True,
+                f"'{study.qualification}' ({study.qualification.questions.count()} questions).",
+                required=False,
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "Qualification test",
+                False,
+                "No qualification test: every worker starts on real work.",
+                required=False,
+                fix="#id_qualification",
+                fix_text="Choose a test",
+            )
+        )
+    if checks_action:
+        prepare = reverse("admin:annotator_study_changelist")
+        prepare_text = "Select the study and run 'Prepare gold checks and a qualification test'"
+    else:
+        prepare, prepare_text = "", f"Run: python manage.py prepare_checks {study.pk}"
+    checks.append(
+        Check(
+            "Gold checks",
+            items["gold"] > 0,
+            f"{items['gold']} gold checks"
+            + (f"; {items['known']} items have a known answer." if items["known"] else "."),
+            required=False,
+            fix="" if items["gold"] else prepare,
+            fix_text="" if items["gold"] else prepare_text,
+        )
+    )
+    checks.append(
+        Check(
+            "Accepting workers",
+            study.is_active,
+            "Entry links below are live." if study.is_active else "The study is switched off.",
+            fix="" if study.is_active else "#id_is_active",
+            fix_text="" if study.is_active else "Tick 'Is active'",
+        )
+    )
+    codes = [
+        label
+        for label, value in (
+            ("completion", study.completion_code),
+            ("fail", study.fail_code),
+            ("no work", study.no_work_code),
+        )
+        if not value
+    ]
+    checks.append(
+        Check(
+            "Completion codes (Prolific)",
+            not codes,
+            "All three codes are set." if not codes else f"Missing: {', '.join(codes)} code.",
+            required=False,
+            fix="#id_completion_code" if codes else "",
+            fix_text="Set the codes Prolific gave you" if codes else "",
+        )
+    )
+    if study.collection == "adaptive":
+        checks.append(
+            Check(
+                "Budget",
+                study.budget is not None,
+                f"At most {study.budget} annotations."
+                if study.budget is not None
+                else "An adaptive study needs a budget.",
+                fix="" if study.budget is not None else "#id_budget",
+                fix_text="" if study.budget is not None else "Set the budget",
+            )
+        )
+    priced = study.pay_per_hour is not None
+    checks.append(
+        Check(
+            "Pay rate",
+            priced,
+            f"{study.pay_per_hour} {study.pay_currency} per hour." if priced else "Not set.",
+            required=False,
+            fix="" if priced else "#id_pay_per_hour",
+            fix_text="" if priced else "Enter the pay rate",
+        )
+    )
+    return checks
+
+
+def entry_links(study: Study, absolute: Callable[[str], str]) -> list[dict[str, str]]:
+    """The links that bring workers in, made absolute by ``absolute`` (the request's
+    ``build_absolute_uri``); the open link only when open links are on."""
+    urls = entry_urls(study)
+    links = [
+        {"name": "Prolific study URL", "url": absolute(urls["prolific"])},
+        {"name": "MTurk external question URL", "url": absolute(urls["mturk"])},
+        {
+            "name": "Personal invitation links (command)",
+            "url": f"python manage.py invite_links {study.pk} --workers a,b,c",
+        },
+    ]
+    if study.open_links:
+        links.append({"name": "Open link (replace WORKER_ID)", "url": absolute(urls["open"])})
+    return links
+
+
+@dataclass(frozen=True)
+class PreviewStep:
+    """An item to preview and its neighbours in the study's item order."""
+
+    item: Item
+    position: int
+    total: int
+    previous_id: int | None
+    next_id: int | None
+
+
+def preview_step(study: Study, item_id: int | None = None) -> PreviewStep | None:
+    """Item ``item_id`` of ``study`` (default: its first item) with the ids before and after
+    it; ``None`` when the study has no such item."""
+    ids = list(Item.objects.filter(study=study).order_by("id").values_list("id", flat=True))
+    if not ids:
+        return None
+    target = ids[0] if item_id is None else item_id
+    if target not in ids:
+        return None
+    index = ids.index(target)
+    item = Item.objects.select_related("input", "output_a", "output_b").get(pk=target)
+    return PreviewStep(
+        item=item,
+        position=index + 1,
+        total=len(ids),
+        previous_id=ids[index - 1] if index > 0 else None,
+        next_id=ids[index + 1] if index + 1 < len(ids) else None,
+    )
