@@ -3,6 +3,10 @@ reports of the studies the API lets them read (``studies_visible_to``), others g
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
+from csp.decorators import csp_update
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -10,10 +14,13 @@ from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import mark_safe
 
 from analysis import selectors
-from analysis.render import render_html
+from analysis.render import REPORT_CSS, render_html
 from annotator.selectors import studies_visible_to
 
 MAX_N_BOOT = 10_000
+#: The report's one inline ``<style>`` element (``render_html``), allowed by its hash.
+_REPORT_CSS_SHA256 = base64.b64encode(hashlib.sha256(REPORT_CSS.encode()).digest()).decode()
+REPORT_STYLE_HASH = f"'sha256-{_REPORT_CSS_SHA256}'"
 
 
 class ReportOptionsForm(forms.Form):
@@ -61,6 +68,7 @@ class ReportOptionsForm(forms.Form):
         }
 
 
+@csp_update({"style-src": [REPORT_STYLE_HASH]})
 @login_required
 def study_report(request: HttpRequest, pk: int) -> HttpResponse:
     study = get_object_or_404(studies_visible_to(request.user), pk=pk)

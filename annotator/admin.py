@@ -412,13 +412,7 @@ class ParticipationAdmin(admin.ModelAdmin):
 
     @admin.display(description="completion code")
     def code(self, obj: Participation) -> str:
-        kind = selectors.participation_outcome(obj)["kind"]
-        study = obj.study
-        return {
-            "completed": study.completion_code,
-            "failed": study.fail_code,
-            "no_work": study.no_work_code,
-        }[kind] or "—"
+        return obj.code_given or "—"
 
     @admin.action(description="Block: flag their labels and give back their open work")
     def block(self, request, queryset) -> None:

@@ -62,3 +62,15 @@ class ConfigRefused(ServiceError):
     def __init__(self, reasons: list[str]) -> None:
         super().__init__(" ".join(reasons))
         self.reasons = reasons
+
+
+class OpenInAnotherBrowser(ServiceError):
+    """The participation belongs to another browser that may still be working in it;
+    ``available_at``: when this browser may take it over if nothing happens there."""
+
+    code = "open_in_another_browser"
+    status = 409
+
+    def __init__(self, message: str, available_at) -> None:
+        super().__init__(message)
+        self.available_at = available_at

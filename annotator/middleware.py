@@ -1,33 +1,96 @@
-"""A strict Content-Security-Policy on worker pages: scripts and styles only from this
-site, nothing inline, no framing. Model outputs are sanitised already; this is the second
-lock on the door."""
+"""Content-Security-Policy on every page (django-csp) with the worker pages' own strict
+policy, and MTurk's frame: the pages of an MTurk participation may be framed by MTurk,
+and the cookies they set are cross-site (partitioned) ones, which a frame needs."""
 
 from collections.abc import Callable
+from http.cookies import Morsel
+from ipaddress import ip_address
 from urllib.parse import urlsplit
 
+from csp.middleware import CSPMiddleware, PolicyParts
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http.request import split_domain_port
 
-#: Where a worker's form posts may lead: this site, MTurk's submit endpoints, and (through
-#: the redirect chain that ends a task) the Prolific completion page.
-MTURK_ORIGINS = "https://www.mturk.com https://workersandbox.mturk.com"
-
-
-def worker_csp() -> str:
-    prolific = urlsplit(settings.HUMEVAL_PROLIFIC_COMPLETE_URL)
-    return (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
-        f"form-action 'self' {MTURK_ORIGINS} {prolific.scheme}://{prolific.netloc}"
-    )
+WORKER_PREFIX = "/w/"
 
 
-class WorkerPageCSP:
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def worker_directives(*, framed: bool = False) -> dict[str, list[str]]:
+    """The worker pages' policy: scripts and styles only from this site, nothing inline,
+    forms only to this site, the Prolific completion page and the MTurk submit hosts, and
+    no framing (``framed``: by ``HUMEVAL_MTURK_FRAME_ANCESTORS`` only)."""
+    return {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": list(settings.HUMEVAL_MTURK_FRAME_ANCESTORS) if framed else ["'none'"],
+        "form-action": [
+            "'self'",
+            *settings.HUMEVAL_MTURK_SUBMIT_HOSTS,
+            _origin(settings.HUMEVAL_PROLIFIC_COMPLETE_URL),
+        ],
+    }
+
+
+class ContentSecurityPolicy(CSPMiddleware):
+    """django-csp's middleware: ``CONTENT_SECURITY_POLICY`` (settings) on every page, a
+    view's ``csp_update``/``csp_replace`` on top; worker pages (``/w/…``) get
+    :func:`worker_directives` instead, framable by MTurk when the view marked the response
+    (``humeval_mturk_frame``)."""
+
+    def get_policy_parts(
+        self, request: HttpRequest, response: HttpResponseBase, report_only: bool = False
+    ) -> PolicyParts:
+        parts = super().get_policy_parts(request, response, report_only)
+        if not report_only and request.path_info.startswith(WORKER_PREFIX):
+            framed = getattr(response, "humeval_mturk_frame", False)
+            parts.config = worker_directives(framed=framed)
+        return parts
+
+
+def _secure_context(request: HttpRequest) -> bool:
+    """Whether the browser treats the page as a secure context, where it keeps ``Secure``
+    cookies: HTTPS, or a loopback address (as Chromium does for http://127.0.0.1)."""
+    if request.is_secure():
+        return True
+    host = split_domain_port(request.get_host())[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _cross_site(morsel: Morsel) -> None:
+    morsel["secure"] = True
+    # Partitioned (CHIPS): kept per top-level site, so it works in MTurk's frame where
+    # browsers block ordinary third-party cookies. Python < 3.14 has no flag for it; the
+    # SameSite value is written out as it is, so the attribute rides along.
+    morsel["samesite"] = "None; Partitioned"
+
+
+class FramedCookies:
+    """On responses a view let MTurk frame, make every cookie set (the worker's, the CSRF
+    token, messages) ``SameSite=None; Secure; Partitioned`` so the browser keeps and
+    sends it inside the cross-site frame; in a context that is not secure (plain HTTP on
+    a real host, which MTurk cannot frame anyway) they stay as they are. Must come before
+    the CSRF and messages middleware, so it sees the cookies they set."""
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if request.path.startswith("/w/"):
-            response.setdefault("Content-Security-Policy", worker_csp())
+        if getattr(response, "humeval_mturk_frame", False) and _secure_context(request):
+            for morsel in response.cookies.values():
+                _cross_site(morsel)
         return response

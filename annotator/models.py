@@ -1,5 +1,7 @@
 """Studies, what workers see (items, assignments) and what they give (annotations)."""
 
+import hashlib
+import hmac
 import secrets
 import uuid
 
@@ -72,7 +74,8 @@ class Study(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="Most items one worker may annotate (empty: no limit).",
+        help_text="Items a worker does for the completion code, and the most they may do "
+        "(empty: no set number, any number of items earns the code).",
     )
     is_active = models.BooleanField(default=True, help_text="Accepting workers.")
     collection = models.CharField(
@@ -393,6 +396,7 @@ class Participation(models.Model):
         FAILED = "failed", "Failed the qualification test"
         BLOCKED = "blocked", "Blocked after missed gold checks"
         FINISHED = "finished", "Finished"
+        STOPPED = "stopped", "Stopped early without a code"
 
     class Review(models.TextChoices):
         PENDING = "pending", "Not reviewed"
@@ -413,6 +417,19 @@ class Participation(models.Model):
     gold_seen = models.PositiveIntegerField(default=0)
     gold_correct = models.PositiveIntegerField(default=0)
     last_was_gold = models.BooleanField(default=False)
+    browser_key = models.CharField(
+        max_length=64,
+        blank=True,
+        editable=False,
+        help_text="SHA-256 of the secret the worker's browser carries in its signed cookie; "
+        "only that browser gets the participation's pages (docs/crowd.md).",
+    )
+    browser_since = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="When the current browser claimed it."
+    )
+    code_given = models.CharField(
+        max_length=64, blank=True, editable=False, help_text="The code the end page gave."
+    )
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -423,6 +440,17 @@ class Participation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.annotator} in {self.study}"
+
+    def held_by(self, secret: str) -> bool:
+        """Whether ``secret`` (from a browser's cookie) is the one this participation is
+        bound to; constant-time."""
+        return bool(self.browser_key) and hmac.compare_digest(self.browser_key, browser_key(secret))
+
+
+def browser_key(secret: str) -> str:
+    """What is stored of a browser's secret: its SHA-256, so the database alone cannot
+    stand in for a worker's browser."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 class QualificationTest(models.Model):

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.utils import timezone
 
 from .choices import AssignmentState
 from .models import Annotation, Annotator, Assignment, Item, Participation, Study
@@ -165,40 +166,91 @@ def worker_progress(study: Study, annotator, done: int) -> dict[str, int | None]
     }
 
 
-def participation_outcome(participation: Participation) -> dict[str, object]:
-    """How a worker's visit ended: ``completed``, ``failed`` (test or gold checks) or
-    ``no_work`` (nothing was left for them), with a sentence to show them."""
-    status = participation.status
+def participation_outcome(participation: Participation, *, now=None) -> dict[str, Any]:
+    """Where a worker stands when they open the end page, and which code is due.
+
+    ``kind``: ``failed`` (the qualification test, or blocked: the fail code),
+    ``completed`` (the study's ``items_per_worker`` items done, or, in a study without
+    that number, at least one; or every item that was left for them: the completion
+    code), ``no_work`` (nothing was left for them before they did any: the no-work
+    code), ``unfinished`` (work is left for them, no code yet) or ``stopped`` (they
+    stopped early, no code). With ``done``, ``required`` (``items_per_worker``),
+    ``left`` (items still to do, when a number is set), ``code`` and ``code_due``, and a
+    sentence to show them."""
+    study, status = participation.study, participation.status
     done = Assignment.objects.filter(
         study_id=participation.study_id,
         annotator_id=participation.annotator_id,
         state=AssignmentState.SUBMITTED,
     ).count()
-    if status == Participation.Status.FAILED:
-        return {
-            "kind": "failed",
-            "done": done,
-            "text": "You did not pass the qualification test, so you cannot take part in "
-            "this study. Thank you for your time.",
-        }
-    if status == Participation.Status.BLOCKED:
-        return {
-            "kind": "failed",
-            "done": done,
-            "text": "Too many of your answers to check questions were wrong, so your access "
-            "to this study has been withdrawn.",
-        }
-    if done == 0:
-        return {
-            "kind": "no_work",
-            "done": 0,
-            "text": "There is no work left for you in this study. Thank you for coming.",
-        }
-    return {
-        "kind": "completed",
-        "done": done,
-        "text": f"You have finished: {done} items. Thank you!",
+    required = study.items_per_worker
+    left = None if required is None else max(required - done, 0)
+    codes = {
+        "completed": study.completion_code,
+        "failed": study.fail_code,
+        "no_work": study.no_work_code,
     }
+
+    def outcome(kind: str, text: str) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "done": done,
+            "required": required,
+            "left": left,
+            "code": codes.get(kind, ""),
+            "code_due": kind in codes,
+            "text": text,
+        }
+
+    if status == Participation.Status.FAILED:
+        return outcome(
+            "failed",
+            "You did not pass the qualification test, so you cannot take part in "
+            "this study. Thank you for your time.",
+        )
+    if status == Participation.Status.BLOCKED or participation.annotator.is_blocked:
+        return outcome(
+            "failed",
+            "Too many of your answers to check questions were wrong, so your access "
+            "to this study has been withdrawn.",
+        )
+    if status == Participation.Status.STOPPED:
+        return outcome("stopped", f"You stopped this study after {done} items, without a code.")
+    if status == Participation.Status.QUALIFYING:
+        return outcome("unfinished", "Take the qualification test first.")
+    if done and (required is None or done >= required):
+        return outcome("completed", f"You have finished: {done} items. Thank you!")
+    if _work_left(participation, now or timezone.now()):
+        if required is None:
+            return outcome("unfinished", "You have not done any items yet.")
+        return outcome("unfinished", f"You have done {done} of {required} items.")
+    if done:
+        return outcome(
+            "completed",
+            f"You have finished: {done} items, all that was left for you. Thank you!",
+        )
+    return outcome("no_work", "There is no work left for you in this study. Thank you for coming.")
+
+
+def _work_left(participation: Participation, now) -> bool:
+    """Whether the worker has a task, could be given one, or should wait for the next
+    round of an adaptive study."""
+    study = participation.study
+    if Assignment.objects.filter(
+        study_id=study.pk,
+        annotator_id=participation.annotator_id,
+        state=AssignmentState.ISSUED,
+        expires_at__gt=now,
+    ).exists():
+        return True
+    if not study.is_active:
+        return False
+    free = (
+        Item.objects.filter(study=study, is_active=True, is_gold=False, n_taken__lt=F("redundancy"))
+        .exclude(assignments__annotator_id=participation.annotator_id)
+        .exists()
+    )
+    return free or more_work_expected(study)
 
 
 def example_item(study: Study) -> Item | None:

@@ -19,6 +19,7 @@ from django.db.models import (
     Exists,
     F,
     IntegerField,
+    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -29,13 +30,14 @@ from django.db.models import (
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from . import importers, ratings
+from . import importers, ratings, selectors
 from .choices import AnnotationSource, AssignmentState, RawAnswer, StudyKind, normalise
 from .errors import (
     AssignmentExpired,
     AssignmentNotFound,
     ImportRejected,
     InvalidAnswer,
+    OpenInAnotherBrowser,
     WorkerBlocked,
 )
 from .models import (
@@ -54,6 +56,7 @@ from .models import (
     QualificationTest,
     Study,
     System,
+    browser_key,
 )
 from .signals import annotation_submitted, study_created, study_reconfiguring
 from .sqlrows import Columns, db_value, insert
@@ -472,6 +475,58 @@ def participation_enter(
     return participation
 
 
+def participation_claim(
+    participation: Participation, *, secret: str = "", now: datetime | None = None
+) -> str:
+    """Bind the participation to the browser presenting ``secret`` (from its cookie, or
+    ``""``); returns the secret that browser must carry from now on.
+
+    The browser holding the participation gets its own secret back. A participation no
+    browser holds yet is bound to this one with a new secret. Another browser may take
+    it over (a new secret; the old browser's cookie stops working) only once the holder
+    has no live lease and nothing happened in the participation for ``lease_seconds``
+    (its claim, a lease issued, an answer stored); before that it raises
+    :class:`~annotator.errors.OpenInAnotherBrowser` and changes nothing. The status
+    (a failed test, a block, a stop) stays with the platform id whichever browser holds it.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        part = (
+            Participation.objects.select_for_update()
+            .select_related("study")
+            .get(pk=participation.pk)
+        )
+        if secret and part.held_by(secret):
+            return secret
+        if part.browser_key:
+            available = _takeover_time(part, now)
+            if available > now:
+                raise OpenInAnotherBrowser(
+                    "This study is open in another browser.", available_at=available
+                )
+        fresh = secrets.token_urlsafe(24)
+        part.browser_key, part.browser_since = browser_key(fresh), now
+        part.save(update_fields=["browser_key", "browser_since"])
+    participation.browser_key, participation.browser_since = part.browser_key, now
+    return fresh
+
+
+def _takeover_time(part: Participation, now: datetime) -> datetime:
+    """When another browser may take ``part`` over: ``lease_seconds`` after the last thing
+    that happened in it, and never while a lease is live."""
+    leases = Assignment.objects.filter(study_id=part.study_id, annotator_id=part.annotator_id)
+    seen = leases.aggregate(
+        issued=Max("issued_at"),
+        closed=Max("closed_at"),
+        live=Max("expires_at", filter=Q(state=AssignmentState.ISSUED)),
+    )
+    idle = timedelta(seconds=part.study.lease_seconds)
+    moments = [m + idle for m in (part.browser_since, seen["issued"], seen["closed"]) if m]
+    if seen["live"] is not None:
+        moments.append(seen["live"])
+    return max(moments, default=now)
+
+
 def qualification_next(participation: Participation) -> dict[str, Any] | None:
     """The next test question (with its drawn left/right order), or ``None`` when done.
 
@@ -856,6 +911,8 @@ def _may_not_work(participation: Participation) -> str:
         return "You did not pass the qualification test for this study."
     if participation.status == Participation.Status.QUALIFYING:
         return "Take the qualification test first."
+    if participation.status == Participation.Status.STOPPED:
+        return "You stopped this study."
     return ""
 
 
@@ -1079,13 +1136,52 @@ def participation_review(participation: Participation, approved: bool) -> Partic
     return participation
 
 
-def participation_finish(participation: Participation) -> Participation:
-    """Mark a worker finished when they reach the end page (idempotent)."""
-    Participation.objects.filter(pk=participation.pk, status=Participation.Status.ACTIVE).update(
-        status=Participation.Status.FINISHED, finished_at=timezone.now()
-    )
-    participation.refresh_from_db()
-    return participation
+def participation_finish(participation: Participation, *, now: datetime | None = None) -> dict:
+    """The end page: how the worker's visit stands (see
+    :func:`~annotator.selectors.participation_outcome`). When a code is due, the worker is
+    marked finished and the code they were given is recorded; a worker with work left is
+    told so and nothing changes. Expired leases are released first, so a lease left
+    behind by someone else does not count as work still to come."""
+    now = now or timezone.now()
+    assignment_release_expired(study=participation.study, now=now)
+    outcome = selectors.participation_outcome(participation, now=now)
+    if outcome["code_due"]:
+        with transaction.atomic():
+            part = Participation.objects.select_for_update().get(pk=participation.pk)
+            leases = Assignment.objects.filter(  # a finished worker holds no item back
+                study_id=part.study_id,
+                annotator_id=part.annotator_id,
+                state=AssignmentState.ISSUED,
+            )
+            for lease in leases.select_for_update().select_related("item").order_by("item_id"):
+                _release(lease, now, AssignmentState.RETURNED)
+            fields = ["code_given"]
+            part.code_given = outcome["code"]
+            if part.status == Participation.Status.ACTIVE:
+                part.status, part.finished_at = Participation.Status.FINISHED, now
+                fields += ["status", "finished_at"]
+            part.save(update_fields=fields)
+        participation.status, participation.code_given = part.status, part.code_given
+    return outcome
+
+
+def participation_stop(participation: Participation, *, now: datetime | None = None) -> None:
+    """The worker stops before their work is done: their open lease goes back to the pool
+    and they get no code (on Prolific they return the submission). Final: the stopped
+    worker is given no more work in the study. A failed or blocked worker stays so."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        part = Participation.objects.select_for_update().get(pk=participation.pk)
+        if part.status in (Participation.Status.FAILED, Participation.Status.BLOCKED):
+            return
+        leases = Assignment.objects.filter(
+            study_id=part.study_id, annotator_id=part.annotator_id, state=AssignmentState.ISSUED
+        )
+        for lease in leases.select_for_update().select_related("item").order_by("item_id"):
+            _release(lease, now, AssignmentState.RETURNED)
+        part.status, part.finished_at = Participation.Status.STOPPED, now
+        part.save(update_fields=["status", "finished_at"])
+    participation.status = part.status
 
 
 def _announce(annotation: Annotation) -> None:

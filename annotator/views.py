@@ -3,6 +3,7 @@ one item at a time, and the way back with a completion code. No logic beyond HTT
 
 from __future__ import annotations
 
+import math
 import re
 from functools import wraps
 from urllib.parse import urlencode
@@ -12,18 +13,18 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from . import selectors, services, throttle
 from .choices import RawAnswer, StudyKind
-from .errors import ServiceError, WorkerBlocked
+from .errors import OpenInAnotherBrowser, ServiceError, WorkerBlocked
 from .invites import invite_worker
 from .models import Participation, Study
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
 QUALIFICATION_ANSWERS = (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE)
-MTURK_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 PLATFORM_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,100}")
 
@@ -40,27 +41,33 @@ def _cookie_name(study_id) -> str:
     return f"humeval-{UUID(str(study_id)).hex}"
 
 
-def _remembered(request: HttpRequest, study_id) -> int | None:
-    """The participation id the study's signed cookie holds, if any."""
-    pk = request.get_signed_cookie(_cookie_name(study_id), default=None, salt=COOKIE_SALT)
-    return int(pk) if pk and pk.isdigit() else None
+def _remembered(request: HttpRequest, study_id) -> tuple[int, str] | None:
+    """The participation id and browser secret the study's signed cookie holds, if any."""
+    value = request.get_signed_cookie(_cookie_name(study_id), default=None, salt=COOKIE_SALT)
+    pk, _, secret = (value or "").partition(":")
+    return (int(pk), secret) if pk.isdigit() and secret else None
 
 
-def _participation(request: HttpRequest, study_id) -> Participation | None:
-    """This browser's participation in the study (with the study and the worker loaded),
-    from the signed cookie its entry set; no session is read."""
-    pk = _remembered(request, study_id)
-    if pk is None:
-        return None
-    return selectors.worker_participation(pk, UUID(str(study_id)))
+def _participation(request: HttpRequest, study_id) -> tuple[Participation | None, bool]:
+    """The participation this browser's cookie names (with the study and the worker
+    loaded; no session is read), and whether this browser still holds it."""
+    remembered = _remembered(request, study_id)
+    if remembered is None:
+        return None, False
+    participation = selectors.worker_participation(remembered[0], UUID(str(study_id)))
+    if participation is None:
+        return None, False
+    return participation, participation.held_by(remembered[1])
 
 
-def _remember(response: HttpResponse, participation: Participation) -> HttpResponse:
-    """Set the study's worker cookie: signed, HTTP-only, sent only to that study's pages."""
+def _remember(response: HttpResponse, participation: Participation, secret: str) -> HttpResponse:
+    """Set the study's worker cookie: signed, HTTP-only, sent only to that study's pages.
+    It carries the browser's secret, which binds the participation to this browser (in
+    MTurk's frame the middleware makes it a cross-site, partitioned cookie)."""
     study_id = participation.study.public_id
     response.set_signed_cookie(
         _cookie_name(study_id),
-        str(participation.pk),
+        f"{participation.pk}:{secret}",
         salt=COOKIE_SALT,
         max_age=settings.SESSION_COOKIE_AGE,
         path=f"/w/{study_id}/",
@@ -71,22 +78,44 @@ def _remember(response: HttpResponse, participation: Participation) -> HttpRespo
     return response
 
 
+def _framed(response: HttpResponse, participation: Participation | None = None) -> HttpResponse:
+    """Let MTurk frame the page (an MTurk participation's, or the MTurk entry's): the
+    middleware then allows ``HUMEVAL_MTURK_FRAME_ANCESTORS`` instead of no framing."""
+    if participation is None or participation.annotator.platform == "mturk":
+        response.humeval_mturk_frame = True
+        response.xframe_options_exempt = True
+    return response
+
+
 def _too_many(request: HttpRequest) -> HttpResponse:
     return _message(request, "Too many requests", "Please wait a minute before trying again.", 429)
 
 
+def _elsewhere(request: HttpRequest, study: Study, available_at=None) -> HttpResponse:
+    """The page for a browser that does not hold the participation: another browser
+    started it (``available_at``: when this one may take over), or took it over."""
+    minutes = None
+    if available_at is not None:
+        minutes = max(1, math.ceil((available_at - timezone.now()).total_seconds() / 60))
+    context = {"study": study, "available_at": available_at, "minutes": minutes}
+    return render(request, "annotator/elsewhere.html", context, status=409)
+
+
 def participant_view(view):
-    """Load the study and this browser's participation in it; a stranger gets a 403."""
+    """Load the study and this browser's participation in it; a stranger gets a 403, a
+    browser whose participation was taken over by another browser a 409."""
 
     @wraps(view)
     def wrapped(request: HttpRequest, study_id) -> HttpResponse:
-        participation = _participation(request, study_id)
+        participation, held = _participation(request, study_id)
         if participation is None:
             _study(study_id)  # an unknown study is a 404
             return _message(
                 request, "Who are you?", "Open this study through the link you were given.", 403
             )
-        return view(request, participation.study, participation)
+        if not held:
+            return _framed(_elsewhere(request, participation.study), participation)
+        return _framed(view(request, participation.study, participation), participation)
 
     return wrapped
 
@@ -100,11 +129,17 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
         return _message(request, "Study closed", "This study is not accepting workers.", 410)
     try:
         participation = services.participation_enter(study=study, **entry)
+        # the participation is bound to this browser; another one that may still be in
+        # use gets the "open in another browser" page (docs/crowd.md)
+        remembered = _remembered(request, study.public_id)
+        presented = remembered[1] if remembered and remembered[0] == participation.pk else ""
+        secret = services.participation_claim(participation, secret=presented)
+    except OpenInAnotherBrowser as exc:
+        return _elsewhere(request, study, exc.available_at)
     except ServiceError as exc:
         return _message(request, "Incomplete link", exc.message, 400)
-    returning = _remembered(request, study.public_id) == participation.pk
-    target = "annotator:task" if returning else "annotator:instructions"
-    return _remember(redirect(target, study_id=study.public_id), participation)
+    target = "annotator:task" if secret == presented else "annotator:instructions"
+    return _remember(redirect(target, study_id=study.public_id), participation, secret)
 
 
 @require_http_methods(["GET"])
@@ -121,7 +156,7 @@ def enter(request: HttpRequest, study_id) -> HttpResponse:
             403,
         )
     if not worker:
-        if _participation(request, study.public_id):
+        if _participation(request, study.public_id)[1]:
             return redirect("annotator:task", study_id=study.public_id)
         return _message(
             request,
@@ -168,27 +203,37 @@ def prolific(request: HttpRequest, study_id) -> HttpResponse:
 
 @require_http_methods(["GET"])
 def mturk(request: HttpRequest, study_id) -> HttpResponse:
+    """MTurk's ExternalQuestion, shown in a frame on MTurk's site (so every answer here
+    may be framed by MTurk)."""
     study = _study(study_id)
     assignment_id = request.GET.get("assignmentId", "")
     if assignment_id == MTURK_PREVIEW:
-        return render(
-            request,
-            "annotator/preview.html",
-            {"study": study, "example": selectors.example_item(study)},
+        return _framed(
+            render(
+                request,
+                "annotator/preview.html",
+                {"study": study, "example": selectors.example_item(study)},
+            )
         )
     worker = request.GET.get("workerId", "")
     submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
     if not PLATFORM_ID.fullmatch(worker) or not PLATFORM_ID.fullmatch(assignment_id):
-        return _message(request, "Incomplete link", "The HIT link lacks your worker id.", 400)
-    if submit_to not in MTURK_HOSTS:
-        return _message(request, "Incomplete link", "The HIT link has no valid turkSubmitTo.", 400)
-    return _start(
-        request,
-        study,
-        platform="mturk",
-        external_id=worker,
-        session=assignment_id,
-        return_url=submit_to,
+        return _framed(
+            _message(request, "Incomplete link", "The HIT link lacks your worker id.", 400)
+        )
+    if submit_to not in settings.HUMEVAL_MTURK_SUBMIT_HOSTS:
+        return _framed(
+            _message(request, "Incomplete link", "The HIT link has no valid turkSubmitTo.", 400)
+        )
+    return _framed(
+        _start(
+            request,
+            study,
+            platform="mturk",
+            external_id=worker,
+            session=assignment_id,
+            return_url=submit_to,
+        )
     )
 
 
@@ -306,21 +351,25 @@ def _answer(post, participation: Participation) -> services.Task | None:
     )
 
 
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 @participant_view
 def end(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
-    """The way back: a completion, fail or no-work code, or the MTurk submit form."""
-    outcome = selectors.participation_outcome(services.participation_finish(participation))
-    code = {
-        "completed": study.completion_code,
-        "failed": study.fail_code,
-        "no_work": study.no_work_code,
-    }[outcome["kind"]]
-    platform = participation.annotator.platform
-    if platform == "prolific" and code:
+    """The way back: the completion, fail or no-work code (Prolific's redirect, MTurk's
+    submit form) once it is due; before that, what is left and a way back to work or to
+    stop without a code (a POST)."""
+    if request.method == "POST":
+        services.participation_stop(participation)
+        return redirect("annotator:end", study_id=study.public_id)
+    outcome = services.participation_finish(participation)
+    code, platform = outcome["code"], participation.annotator.platform
+    if outcome["code_due"] and platform == "prolific" and code:
         return redirect(f"{settings.HUMEVAL_PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}")
     context = {"study": study, "outcome": outcome, "code": code, "platform": platform}
-    if platform == "mturk" and participation.return_url in MTURK_HOSTS:
+    if (
+        outcome["code_due"]
+        and platform == "mturk"
+        and participation.return_url in settings.HUMEVAL_MTURK_SUBMIT_HOSTS
+    ):
         context["mturk_action"] = participation.return_url + "/mturk/externalSubmit"
         context["mturk_assignment"] = participation.platform_session
     return render(request, "annotator/end.html", context)

@@ -50,13 +50,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "annotator.middleware.FramedCookies",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "annotator.middleware.WorkerPageCSP",
+    "annotator.middleware.ContentSecurityPolicy",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -180,6 +181,32 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp) on every page; worker pages (/w/) get their own,
+# as strict, policy (annotator/middleware.py). The API docs, the admin and the reports
+# need nothing inline (the report's one <style> is allowed by its hash in its view).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
+# MTurk shows the study in a frame on its site: an MTurk participation's pages may be
+# framed by these origins (no X-Frame-Options there), and its end page posts the HIT to
+# `turkSubmitTo`/mturk/externalSubmit, accepted only for these hosts.
+HUMEVAL_MTURK_FRAME_ANCESTORS = _env_list(
+    "HUMEVAL_MTURK_FRAME_ANCESTORS", "https://www.mturk.com,https://workersandbox.mturk.com"
+)
+HUMEVAL_MTURK_SUBMIT_HOSTS = _env_list(
+    "HUMEVAL_MTURK_SUBMIT_HOSTS", "https://www.mturk.com,https://workersandbox.mturk.com"
+)
 SESSION_COOKIE_HTTPONLY = True
 
 # --- REST API -------------------------------------------------------------------------------

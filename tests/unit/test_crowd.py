@@ -8,13 +8,23 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
+from django.core import signing
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.test import Client
 
 from annotator import services
 from annotator.errors import WorkerBlocked
 from annotator.invites import invite_token
 from annotator.models import Annotation, Assignment, Item, Participation, QualificationAttempt
+from annotator.views import COOKIE_SALT
 from tests.conftest import LLMBAR, bundle, pairwise_bundle
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle():
+    """These tests enter many times within a minute: start each with no entries counted."""
+    cache.clear()
 
 
 def gold_bundle(n_inputs: int, n_gold: int, **options) -> bytes:
@@ -45,6 +55,17 @@ def answer_for(assignment, correct: bool) -> str:
 
 
 # --- entry ----------------------------------------------------------------------------
+def token_on(page: str) -> str:
+    return re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
+
+
+def do_items(client: Client, study, n: int) -> None:
+    """Answer ``n`` tasks in this browser."""
+    for _ in range(n):
+        page = client.get(f"/w/{study.public_id}/task/").content.decode()
+        client.post(f"/w/{study.public_id}/task/", {"token": token_on(page), "answer": "left"})
+
+
 def test_prolific_entry_resume_and_completion_redirect(make_study):
     study = make_study(items_per_worker=2, completion_code="C0MPLETE", open_links=False)
     client = Client()
@@ -53,25 +74,208 @@ def test_prolific_entry_resume_and_completion_redirect(make_study):
     part = Participation.objects.get()
     assert (part.annotator.platform, part.annotator.external_id) == ("prolific", "pp1")
     assert part.platform_session == "sess9"
-    client.get(f"/w/{study.public_id}/task/")
-    token = re.search(
-        r'name="token" value="([0-9a-f-]+)"',
-        client.get(f"/w/{study.public_id}/task/").content.decode(),
-    ).group(1)
-    # a returning worker resumes the same item
-    again = Client()
-    assert again.get(url).url == f"/w/{study.public_id}/instructions/"
-    assert token in again.get(f"/w/{study.public_id}/task/").content.decode()
-    for _ in range(2):
-        page = again.get(f"/w/{study.public_id}/task/").content.decode()
-        token = re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
-        again.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
-    done = again.get(f"/w/{study.public_id}/task/")
+    token = token_on(client.get(f"/w/{study.public_id}/task/").content.decode())
+    # the same browser opening the link again resumes the same item
+    assert client.get(url).url == f"/w/{study.public_id}/task/"
+    assert token in client.get(f"/w/{study.public_id}/task/").content.decode()
+    do_items(client, study, 2)
+    done = client.get(f"/w/{study.public_id}/task/")
     assert done.url == f"/w/{study.public_id}/end/"
-    final = again.get(done.url)
+    final = client.get(done.url)
     assert final.status_code == 302
     assert final.url == "https://app.prolific.com/submissions/complete?cc=C0MPLETE"
-    assert Participation.objects.get().status == "finished"
+    part = Participation.objects.get()
+    assert (part.status, part.code_given) == ("finished", "C0MPLETE")
+
+
+# --- a participation belongs to the browser that started it ---------------------------
+ENTRIES = {
+    "prolific": "/w/{s}/prolific/?PROLIFIC_PID=victim&SESSION_ID=other",
+    "mturk": "/w/{s}/mturk/?workerId=victim&assignmentId=A9&hitId=h"
+    "&turkSubmitTo=https://www.mturk.com",
+    "link": "/w/{s}/?worker=victim",
+}
+
+
+@pytest.mark.parametrize("platform", [*ENTRIES, "invite"])
+def test_second_browser_never_gets_the_live_assignment(make_study, platform):
+    study = make_study(open_links=True, gold_rate_start=0.0, gold_rate_end=0.0)
+    entry = (
+        f"/w/{study.public_id}/i/{invite_token(study, 'victim')}/"
+        if platform == "invite"
+        else ENTRIES[platform].format(s=study.public_id)
+    )
+    victim, thief = Client(), Client()
+    assert victim.get(entry).status_code == 302
+    token = token_on(victim.get(f"/w/{study.public_id}/task/").content.decode())
+    refused = thief.get(entry)
+    page = refused.content.decode()
+    assert refused.status_code == 409
+    assert "This study is open in another browser" in page and "in 30 minutes" in page
+    assert token not in page and not refused.cookies.get(f"humeval-{study.public_id.hex}")
+    for path in ("task", "instructions", "end"):
+        assert thief.get(f"/w/{study.public_id}/{path}/").status_code == 403
+    thief.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    assert Annotation.objects.count() == 0
+    # the victim goes on undisturbed
+    victim.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "right"})
+    assert Annotation.objects.get().raw_answer == "right"
+
+
+def idle(minutes: int) -> None:
+    """Move every moment of the worker's participation ``minutes`` into the past."""
+    ago = timedelta(minutes=minutes)
+    for part in Participation.objects.all():
+        Participation.objects.filter(pk=part.pk).update(browser_since=part.browser_since - ago)
+    for lease in Assignment.objects.all():
+        Assignment.objects.filter(pk=lease.pk).update(
+            issued_at=lease.issued_at - ago,
+            expires_at=lease.expires_at - ago,
+            closed_at=lease.closed_at and lease.closed_at - ago,
+        )
+
+
+def test_takeover_only_after_the_lease_expired_and_the_holder_was_idle(make_study):
+    study = make_study(lease_seconds=600, gold_rate_start=0.0, gold_rate_end=0.0)
+    entry = f"/w/{study.public_id}/prolific/?PROLIFIC_PID=mover"
+    first, second = Client(), Client()
+    first.get(entry)
+    do_items(first, study, 1)
+    old_token = token_on(first.get(f"/w/{study.public_id}/task/").content.decode())
+    idle(9)  # the second lease has a minute left
+    response = second.get(entry)
+    assert response.status_code == 409 and "in 1 minute" in response.content.decode()
+    idle(2)  # expired, and nothing happened for 11 minutes
+    assert second.get(entry).url == f"/w/{study.public_id}/instructions/"
+    # the first browser has lost it: a clear page, and its answer is not stored
+    moved = first.get(f"/w/{study.public_id}/task/")
+    assert moved.status_code == 409
+    assert "This study continued in another browser" in moved.content.decode()
+    first.post(f"/w/{study.public_id}/task/", {"token": old_token, "answer": "left"})
+    assert Annotation.objects.count() == 1
+    # the second browser works on, with the first item counted
+    do_items(second, study, 1)
+    assert Annotation.objects.count() == 2
+    assert set(Annotation.objects.values_list("annotator__external_id", flat=True)) == {"mover"}
+    # and the first browser cannot take it back while the second one is working
+    assert first.get(entry).status_code == 409
+
+
+def test_recent_answer_keeps_the_participation_though_no_lease_is_live(make_study):
+    study = make_study(lease_seconds=600, items_per_worker=1)
+    entry = f"/w/{study.public_id}/prolific/?PROLIFIC_PID=quick"
+    first = Client()
+    first.get(entry)
+    do_items(first, study, 1)  # no lease left: the quota is reached
+    assert not Assignment.objects.filter(state="issued").exists()
+    assert Client().get(entry).status_code == 409
+    idle(11)
+    assert Client().get(entry).status_code == 302
+
+
+def test_failure_and_block_stay_with_the_platform_id(qualified_study, make_study):
+    study, _ = qualified_study
+    entry = f"/w/{study.public_id}/prolific/?PROLIFIC_PID=failer"
+    first = Client()
+    first.get(entry)
+    for _ in range(2):  # both attempts failed
+        take_test(study, Participation.objects.get(), 2)
+    idle(31)
+    second = Client()
+    assert second.get(entry).status_code == 302
+    assert second.get(f"/w/{study.public_id}/end/").url.endswith("cc=FAIL")
+    assert Participation.objects.get().status == "failed"
+    blocked_study = make_study(fail_code="BLK")
+    part = services.participation_enter(study=blocked_study, platform="link", external_id="b")
+    services.participation_claim(part)
+    services.participation_set_blocked(part, True)
+    idle(31)
+    fresh = Client()
+    fresh.get(f"/w/{blocked_study.public_id}/?worker=b")
+    assert "BLK" in fresh.get(f"/w/{blocked_study.public_id}/end/").content.decode()
+    assert Participation.objects.get(pk=part.pk).status == "blocked"
+
+
+def test_forged_or_old_cookie_holds_nothing(make_study):
+    study = make_study()
+    client = Client()
+    client.get(f"/w/{study.public_id}/?worker=own")
+    name = f"humeval-{study.public_id.hex}"
+    part = Participation.objects.get()
+    thief = Client()
+    for value in (str(part.pk), f"{part.pk}:guess"):  # the old format; a guessed secret
+        thief.cookies[name] = signing.get_cookie_signer(salt=name + COOKIE_SALT).sign(value)
+        assert thief.get(f"/w/{study.public_id}/task/").status_code in (403, 409)
+    assert len(part.browser_key) == 64 and name not in part.browser_key
+    assert Client().get(f"/w/{study.public_id}/task/").status_code == 403
+
+
+# --- the code comes when the work is done ----------------------------------------------
+def test_code_only_after_items_per_worker_and_early_end_page(make_study):
+    study = make_study(items_per_worker=3, completion_code="DONE3", redundancy=1)
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=early")
+    do_items(client, study, 1)
+    early = client.get(f"/w/{study.public_id}/end/")
+    page = early.content.decode()
+    assert early.status_code == 200 and "DONE3" not in page
+    assert "You have done 1 of 3 items" in page and "2 items left" in page
+    assert f'href="/w/{study.public_id}/task/"' in page and 'id="stop-early"' in page
+    part = Participation.objects.get()
+    assert (part.status, part.code_given) == ("active", "")
+    do_items(client, study, 1)
+    assert "1 item left" in client.get(f"/w/{study.public_id}/end/").content.decode()
+    do_items(client, study, 1)
+    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=DONE3")
+    assert Participation.objects.get().code_given == "DONE3"
+
+
+def test_stopping_early_gives_no_code_and_returns_the_lease(make_study):
+    study = make_study(items_per_worker=3, completion_code="DONE3", redundancy=1)
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=stopper")
+    do_items(client, study, 1)
+    client.get(f"/w/{study.public_id}/task/")  # holds a second item
+    held = Assignment.objects.get(state="issued")
+    stopped = client.post(f"/w/{study.public_id}/end/", follow=True).content.decode()
+    assert "without a code" in stopped and "return your submission on Prolific" in stopped
+    assert "DONE3" not in stopped
+    held.refresh_from_db()
+    assert held.state == "returned" and Item.objects.get(pk=held.item_id).n_taken == 0
+    part = Participation.objects.get()
+    assert (part.status, part.code_given) == ("stopped", "")
+    # a stopped worker gets no more work
+    assert client.get(f"/w/{study.public_id}/task/").url.endswith("/end/")
+    assert Assignment.objects.filter(state="issued").count() == 0
+
+
+def test_without_items_per_worker_any_work_earns_the_code(make_study):
+    study = make_study(completion_code="ANY")
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=free")
+    client.get(f"/w/{study.public_id}/task/")
+    first = client.get(f"/w/{study.public_id}/end/").content.decode()
+    assert "You have not done any items yet" in first and "ANY" not in first
+    do_items(client, study, 1)
+    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=ANY")
+    # the code released the item they held
+    assert not Assignment.objects.filter(state="issued").exists()
+
+
+def test_all_that_was_left_earns_the_code(make_study):
+    study = make_study(items_per_worker=50, completion_code="ALL", no_work_code="NONE")
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=all")
+    n = Item.objects.filter(study=study).count()
+    do_items(client, study, n)
+    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=ALL")
+
+
+def test_items_per_worker_must_be_positive(make_study):
+    study = make_study()
+    study.items_per_worker = 0
+    with pytest.raises(ValidationError, match="items_per_worker"):
+        study.full_clean()
 
 
 def test_prolific_link_without_pid_is_refused(make_study):
@@ -405,6 +609,7 @@ def test_admin_participation_view_and_actions(make_study):
             time_spent_ms=3000,
             now=a.issued_at + timedelta(seconds=10),
         )
+    services.participation_finish(part)  # the end page records the code given
     User.objects.create_superuser("boss", "b@example.org", "x" * 12)
     client = Client()
     client.login(username="boss", password="x" * 12)

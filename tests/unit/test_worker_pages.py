@@ -167,3 +167,79 @@ def test_workers_are_kept_apart(study):
     second.get(f"/w/{study.public_id}/task/")
     second.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
     assert Annotation.objects.count() == 0
+
+
+# --- Content-Security-Policy and MTurk's frame -------------------------------------------
+def test_every_page_sends_a_csp_without_inline_code(study, django_user_model):
+    boss = django_user_model.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.force_login(boss)
+    for url in (
+        "/",
+        "/admin/",
+        "/admin/annotator/study/",
+        f"/admin/annotator/study/{study.pk}/change/",
+        f"/studies/{study.pk}/report/",
+        f"/studies/{study.pk}/protocol/",
+        "/api/docs/",
+        "/api/docs/?script=",
+        "/api/studies/",
+    ):
+        response = client.get(url)
+        csp = response.get("Content-Security-Policy", "")
+        assert response.status_code == 200, url
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp, url
+        assert "unsafe-inline" not in csp and "unsafe-eval" not in csp, url
+        assert response["X-Frame-Options"] == "DENY", url
+    # the report's one inline <style> is allowed by its hash, nothing else is
+    report = client.get(f"/studies/{study.pk}/report/")
+    assert re.search(
+        r"style-src 'self' 'sha256-[A-Za-z0-9+/]+=*'", report["Content-Security-Policy"]
+    )
+    assert "<script" not in client.get("/api/docs/").content.decode().replace('<script src="', "")
+
+
+def mturk_entry(study, worker="W1"):
+    return (
+        f"/w/{study.public_id}/mturk/?workerId={worker}&assignmentId=A-{worker}&hitId=h"
+        "&turkSubmitTo=https://www.mturk.com"
+    )
+
+
+def test_mturk_pages_may_be_framed_by_mturk_only(study):
+    client = Client()
+    entry = client.get(mturk_entry(study), secure=True)
+    cookie = entry.cookies[f"humeval-{study.public_id.hex}"]
+    assert cookie["secure"] and cookie["samesite"] == "None; Partitioned" and cookie["httponly"]
+    assert "SameSite=None; Partitioned" in cookie.output()
+    task = client.get(f"/w/{study.public_id}/task/", secure=True)
+    csp = task["Content-Security-Policy"]
+    assert "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com;" in csp
+    assert "X-Frame-Options" not in task and "unsafe-inline" not in csp
+    # the CSRF cookie its form needs is a cross-site one too, so a framed post carries it
+    assert task.cookies["csrftoken"]["samesite"] == "None; Partitioned"
+    preview = client.get(
+        f"/w/{study.public_id}/mturk/?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=h"
+    )
+    assert "frame-ancestors https://www.mturk.com" in preview["Content-Security-Policy"]
+    # any other worker's pages may not be framed; their cookies stay same-site
+    other = Client()
+    enter(other, study, "not-mturk")
+    page = other.get(f"/w/{study.public_id}/task/", secure=True)
+    assert "frame-ancestors 'none'" in page["Content-Security-Policy"]
+    assert page["X-Frame-Options"] == "DENY"
+    assert page.cookies["csrftoken"]["samesite"] == "Lax"
+    # over plain HTTP on a real host a Secure cookie would be dropped: it stays Lax there
+    plain = Client().get(mturk_entry(study, "W2"))
+    assert plain.cookies[f"humeval-{study.public_id.hex}"]["samesite"] == "Lax"
+
+
+def test_mturk_submit_host_comes_from_the_setting(study, settings):
+    settings.HUMEVAL_MTURK_SUBMIT_HOSTS = ["http://127.0.0.9:8000"]
+    client = Client()
+    refused = client.get(mturk_entry(study))  # www.mturk.com is no longer listed
+    assert refused.status_code == 400
+    url = mturk_entry(study).replace("https://www.mturk.com", "http://127.0.0.9:8000")
+    assert client.get(url).status_code == 302
+    csp = client.get(f"/w/{study.public_id}/task/")["Content-Security-Policy"]
+    assert "form-action 'self' http://127.0.0.9:8000 " in csp

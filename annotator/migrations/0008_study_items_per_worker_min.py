@@ -7,13 +7,13 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0006_study_pay_rate'),
+        ('annotator', '0007_study_pay_rate'),
     ]
 
     operations = [
         migrations.AlterField(
             model_name='study',
             name='items_per_worker',
-            field=models.PositiveIntegerField(blank=True, help_text='Most items one worker may annotate (empty: no limit).', null=True, validators=[django.core.validators.MinValueValidator(1)]),
+            field=models.PositiveIntegerField(blank=True, help_text='Items a worker does for the completion code, and the most they may do (empty: no set number, any number of items earns the code).', null=True, validators=[django.core.validators.MinValueValidator(1)]),
         ),
     ]

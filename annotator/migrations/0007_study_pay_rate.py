@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0005_item_fill_index'),
+        ('annotator', '0006_participation_browser'),
     ]
 
     operations = [
