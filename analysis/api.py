@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from analysis import selectors
 from analysis.views import MAX_N_BOOT
+from annotator.api import FormatNegotiation
 from annotator.openapi import ApiSchema
 from annotator.selectors import studies_visible_to
 from annotator.serializers import VALIDATION_ERROR_SCHEMA
@@ -86,6 +87,7 @@ class StudyReportView(APIView):
     stratified agreement, perception-chart data, position bias and the prioritisation check
     for each judged property. An undefined figure has ``value: null`` and a ``reason``."""
 
+    content_negotiation_class = FormatNegotiation
     schema = ApiSchema()
 
     @extend_schema(

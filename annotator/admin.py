@@ -1,8 +1,17 @@
-"""Researchers configure studies, import files and watch progress here. No logic."""
+"""Researchers configure studies, import files and watch progress here. No logic.
+
+Per-study access: every admin of study data is a :class:`StudyScopedAdmin`, which shows a
+user only the rows of the studies ``selectors.studies_visible_to`` gives them (superusers:
+all), in lists, change, delete and history pages, actions, list filters, foreign-key choices
+and autocomplete. Model permissions (view, change, …) still come from Django's auth."""
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import Http404
+from django.contrib.admin.utils import get_fields_from_path
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpRequest
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -22,6 +31,77 @@ from .models import (
     Study,
     System,
 )
+
+
+class ScopedAdmin(admin.ModelAdmin):
+    """An admin whose rows depend on who asks: ``scope`` narrows every queryset (lists, the
+    object behind change, delete and history pages, the rows an action receives, list
+    filters' choices), each object page checks its object against it, and a foreign key or
+    many-to-many to a model whose admin is scoped offers only the rows that admin shows."""
+
+    def scope(self, queryset: QuerySet, request: HttpRequest) -> QuerySet:
+        raise NotImplementedError
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return self.scope(super().get_queryset(request), request)
+
+    def in_scope(self, request: HttpRequest, obj) -> bool:
+        return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return super().has_view_permission(request, obj) and self.in_scope(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return super().has_change_permission(request, obj) and self.in_scope(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return super().has_delete_permission(request, obj) and self.in_scope(request, obj)
+
+    def _choices(self, db_field, request: HttpRequest, kwargs: dict) -> dict:
+        related = self.admin_site._registry.get(db_field.remote_field.model)
+        if isinstance(related, ScopedAdmin) and "queryset" not in kwargs:
+            kwargs["queryset"] = related.get_queryset(request)
+        return kwargs
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        return super().formfield_for_foreignkey(
+            db_field, request, **self._choices(db_field, request, kwargs)
+        )
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        return super().formfield_for_manytomany(
+            db_field, request, **self._choices(db_field, request, kwargs)
+        )
+
+    def get_list_filter(self, request: HttpRequest):
+        """A filter on a related object offers only the objects of rows in scope (Django's
+        default lists every study by name)."""
+        return [
+            (f, admin.RelatedOnlyFieldListFilter)
+            if isinstance(f, str) and get_fields_from_path(self.model, f)[-1].is_relation
+            else f
+            for f in super().get_list_filter(request)
+        ]
+
+
+class StudyScopedAdmin(ScopedAdmin):
+    """Rows of the studies the user may see (``selectors.studies_visible_to``; superusers:
+    all). ``study_path`` is the lookup from the model to its study: ``"study"``,
+    ``"round__study"``; ``""`` for the study itself."""
+
+    study_path = "study"
+
+    def scope(self, queryset: QuerySet, request: HttpRequest) -> QuerySet:
+        if request.user.is_active and request.user.is_superuser:
+            return queryset
+        visible = selectors.studies_visible_to(request.user)
+        if not self.study_path:
+            return queryset.filter(pk__in=visible.values("pk"))
+        lookup = {f"{self.study_path}__in": visible.values("pk")}
+        fields = get_fields_from_path(self.model, self.study_path)
+        if any(f.many_to_many or f.one_to_many for f in fields):  # one row per match: dedupe
+            return queryset.filter(pk__in=self.model._default_manager.filter(**lookup).values("pk"))
+        return queryset.filter(**lookup)
 
 
 class CriterionInline(admin.TabularInline):
@@ -92,8 +172,12 @@ class StudyForm(forms.ModelForm):
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(StudyScopedAdmin):
+    """Studies. A user who adds or imports one becomes its researcher; ``researchers``
+    offers (besides superusers' every user) staff users and the user's co-researchers."""
+
     form = StudyForm
+    study_path = ""
     list_display = ["name", "kind", "progress", "config_version", "is_active", "created_at"]
     list_filter = ["kind", "is_active"]
     search_fields = ["name"]
@@ -182,6 +266,26 @@ class StudyAdmin(admin.ModelAdmin):
         for note in notes:
             messages.info(request, note)
 
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        if not change:  # after the form's researchers are stored, which would replace it
+            services.study_researcher_add(form.instance, request.user)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "researchers" and not request.user.is_superuser:
+            visible = selectors.studies_visible_to(request.user)
+            kwargs["queryset"] = (
+                get_user_model()
+                .objects.filter(
+                    Q(is_staff=True, is_active=True)
+                    | Q(studies__in=visible)
+                    | Q(pk=request.user.pk)
+                )
+                .distinct()
+                .order_by("username")
+            )
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
     def get_urls(self):
         return [
             path(
@@ -223,8 +327,8 @@ class StudyAdmin(admin.ModelAdmin):
         return admin_workspace.preview(request, study, item_id)
 
     def import_view(self, request):
-        if not self.has_add_permission(request):
-            return redirect("admin:annotator_study_changelist")
+        if not self.has_add_permission(request):  # importing needs annotator.add_study
+            raise PermissionDenied
         form = admin_workspace.ImportForm(request.POST or None, request.FILES or None)
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():
@@ -249,7 +353,7 @@ class StudyAdmin(admin.ModelAdmin):
         return render(request, "admin/annotator/study/import.html", context)
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(StudyScopedAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
@@ -308,11 +412,22 @@ class AssignmentAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Annotator)
-class AnnotatorAdmin(admin.ModelAdmin):
+class AnnotatorAdmin(StudyScopedAdmin):
+    """Workers who took part in one of your studies. A worker is shared by every study, so
+    only a superuser may change (block everywhere) or delete one; researchers block a worker
+    in their study with the Participations actions."""
+
+    study_path = "participations__study"
     list_display = ["pseudonym", "platform", "external_id", "is_blocked", "created_at"]
     list_filter = ["platform", "is_blocked"]
     search_fields = ["pseudonym", "external_id"]
     readonly_fields = ["pseudonym", "platform", "external_id", "created_at"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
 
 
 @admin.register(System)
@@ -338,7 +453,7 @@ class JudgeRatingAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Participation)
-class ParticipationAdmin(admin.ModelAdmin):
+class ParticipationAdmin(StudyScopedAdmin):
     """Per worker and study: output, speed, gold accuracy, position bias, status."""
 
     list_display = [
@@ -414,24 +529,26 @@ class ParticipationAdmin(admin.ModelAdmin):
     def code(self, obj: Participation) -> str:
         return obj.code_given or "—"
 
-    @admin.action(description="Block: flag their labels and give back their open work")
+    @admin.action(
+        description="Block: flag their labels and give back their open work", permissions=["change"]
+    )
     def block(self, request, queryset) -> None:
         for participation in queryset:
             services.participation_set_blocked(participation, True)
         messages.success(request, f"Blocked {queryset.count()} worker(s).")
 
-    @admin.action(description="Unblock: unflag their labels")
+    @admin.action(description="Unblock: unflag their labels", permissions=["change"])
     def unblock(self, request, queryset) -> None:
         for participation in queryset:
             services.participation_set_blocked(participation, False)
         messages.success(request, f"Unblocked {queryset.count()} worker(s).")
 
-    @admin.action(description="Approve")
+    @admin.action(description="Approve", permissions=["change"])
     def approve(self, request, queryset) -> None:
         for participation in queryset:
             services.participation_review(participation, True)
 
-    @admin.action(description="Reject")
+    @admin.action(description="Reject", permissions=["change"])
     def reject(self, request, queryset) -> None:
         for participation in queryset:
             services.participation_review(participation, False)
@@ -443,6 +560,34 @@ class QualificationQuestionInline(admin.StackedInline):
 
 
 @admin.register(QualificationTest)
-class QualificationTestAdmin(admin.ModelAdmin):
-    list_display = ["name", "pass_threshold", "created_at"]
+class QualificationTestAdmin(ScopedAdmin):
+    """Tests are shared between studies: a researcher sees the tests they wrote and those a
+    study of theirs uses, and changes or deletes only their own (superusers: all)."""
+
+    list_display = ["name", "pass_threshold", "created_by", "created_at"]
+    readonly_fields = ["created_by"]
     inlines = [QualificationQuestionInline]
+
+    def scope(self, queryset: QuerySet, request: HttpRequest) -> QuerySet:
+        user = request.user
+        if user.is_active and user.is_superuser:
+            return queryset
+        visible = selectors.studies_visible_to(user)
+        mine = QualificationTest.objects.filter(
+            Q(created_by=user.pk) | Q(studies__in=visible.values("pk"))
+        )
+        return queryset.filter(pk__in=mine.values("pk"))
+
+    def _owns(self, request: HttpRequest, obj) -> bool:
+        return obj is None or request.user.is_superuser or obj.created_by_id == request.user.pk
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return self._owns(request, obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self._owns(request, obj) and super().has_delete_permission(request, obj)
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)

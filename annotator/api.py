@@ -17,13 +17,15 @@ from drf_spectacular.utils import (
 )
 from rest_framework import generics, mixins, permissions, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.exceptions import NotAcceptable, NotFound, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
 from . import importers, selectors, services
+from .choices import AnnotationSource
 from .errors import ImportRejected
 from .filters import PAIR_PATTERN, TEXT_PATTERN, LabelFilter
 from .models import Annotation
@@ -61,13 +63,27 @@ def not_found(request, *args, **kwargs) -> JsonResponse:
     return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
 
 
+class FormatNegotiation(DefaultContentNegotiation):
+    """``?format=`` naming no format of the view answers 406 with the formats it has (DRF's
+    default is a bare 404 "Not found")."""
+
+    def filter_renderers(self, renderers, format):
+        chosen = [renderer for renderer in renderers if renderer.format == format]
+        if not chosen:
+            supported = ", ".join(renderer.format for renderer in renderers)
+            raise NotAcceptable(f"Unsupported format '{format}'; supported formats: {supported}.")
+        return chosen
+
+
 class StudyPagination(PageNumberPagination):
-    """Page numbers; a ``page`` that is not one (empty, ``last``, a word) answers 404."""
+    """Page numbers; a ``page`` that is not one written in ASCII digits (empty, ``last``, a
+    word, `` 1``, an Arabic-Indic digit) or is past the end answers 404 "Invalid page"."""
 
     last_page_strings = ()
 
     def get_page_number(self, request, paginator):
-        return request.query_params.get(self.page_query_param, 1)
+        page = request.query_params.get(self.page_query_param, "1")
+        return page if re.fullmatch(r"[0-9]+", page) else "invalid"
 
 
 class LabelPagination(CursorPagination):
@@ -88,6 +104,19 @@ class LabelPagination(CursorPagination):
             raise ValidationError({self.page_size_query_param: [PAGE_SIZE_HELP]})
         return min(int(value), self.max_page_size)
 
+    def decode_cursor(self, request) -> Cursor | None:
+        """DRF's decoding, plus a position that must be a label id (ordering is ``id``): a
+        cursor that does not come from ``next``/``previous`` (bad base64, ``p=abc``, an empty
+        or out-of-range position) answers 404 "Invalid cursor" instead of failing the query."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            position = cursor.position
+            if not re.fullmatch(r"-?[0-9]{1,19}", position) or not (
+                -(2**63) <= int(position) < 2**63
+            ):
+                raise NotFound(self.invalid_cursor_message)
+        return cursor
+
     def get_paginated_response(self, data):
         if self.request.accepted_renderer.format in ("csv", "jsonl"):
             links = [
@@ -100,11 +129,14 @@ class LabelPagination(CursorPagination):
 
 
 class CanImport(permissions.BasePermission):
-    message = "You may not create studies."
+    """Creating a study needs the Django permission ``annotator.add_study`` (superusers have
+    every permission); being staff is not enough."""
+
+    message = "You may not create studies (the permission annotator.add_study is missing)."
 
     def has_permission(self, request, view) -> bool:
         user = request.user
-        return bool(user and (user.is_staff or user.has_perm("annotator.add_study")))
+        return bool(user and user.has_perm("annotator.add_study"))
 
 
 LINK = OpenApiParameter(
@@ -142,6 +174,20 @@ LINK = OpenApiParameter(
                 pattern=TEXT_PATTERN,
                 description="Pseudonymous annotator id.",
             ),
+            OpenApiParameter(
+                "source",
+                OpenApiTypes.STR,
+                enum=[choice.value for choice in AnnotationSource],
+                description="Where the label comes from: `platform` (collected here from a "
+                "worker) or `import` (imported with the dataset, e.g. Judge-Bench human "
+                "scores).",
+            ),
+            OpenApiParameter(
+                "cursor",
+                OpenApiTypes.STR,
+                description="The page to read: copy it from `next` / `previous` (JSON) or "
+                "`Link` (CSV, JSON Lines). Any other value answers 404 `Invalid cursor`.",
+            ),
         ],
         responses={
             (200, "application/json"): OpenApiResponse(
@@ -160,8 +206,9 @@ class StudyLabelsView(generics.ListAPIView):
     """Labels of one study with their provenance, in system order.
 
     Formats: `?format=json` (cursor pages), `jsonl` and `csv` (rows in the body, the next
-    page in the `Link` header). Filters: `system`, `pair=a,b`, `annotator`, `round`,
-    `submitted_after`, `submitted_before`, `source`, `flagged`.
+    page in the `Link` header); any other format answers 406 naming these three. Filters:
+    `system`, `pair=a,b`, `annotator`, `round`, `submitted_after`, `submitted_before`,
+    `source` (`platform` or `import`), `flagged`.
     """
 
     serializer_class = LabelSerializer
@@ -170,6 +217,7 @@ class StudyLabelsView(generics.ListAPIView):
     pagination_class = LabelPagination
     # No browsable HTML here: `format` is one of the three data formats the schema names.
     renderer_classes = [JSONRenderer, JSONLinesRenderer, CSVRenderer]
+    content_negotiation_class = FormatNegotiation
     schema = ApiSchema()
 
     def get_queryset(self):
@@ -194,11 +242,12 @@ class StudyLabelsView(generics.ListAPIView):
 
 
 class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Studies you may read: all for staff, else those that name you as a researcher."""
+    """Studies you may read: those that name you as a researcher (all for superusers)."""
 
     serializer_class = StudySerializer
     filter_backends: list = []
     pagination_class = StudyPagination
+    content_negotiation_class = FormatNegotiation
     schema = ApiSchema()
 
     def get_queryset(self):

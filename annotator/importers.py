@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 import re
+import tempfile
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -109,7 +114,8 @@ class AnnotationSpec:
 class StudySpec:
     options: dict[str, Any]
     systems: list[str]
-    inputs: list[InputSpec]
+    #: a list, or :class:`Inputs` that read the file again on each iteration
+    inputs: list[InputSpec] | Inputs
     criteria: list[CriterionSpec] = field(default_factory=list)
     annotations: list[AnnotationSpec] = field(default_factory=list)
 
@@ -119,7 +125,17 @@ class StudySpec:
 
 
 class _Errors(list):
+    """Messages, at most ``MAX_ERRORS``; ``total`` counts every fault found."""
+
+    total = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: study options refused already (not checked again as a whole)
+        self.bad_options: set[str] = set()
+
     def add(self, message: str) -> None:
+        self.total += 1
         if len(self) < MAX_ERRORS:
             self.append(message)
 
@@ -193,54 +209,180 @@ def _looks_like_utf16(sample: bytes) -> bool:
     return max(even, odd) >= 0.3 * half and min(even, odd) <= 0.05 * half
 
 
+def _encoding_problem(head: bytes) -> str | None:
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return (
+            "line 1: the file is UTF-32 text (it starts with a UTF-32 byte order mark); "
+            "save it as UTF-8 and try again"
+        )
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return (
+            "line 1: the file is UTF-16 text (it starts with a UTF-16 byte order mark); "
+            "save it as UTF-8 and try again"
+        )
+    return None
+
+
+def _nul_problem(sample: bytes, line: int, offset: int) -> str:
+    if _looks_like_utf16(sample):
+        return (
+            "line 1: the file looks like UTF-16 text without a byte order mark (every "
+            "other byte is NUL); save it as UTF-8 and try again"
+        )
+    return (
+        f"line {line}: the file contains a NUL byte (byte {offset}); it looks like binary "
+        "data, not a text file"
+    )
+
+
+def _utf8_problem(exc: UnicodeDecodeError, line: int, offset: int) -> str:
+    if exc.reason == "unexpected end of data":
+        return (
+            f"line {line}: the file ends in the middle of a character (byte {offset}); "
+            "it looks cut off"
+        )
+    return (
+        f"line {line}: the file is not UTF-8 text (byte {offset} cannot be "
+        "decoded); save it as UTF-8 and try again"
+    )
+
+
 def decode(data: bytes) -> str:
     """UTF-8 (with or without BOM). UTF-16/32, binary data (NUL bytes) and any byte that is
     not UTF-8 are refused with the line they are on."""
-    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-        raise ImportRejected(
-            [
-                "line 1: the file is UTF-32 text (it starts with a UTF-32 byte order mark); "
-                "save it as UTF-8 and try again"
-            ]
-        )
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise ImportRejected(
-            [
-                "line 1: the file is UTF-16 text (it starts with a UTF-16 byte order mark); "
-                "save it as UTF-8 and try again"
-            ]
-        )
+    if problem := _encoding_problem(data[:4]):
+        raise ImportRejected([problem])
     nul = data.find(b"\x00")
     if nul >= 0:
-        if _looks_like_utf16(data[:4096]):
-            raise ImportRejected(
-                [
-                    "line 1: the file looks like UTF-16 text without a byte order mark (every "
-                    "other byte is NUL); save it as UTF-8 and try again"
-                ]
-            )
-        line = data[:nul].count(b"\n") + 1
-        raise ImportRejected(
-            [
-                f"line {line}: the file contains a NUL byte (byte {nul}); it looks like binary "
-                "data, not a text file"
-            ]
-        )
+        raise ImportRejected([_nul_problem(data[:4096], data[:nul].count(b"\n") + 1, nul)])
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        if exc.reason == "unexpected end of data":
-            message = (
-                f"line {line}: the file ends in the middle of a character (byte {exc.start}); "
-                "it looks cut off"
-            )
+        raise ImportRejected([_utf8_problem(exc, line, exc.start)]) from None
+
+
+#: Bytes read at a time from a file being imported.
+CHUNK = 1 << 16
+
+
+class _Raw(io.RawIOBase):
+    """Any object with ``read(n)`` as a raw stream, for :class:`io.TextIOWrapper`; closing
+    it leaves the file it reads open."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class Stream:
+    """A file being imported, read from its start on every pass (never whole into memory):
+    a seekable file as it is, bytes as a view of them, any other stream copied once to a
+    temporary file. Opening one checks the size limit (before reading anything when the
+    size is known) and the encoding (UTF-8; no UTF-16/32, no NUL bytes), in one pass."""
+
+    def __init__(self, source: Source, limit: int | None = None) -> None:
+        limit = max_import_bytes() if limit is None else limit
+        if isinstance(source, bytes | bytearray | memoryview):
+            if len(source) > limit:
+                raise too_large(len(source), limit)
+            source = io.BytesIO(source)  # shares the bytes; no copy
         else:
-            message = (
-                f"line {line}: the file is not UTF-8 text (byte {exc.start} cannot be "
-                "decoded); save it as UTF-8 and try again"
-            )
-        raise ImportRejected([message]) from None
+            size = _declared_size(source)
+            if size is not None and size > limit:
+                raise too_large(size, limit)
+            if not _seekable(source):
+                source = _spool(source, limit)
+        self._file = source
+        self._start = source.tell()
+        self._check(limit)
+
+    def _check(self, limit: int) -> None:
+        """Refuse a file above ``limit`` bytes, or one that is not UTF-8 text."""
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        total = lines = 0
+        sample = b""
+        bad_utf8: str | None = None
+        for chunk in self.chunks():
+            if total == 0 and (problem := _encoding_problem(chunk[:4])):
+                raise ImportRejected([problem])
+            if len(sample) < 4096:
+                sample += chunk[: 4096 - len(sample)]
+            total += len(chunk)
+            if total > limit:
+                raise too_large(None, limit)
+            if (nul := chunk.find(b"\x00")) >= 0:  # named before any other encoding fault
+                offset = total - len(chunk) + nul
+                raise ImportRejected(
+                    [_nul_problem(sample, lines + chunk[:nul].count(b"\n") + 1, offset)]
+                )
+            if bad_utf8 is None:
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:  # exc.object: bytes held back, then chunk
+                    held = len(exc.object) - len(chunk)
+                    line = lines + exc.object[: exc.start].count(b"\n") + 1
+                    bad_utf8 = _utf8_problem(exc, line, total - len(chunk) - held + exc.start)
+            lines += chunk.count(b"\n")
+        if bad_utf8 is None:
+            try:
+                decoder.decode(b"", final=True)
+            except UnicodeDecodeError as exc:
+                bad_utf8 = _utf8_problem(exc, lines + 1, total - len(exc.object) + exc.start)
+        if bad_utf8:
+            raise ImportRejected([bad_utf8])
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes, from its start, a chunk at a time."""
+        self._file.seek(self._start)
+        while chunk := self._file.read(CHUNK):
+            yield chunk
+
+    def lines(self, newline: str = "\n") -> Iterator[str]:
+        """The file's text, a line at a time (each with its line break; a BOM dropped).
+        ``newline``: as for :func:`open`; ``"\n"`` breaks lines at LF only."""
+        self._file.seek(self._start)
+        reader = io.BufferedReader(_Raw(self._file), CHUNK)
+        text = io.TextIOWrapper(reader, encoding="utf-8-sig", newline=newline)
+        try:
+            yield from text
+        finally:
+            text.close()
+
+    def text(self) -> str:
+        """The whole text (Judge-Bench JSON is one document)."""
+        self._file.seek(self._start)
+        reader = io.BufferedReader(_Raw(self._file), CHUNK)
+        with io.TextIOWrapper(reader, encoding="utf-8-sig", newline="") as text:
+            return text.read()
+
+
+def _seekable(source: IO[bytes]) -> bool:
+    try:
+        return bool(source.seekable()) and source.tell() >= 0
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
+def _spool(source: IO[bytes], limit: int) -> IO[bytes]:
+    """A stream that cannot seek, copied to a temporary file; only ``limit`` + 1 bytes are
+    read, so one above the limit is refused without reading it to its end."""
+    copy = tempfile.SpooledTemporaryFile(max_size=CHUNK)
+    remaining = limit + 1
+    while remaining > 0 and (chunk := source.read(min(CHUNK, remaining))):
+        copy.write(chunk)
+        remaining -= len(chunk)
+    if remaining <= 0:
+        raise too_large(None, limit)
+    copy.seek(0)
+    return copy
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -326,26 +468,56 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+#: Checks of the study options beyond the file format (the caller's model rules): the
+#: options → one message per fault.
+OptionCheck = Callable[[dict[str, Any]], list[str]]
+
+
 def parse_study_file(
-    data: Source, filename: str = "", overrides: dict[str, Any] | None = None
+    data: Source,
+    filename: str = "",
+    overrides: dict[str, Any] | None = None,
+    *,
+    check_options: OptionCheck | None = None,
 ) -> StudySpec:
-    """Detect the format from the name and content, parse, validate, return the spec.
+    """:func:`scan_study_file`, with every input read into ``spec.inputs`` (a list)."""
+    spec = scan_study_file(data, filename, overrides, check_options=check_options)
+    spec.inputs = list(spec.inputs)
+    return spec
+
+
+def scan_study_file(
+    data: Source,
+    filename: str = "",
+    overrides: dict[str, Any] | None = None,
+    *,
+    check_options: OptionCheck | None = None,
+) -> StudySpec:
+    """Detect the format from the name and content, validate the whole file, return the spec.
 
     ``data`` is the file's bytes or an open binary file; above the size limit it is
-    refused before it is read (:func:`read_limited`).
+    refused before it is read (:class:`Stream`). The study options (from the file and
+    ``overrides``; also by ``check_options``) and every record are checked before anything
+    is refused, so one :class:`ImportRejected` names every fault (up to ``MAX_ERRORS``).
+
+    Memory stays small whatever the size of a JSONL or CSV file: the first pass keeps only
+    each input's id, place and system names, and ``spec.inputs`` reads the file again,
+    one input at a time, each time it is iterated (the open file must stay open until
+    then). A Judge-Bench file is one JSON document and is held whole.
     """
-    text = decode(read_limited(data))
-    if not text.strip():
+    stream = Stream(data)
+    first, more = _sniff(stream)
+    if first is None:
         raise ImportRejected(["the file is empty"])
-    config = _config(overrides or {})
+    errors = _Errors()
+    config = _config(overrides or {}, errors)
     lower = filename.lower()
-    stripped = text.lstrip()
     if lower.endswith(".csv"):
-        spec = _parse_csv(text, config)
-    elif lower.endswith(".jsonl") or (stripped.startswith("{") and _first_line_is_object(text)):
-        spec = _parse_jsonl(text, config)
-    elif stripped.startswith("{") or lower.endswith(".json"):
-        spec = _parse_judgebench(text, config)
+        spec, index = _scan_csv(stream, config, errors)
+    elif lower.endswith(".jsonl") or (first.startswith("{") and more and _is_object(first)):
+        spec, index = _scan_jsonl(stream, config, errors)
+    elif first.startswith("{") or lower.endswith(".json"):
+        spec, index = _parse_judgebench(stream, config, errors)
     else:
         raise ImportRejected(
             [
@@ -353,16 +525,82 @@ def parse_study_file(
                 "Judge-Bench .json"
             ]
         )
-    _validate_spec(spec)
+    _validate_spec(spec, index, errors, check_options)
+    errors.raise_if_any()
     return spec
 
 
-def _first_line_is_object(text: str) -> bool:
-    first = text.lstrip().split("\n", 1)[0]
+def _sniff(stream: Stream) -> tuple[str | None, bool]:
+    """The first line with text (without leading white space), and whether any other line
+    has text; ``(None, False)`` for a file of white space only."""
+    first = None
+    for line in stream.lines():
+        if not line.strip():
+            continue
+        if first is not None:
+            return first, True
+        first = line.lstrip()
+    return first, False
+
+
+def _is_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(first), dict) and "\n" in text.strip()
+        return isinstance(json.loads(line), dict)
     except (ValueError, RecursionError):
         return False
+
+
+class Inputs:
+    """A file's inputs, read again from the file each time they are iterated."""
+
+    def __init__(self, read: Callable[[], Iterator[InputSpec]], count: int) -> None:
+        self._read = read
+        self._count = count
+
+    def __iter__(self) -> Iterator[InputSpec]:
+        return self._read()
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class _Index:
+    """What the first pass keeps of each input, compactly: its id, its place (a line, or an
+    instance of a Judge-Bench file) and the systems it has outputs for (``-1``: the record
+    has a fault already named)."""
+
+    def __init__(self, place: str = "line {}", where: str = "line {} (input '{}')") -> None:
+        self.place, self.where = place, where
+        self.ids: list[str] = []
+        self.places = array("q")
+        self.shape_of = array("l")
+        self.shapes: dict[tuple[str, ...], int] = {}
+        self.gold = False
+        self.valid = 0
+        #: False when the study options could not be read (a broken first line)
+        self.options_known = True
+
+    def add(self, ident: str, place: int, systems: Iterable[str] | None, gold: bool = False):
+        shape = -1
+        if systems is not None:
+            shape = self.shapes.setdefault(tuple(systems), len(self.shapes))
+            self.valid += 1
+        self.ids.append(ident)
+        self.places.append(place)
+        self.shape_of.append(shape)
+        self.gold = self.gold or gold
+
+    def systems(self) -> list[str]:
+        """Every system named, in the order of first appearance."""
+        return list(dict.fromkeys(name for shape in self.shapes for name in shape))
+
+
+def _line_of(where: str) -> int:
+    return int(where.split()[1])
+
+
+def _systems_of(inputs: Iterable[InputSpec]) -> list[str]:
+    return list(dict.fromkeys(name for record in inputs for name in record.outputs))
 
 
 @dataclass
@@ -374,14 +612,12 @@ class _Config:
     systems: list[str] | None = None
 
 
-def _config(overrides: dict[str, Any]) -> _Config:
-    errors = _Errors()
+def _config(overrides: dict[str, Any], errors: _Errors) -> _Config:
     raw = dict(overrides)
     source = raw.pop("source", None)  # set by the caller, not a study file option
     if bad := _unstorable(raw):
         raise ImportRejected([f"config: {bad}"])
     options, criteria, systems = _study_options(raw, "config", errors)
-    errors.raise_if_any()
     if source is not None:
         options["source"] = str(source)[:300]
     return _Config(
@@ -401,6 +637,7 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
         if key in ("criteria", "systems"):
             continue
         expected = STUDY_OPTIONS.get(key)
+        errors.bad_options.add(key)  # until it is taken below
         if expected is None:
             errors.add(f"{where}: unknown study option '{key}'")
         elif expected is float and isinstance(value, int | float) and not isinstance(value, bool):
@@ -408,12 +645,14 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
                 errors.add(f"{where}: study option '{key}' must be a finite number")
             else:
                 options[key] = number
+                errors.bad_options.discard(key)
         elif not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             errors.add(f"{where}: study option '{key}' must be {expected.__name__}")
         elif expected is int and abs(value) > MAX_INT:
             errors.add(f"{where}: study option '{key}' is out of range (at most {MAX_INT})")
         else:
             options[key] = value
+            errors.bad_options.discard(key)
     raw_criteria = raw.get("criteria") or []
     if not isinstance(raw_criteria, list):
         errors.add(f"{where}: 'criteria' must be a list of criteria")
@@ -469,49 +708,80 @@ def _criterion(raw: Any, where: str, errors: _Errors) -> CriterionSpec | None:
 
 
 # --- JSONL bundle ----------------------------------------------------------------------------
-def _parse_jsonl(text: str, config: _Config) -> StudySpec:
-    errors = _Errors()
-    options: dict[str, Any] = {}
-    criteria: list[CriterionSpec] = []
-    declared: list[str] = []
-    inputs: list[InputSpec] = []
-    seen_study = False
-    for number, line in enumerate(text.split("\n"), start=1):
+def _jsonl_objects(stream: Stream, errors: _Errors) -> Iterator[tuple[str, dict | None]]:
+    """Each line with text, with where it is: the storable JSON object it holds, or
+    ``None`` when it holds none (named in ``errors``)."""
+    for number, line in enumerate(stream.lines(), start=1):
         if not line.strip():
             continue
         where = f"line {number}"
         try:
-            record, suspect = _loads(line)
+            record, suspect = _loads(line[:-1] if line.endswith("\n") else line)
         except (ValueError, RecursionError) as exc:
             errors.add(f"{where}: {_json_problem(exc)}")
+            yield where, None
             continue
         if not isinstance(record, dict):
             errors.add(f"{where}: each line must be a JSON object")
+            yield where, None
             continue
         if suspect and (bad := _unstorable(record)):
             errors.add(f"{where}: {bad}")
+            yield where, None
+            continue
+        yield where, record
+
+
+def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySpec, _Index]:
+    options: dict[str, Any] = {}
+    criteria: list[CriterionSpec] = []
+    declared: list[str] = []
+    index = _Index()
+    seen_study = False
+    for where, record in _jsonl_objects(stream, errors):
+        if record is None:
+            # a broken first line may have been the study line: its options are unknown
+            index.options_known = index.options_known and (seen_study or bool(index.ids))
             continue
         if "study" in record:
-            if inputs or seen_study:
+            if index.valid or seen_study:
                 errors.add(f"{where}: the 'study' line must come first, once")
             seen_study = True
             options, criteria, declared = _study_options(record["study"], where, errors)
             continue
+        before = errors.total
         parsed = _input_record(record, where, errors)
-        if parsed:
-            inputs.append(parsed)
-    errors.raise_if_any()
+        if parsed is not None:
+            # a record with a fault named already gets no second message about its outputs
+            outputs = parsed.outputs if errors.total == before else None
+            index.add(parsed.external_id, _line_of(where), outputs, parsed.is_gold)
+        elif _valid_id(ident := record.get("id")):
+            index.add(str(ident), _line_of(where), None)
+    inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)
     return _assemble(
         {**options, **config.options},
         criteria if config.criteria is None else config.criteria,
         declared if config.systems is None else config.systems,
         inputs,
-    )
+        index=index,
+    ), index
+
+
+def _jsonl_inputs(stream: Stream) -> Iterator[InputSpec]:
+    """The inputs of a JSONL file already validated."""
+    errors = _Errors()
+    for where, record in _jsonl_objects(stream, errors):
+        if record and "study" not in record and (parsed := _input_record(record, where, errors)):
+            yield parsed
+
+
+def _valid_id(ident: Any) -> bool:
+    return isinstance(ident, str | int) and not isinstance(ident, bool) and str(ident) != ""
 
 
 def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None:
     ident = record.get("id")
-    if not isinstance(ident, str | int) or isinstance(ident, bool) or str(ident) == "":
+    if not _valid_id(ident):
         errors.add(f"{where}: missing 'id' (a string or number naming the input)")
         return None
     where = f"{where} (input '{ident}')"
@@ -578,22 +848,39 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
 CSV_REQUIRED = ("input_id", "input", "system", "output")
 
 
-def _parse_csv(text: str, config: _Config) -> StudySpec:
-    errors = _Errors()
+def _csv_rows(stream: Stream) -> tuple[csv.DictReader, list[str]]:
     # strict: a quote left open (a file cut off inside a quoted field) or a stray quote
     # after a closing one is an error, not silently taken as text
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.DictReader(stream.lines(newline=""), strict=True)
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:
         raise ImportRejected([f"line 1: malformed CSV header ({exc})"]) from None
+    return reader, list(header)
+
+
+def _digest(text: str) -> int:
+    """64 bits of a cryptographic hash of ``text`` (rows of one input must repeat its text)."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySpec, _Index]:
+    reader, header = _csv_rows(stream)
     missing = [c for c in CSV_REQUIRED if c not in header]
     if missing:
         raise ImportRejected([f"line 1: the CSV header lacks column(s) {', '.join(missing)}"])
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:
         raise ImportRejected([f"line 1: the CSV header names column(s) {', '.join(twice)} twice"])
-    by_id: dict[str, dict[str, Any]] = {}
+    # per input, by its number: the line of its first row, a digest of its text, its systems
+    # (an entry of ``shapes``; -1 once a row of it is refused) and a given priority
+    number: dict[str, int] = {}
+    lines, digests, shape_of = array("q"), array("Q"), array("l")
+    shapes: dict[tuple[str, ...], int] = {(): 0}
+    by_shape: list[tuple[str, ...]] = [()]
+    grown: dict[tuple[int, str], int] = {}  # (shape, system) → the shape with it added
+    priorities: dict[int, str] = {}
     try:
         for row in reader:
             where = f"line {reader.line_num}"
@@ -604,57 +891,89 @@ def _parse_csv(text: str, config: _Config) -> StudySpec:
             if not ident or not system:
                 errors.add(f"{where}: 'input_id' and 'system' must not be empty")
                 continue
+            n = number.get(ident)
+            if n is None:
+                n = number[ident] = len(lines)
+                lines.append(reader.line_num)
+                digests.append(_digest(row["input"]))
+                shape_of.append(0)
+                if (row.get("priority") or "").strip():
+                    priorities[n] = row["priority"]
+            elif digests[n] != _digest(row["input"]):
+                errors.add(f"{where}: input '{ident}' has a different text than on line {lines[n]}")
             if not output.strip():
                 errors.add(f"{where}: output of system '{system}' is empty")
+                shape_of[n] = -1
                 continue
-            record = by_id.setdefault(
-                ident,
-                {
-                    "id": ident,
-                    "input": row["input"],
-                    "outputs": {},
-                    "where": where,
-                    "reference": row.get("reference") or "",
-                    "priority": row.get("priority") or "",
-                },
-            )
-            if record["input"] != row["input"]:
-                errors.add(
-                    f"{where}: input '{ident}' has a different text than on {record['where']}"
-                )
-            if system in record["outputs"]:
+            if shape_of[n] < 0:
+                continue
+            if system in by_shape[shape_of[n]]:
                 errors.add(f"{where}: duplicate output for input '{ident}' and system '{system}'")
-            record["outputs"][system] = output
+                continue
+            key = (shape_of[n], system)
+            if key not in grown:
+                bigger = (*by_shape[shape_of[n]], system)
+                grown[key] = shapes.setdefault(bigger, len(shapes))
+                if grown[key] == len(by_shape):
+                    by_shape.append(bigger)
+            shape_of[n] = grown[key]
     except csv.Error as exc:  # the bad row starts after the last one read
         where = f"line {reader.line_num + 1}"
         if str(exc) == "unexpected end of data":
             errors.add(f"{where}: the file ends inside a quoted field; it looks cut off")
         else:
             errors.add(f"{where}: malformed CSV ({exc})")
-    inputs = []
-    for record in by_id.values():
-        priority = None
-        if record["priority"].strip():
-            try:
-                priority = _finite(float(record["priority"]))
-            except ValueError:
-                priority = None
-            if priority is None:
-                errors.add(
-                    f"{record['where']}: priority '{record['priority']}' is not a finite number"
-                )
-        inputs.append(
-            InputSpec(
-                record["id"],
-                record["input"],
-                record["outputs"],
-                f"{record['where']} (input '{record['id']}')",
-                record["reference"],
-                priority,
+    index = _Index()
+    for ident, n in number.items():
+        if n in priorities and _csv_priority(priorities[n]) is None:
+            errors.add(f"line {lines[n]}: priority '{priorities[n]}' is not a finite number")
+        index.add(ident, lines[n], by_shape[shape_of[n]] if shape_of[n] >= 0 else None)
+    counts = {ident: len(by_shape[shape_of[n]]) for ident, n in number.items()}
+    del number, digests
+    inputs = Inputs(lambda: _csv_inputs(stream, counts), len(counts))
+    spec = _assemble(
+        config.options, config.criteria or [], config.systems or [], inputs, index=index
+    )
+    return spec, index
+
+
+def _csv_priority(text: str) -> float | None:
+    try:
+        return _finite(float(text))
+    except ValueError:
+        return None
+
+
+def _csv_inputs(stream: Stream, counts: dict[str, int]) -> Iterator[InputSpec]:
+    """The inputs of a CSV file already validated, in the order of their first rows; an
+    input is given once its last row is read (``counts``: rows per input)."""
+    reader, _ = _csv_rows(stream)
+    pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for row in reader:
+        ident = row["input_id"].strip()
+        record = pending.get(ident)
+        if record is None:
+            record = pending[ident] = {
+                "where": f"line {reader.line_num} (input '{ident}')",
+                "input": row["input"],
+                "outputs": {},
+                "reference": row.get("reference") or "",
+                "priority": row.get("priority") or "",
+            }
+        record["outputs"][row["system"].strip()] = row["output"]
+        while pending:
+            first = next(iter(pending))
+            if len(pending[first]["outputs"]) < counts[first]:
+                break
+            done = pending.popitem(last=False)[1]
+            yield InputSpec(
+                first,
+                done["input"],
+                done["outputs"],
+                done["where"],
+                done["reference"],
+                _csv_priority(done["priority"]) if done["priority"].strip() else None,
             )
-        )
-    errors.raise_if_any()
-    return _assemble(config.options, config.criteria or [], config.systems or [], inputs)
 
 
 # --- Judge-Bench ---------------------------------------------------------------------------------
@@ -672,7 +991,8 @@ def _preference_of(label: str, labels: list[str]) -> str | None:
     return None
 
 
-def _parse_judgebench(text: str, config: _Config) -> StudySpec:
+def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySpec, _Index]:
+    text = stream.text()
     try:
         doc, suspect = _loads(text)
     except json.JSONDecodeError as exc:
@@ -681,7 +1001,7 @@ def _parse_judgebench(text: str, config: _Config) -> StudySpec:
         ) from None
     except (ValueError, RecursionError) as exc:
         raise ImportRejected([_json_problem(exc)]) from None
-    errors = _Errors()
+    del text  # only the parsed document is kept
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
         raise ImportRejected(["a Judge-Bench file is an object with an 'instances' list"])
     if config.criteria is not None or config.systems is not None:
@@ -692,7 +1012,6 @@ def _parse_judgebench(text: str, config: _Config) -> StudySpec:
         for index, item in items:
             if bad := _unstorable(item):
                 errors.add(f"{where}{'' if index is None else f'[{index}]'}: {bad}")
-    errors.raise_if_any()
     properties = doc.get("annotations")
     if not isinstance(properties, list) or not properties:
         raise ImportRejected(["a Judge-Bench file declares its judged properties in 'annotations'"])
@@ -718,7 +1037,8 @@ def _parse_judgebench(text: str, config: _Config) -> StudySpec:
             errors.add(f"{where} ('{prop['metric']}'): unknown category {category!r}")
             continue
         specs[prop["metric"]] = prop
-    errors.raise_if_any()
+    if errors:  # the instances are checked against the judged properties
+        raise ImportRejected(list(errors))
     instances = doc["instances"]
     pairwise = bool(instances) and all(
         isinstance(inst, dict)
@@ -734,14 +1054,23 @@ def _parse_judgebench(text: str, config: _Config) -> StudySpec:
         options |= {"kind": StudyKind.PAIRWISE.value, "allow_tie": spec[2]}
         if prompt and isinstance(prompt, str):
             options["instructions"] = _prompt_as_instructions(prompt)
-        errors.raise_if_any()
-        return _assemble(
-            {**options, **config.options}, [], ["output_a", "output_b"], spec[0], spec[1]
+        inputs = spec[0]
+        result = _assemble(
+            {**options, **config.options}, [], ["output_a", "output_b"], inputs, spec[1]
         )
-    inputs, annotations, criteria = _judgebench_single(instances, specs, errors)
-    errors.raise_if_any()
-    options |= {"kind": StudyKind.LIKERT.value}
-    return _assemble({**options, **config.options}, criteria, ["response"], inputs, annotations)
+    else:
+        inputs, annotations, criteria = _judgebench_single(instances, specs, errors)
+        options |= {"kind": StudyKind.LIKERT.value}
+        result = _assemble(
+            {**options, **config.options}, criteria, ["response"], inputs, annotations
+        )
+    index, seen = _Index("instances[{}]", "instances[{}] (id '{}')"), set()
+    for record in inputs:  # a duplicate id is named already, at its instance
+        if record.external_id not in seen:
+            seen.add(record.external_id)
+            place = int(record.where.split("]", 1)[0].removeprefix("instances["))
+            index.add(record.external_id, place, record.outputs, record.is_gold)
+    return result, index
 
 
 def _prompt_as_instructions(prompt: str) -> str:
@@ -916,35 +1245,47 @@ def _score_fits(score: Any, prop: dict) -> bool:
 
 
 # --- assembly and cross-record checks ----------------------------------------------------------
-def _assemble(options, criteria, declared, inputs, annotations=None) -> StudySpec:
-    systems = list(declared)
-    if not systems:
-        for record in inputs:
-            systems += [name for name in record.outputs if name not in systems]
+def _assemble(options, criteria, declared, inputs, annotations=None, index=None) -> StudySpec:
+    systems = list(declared) or (index.systems() if index else _systems_of(inputs))
     return StudySpec(dict(options), systems, inputs, criteria, annotations or [])
 
 
-def _validate_spec(spec: StudySpec) -> None:
-    errors = _Errors()
+def _validate_spec(
+    spec: StudySpec, index: _Index, errors: _Errors, check_options: OptionCheck | None = None
+) -> None:
+    """The checks across records and of the options as a whole, added to ``errors`` (which
+    hold the faults of single records and options found while reading). Checks that
+    count the inputs or systems are left out once a record is refused: they would count
+    without it."""
+    faulty = bool(errors)
     opts = spec.options
     opts.setdefault("name", "Imported study")
-    if opts.get("kind") not in StudyKind.values:
-        errors.add(
-            f"study: 'kind' must be one of {', '.join(StudyKind.values)} (got {opts.get('kind')!r})"
-        )
-    for key, low in (("redundancy", 1), ("batch_size", 1), ("lease_seconds", 30)):
-        if key in opts and opts[key] < low:
-            errors.add(f"study: '{key}' must be at least {low}")
-    if opts.get("collection", "all") not in ("all", "adaptive"):
-        errors.add("study: 'collection' must be 'all' or 'adaptive'")
+    flagged = set(errors.bad_options)
+
+    def flag(key: str, message: str) -> None:
+        flagged.add(key)
+        errors.add(message)
+
+    if index.options_known:  # else a broken first line already stands for them
+        if opts.get("kind") not in StudyKind.values and "kind" not in flagged:
+            kinds = ", ".join(StudyKind.values)
+            flag("kind", f"study: 'kind' must be one of {kinds} (got {opts.get('kind')!r})")
+        for key, low in (("redundancy", 1), ("batch_size", 1), ("lease_seconds", 30)):
+            if key in opts and opts[key] < low:
+                flag(key, f"study: '{key}' must be at least {low}")
+        if opts.get("collection", "all") not in ("all", "adaptive"):
+            flag("collection", "study: 'collection' must be 'all' or 'adaptive'")
+        if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
+            flag("gamma", "study: 'gamma' must be in (0, 0.5]")
+        if check_options is not None:
+            for message in check_options({k: v for k, v in opts.items() if k not in flagged}):
+                errors.add(message)
     if opts.get("collection") == "adaptive" and spec.annotations:
         errors.add(
             "study: an adaptive study starts without labels; import this file with "
             "collection 'all' to analyse its labels"
         )
-    if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
-        errors.add("study: 'gamma' must be in (0, 0.5]")
-    if not spec.inputs:
+    if not index.ids and not faulty:
         errors.add("the file holds no inputs")
     names = [c.name for c in spec.criteria]
     if len(set(names)) != len(names):
@@ -960,7 +1301,7 @@ def _validate_spec(spec: StudySpec) -> None:
             errors.add("study: a system name is empty")
         elif len(name) > MAX_NAME:
             errors.add(f"study: system name '{name[:40]}…' is longer than {MAX_NAME} characters")
-    if opts.get("kind") == StudyKind.PAIRWISE and len(spec.systems) < 2:
+    if opts.get("kind") == StudyKind.PAIRWISE and len(spec.systems) < 2 and not faulty:
         errors.add("a pairwise study needs outputs from at least two systems")
     if opts.get("kind") == StudyKind.LIKERT and not spec.criteria:
         spec.criteria.append(
@@ -975,28 +1316,29 @@ def _validate_spec(spec: StudySpec) -> None:
                 "study: adaptive collection of a Likert study needs a criterion rated on a "
                 "scale (categorical labels have no order to compare)"
             )
-        if any(record.is_gold for record in spec.inputs):
+        if index.gold:
             errors.add(
                 "study: gold checks are pairwise; an adaptive Likert study takes no 'gold' inputs"
             )
-    seen: dict[str, str] = {}
+    seen: dict[str, int] = {}
     known = set(spec.systems)
-    for record in spec.inputs:
-        if record.external_id in seen:
-            errors.add(
-                f"{record.where}: duplicate input id '{record.external_id}' "
-                f"(first on {seen[record.external_id].split(' (')[0]})"
-            )
+    shapes = list(index.shapes)
+    for ident, place, shape in zip(index.ids, index.places, index.shape_of, strict=True):
+        where = index.where.format(place, ident)
+        if ident in seen:
+            first = index.place.format(seen[ident])
+            errors.add(f"{where}: duplicate input id '{ident}' (first on {first})")
             continue
-        seen[record.external_id] = record.where
-        if len(record.external_id) > MAX_NAME:
-            errors.add(f"{record.where}: the input id is longer than {MAX_NAME} characters")
-        for name in record.outputs:
+        seen[ident] = place
+        if len(ident) > MAX_NAME:
+            errors.add(f"{where}: the input id is longer than {MAX_NAME} characters")
+        if shape < 0:
+            continue
+        for name in shapes[shape]:
             if name not in known:
                 errors.add(
-                    f"{record.where}: unknown system '{name}' (declared: {', '.join(spec.systems)})"
+                    f"{where}: unknown system '{name}' (declared: {', '.join(spec.systems)})"
                 )
-        missing = [name for name in spec.systems if name not in record.outputs]
+        missing = [name for name in spec.systems if name not in shapes[shape]]
         if missing:
-            errors.add(f"{record.where}: missing output for system(s) {', '.join(missing)}")
-    errors.raise_if_any()
+            errors.add(f"{where}: missing output for system(s) {', '.join(missing)}")

@@ -466,6 +466,16 @@ class QualificationTest(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(5)],
         help_text="Attempts a worker gets in each study (Prolific asks for two).",
     )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="+",
+        help_text="The researcher who wrote it: they (and superusers) may change or delete it; "
+        "researchers of a study that uses it may read it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -22,7 +22,10 @@ FORBIDDEN = (
 )
 NOT_FOUND_STUDY = "No such study, or not one you may read."
 NOT_FOUND_PAGE = "No such page (`page` or `cursor` out of range or malformed)."
-NOT_FOUND_FORMAT = "No such `format`."
+NOT_ACCEPTABLE = (
+    "No such `format` (`detail` names the formats this operation writes), or an `Accept` "
+    "header none of them satisfies."
+)
 UNSUPPORTED_MEDIA_TYPE = "The body is not in a media type this operation reads."
 THROTTLED = "Too many requests; `Retry-After` gives the seconds to wait."
 RETRY_AFTER = {
@@ -36,8 +39,9 @@ RETRY_AFTER = {
 class ApiSchema(AutoSchema):
     """drf-spectacular's schema of an operation plus the errors DRF and the view answer with:
     400 (invalid query or body), 401 (no credentials), 403 (missing permission or CSRF
-    token), 404 (no such or no visible study; no such page or format), 415 (body media type),
-    429 (throttled, with ``Retry-After``). An error the view documents itself wins.
+    token), 404 (no such or no visible study; no such or malformed page or cursor), 406
+    (unsupported ``format`` or ``Accept``), 415 (body media type), 429 (throttled, with
+    ``Retry-After``). An error the view documents itself wins.
 
     Set it as ``schema`` on an API view; ``@extend_schema`` on its methods builds on it."""
 
@@ -70,10 +74,9 @@ class ApiSchema(AutoSchema):
         if getattr(view, "pagination_class", None) and self.method == "GET":
             if getattr(view, "action", "list") == "list":
                 missing.append(NOT_FOUND_PAGE)
-        if len(self.map_renderers("format")) > 1:
-            missing.append(NOT_FOUND_FORMAT)
         if missing:
             errors[404] = self._error(" ".join(missing), error)
+        errors[406] = self._error(NOT_ACCEPTABLE, error)
         if unsafe:
             errors[415] = self._error(UNSUPPORTED_MEDIA_TYPE, error)
         if view.get_throttles():

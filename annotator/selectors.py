@@ -64,10 +64,12 @@ def worker_participation(pk: int, study_public_id) -> Participation | None:
 
 
 def studies_visible_to(user: AbstractBaseUser) -> QuerySet[Study]:
-    """Staff see every study; a researcher sees the studies they are named on."""
-    if not user.is_authenticated:
+    """The studies ``user`` may read and act on: every study for an active superuser, else
+    exactly those that name the user in ``Study.researchers`` (being staff grants nothing
+    here). Every API route, the report and dashboard pages and every admin page filter by it."""
+    if not user.is_authenticated or not user.is_active:
         return Study.objects.none()
-    if user.is_staff:
+    if user.is_superuser:
         return Study.objects.all()
     return Study.objects.filter(researchers=user)
 

@@ -75,33 +75,71 @@ def study_import(
 ) -> Study:
     """Validate a study file whole, then create the study in one transaction.
 
-    ``data`` is the file's bytes or an open binary file (an upload, a file on disk). Every
-    import (CLI, admin, API) comes through here, so here the size limit is kept: a file
-    above ``HUMEVAL_IMPORT_MAX_BYTES`` raises :class:`~annotator.errors.ImportTooLarge`
-    before it is read. Raises :class:`~annotator.errors.ImportRejected` (naming every bad
-    line or record) before anything is written.
+    ``data`` is the file's bytes or an open binary file (an upload, a file on disk; it is
+    read twice, never whole into memory for JSONL and CSV, and must stay open until this
+    returns). Every import (CLI, admin, API) comes through here, so here the size limit
+    is kept: a file above ``HUMEVAL_IMPORT_MAX_BYTES`` raises
+    :class:`~annotator.errors.ImportTooLarge` before it is read. Raises
+    :class:`~annotator.errors.ImportRejected` naming every fault of the options and of
+    every record at once (up to ``importers.MAX_ERRORS``) before anything is written.
+    ``owner`` (who imports it) becomes its researcher.
     """
-    spec = importers.parse_study_file(data, filename, overrides)
+    spec = importers.scan_study_file(
+        data, filename, overrides, check_options=_study_option_problems
+    )
     spec.options.setdefault("source", filename[:300])
     try:
         return study_create(spec, owner=owner)
     except ValidationError as exc:  # an option outside the model's range; nothing written
-        raise ImportRejected(
-            [
-                f"study: '{field}': {message}"
-                for field, messages in exc.message_dict.items()
-                for message in messages
-            ]
-        ) from None
+        raise ImportRejected(_option_messages(exc)) from None
+
+
+def _option_messages(exc: ValidationError) -> list[str]:
+    return [
+        f"study: '{field}': {message}"
+        for field, messages in exc.message_dict.items()
+        for message in messages
+    ]
+
+
+def _study_option_problems(options: dict[str, Any]) -> list[str]:
+    """What the model refuses in a file's study options (a value out of range, text too
+    long), checked with the records so one answer names every fault."""
+    unset = [f.name for f in Study._meta.fields if f.name not in options]  # defaults hold
+    try:
+        Study(**options).full_clean(exclude=unset, validate_unique=False)
+    except ValidationError as exc:
+        return _option_messages(exc)
+    return []
+
+
+def _batches(records, size: int):
+    batch = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def study_researcher_add(study: Study, user: AbstractBaseUser | None) -> None:
+    """Name ``user`` a researcher of ``study`` (whoever creates or imports a study becomes
+    its researcher, so it stays visible to them); nothing for no user."""
+    if user is not None and user.pk:
+        study.researchers.add(user)
 
 
 @transaction.atomic
 def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = None) -> Study:
+    """Create a validated study: its inputs, outputs and items are written ``BULK`` inputs
+    at a time, and no model instance is kept beyond its batch (``spec.inputs`` may read
+    the file again as it goes)."""
     study = Study(**spec.options)
     study.full_clean()
     study.save()
-    if owner is not None and owner.pk:
-        study.researchers.add(owner)
+    study_researcher_add(study, owner)
     Criterion.objects.bulk_create(
         Criterion(
             study=study,
@@ -119,8 +157,10 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         s.name: s
         for s in System.objects.bulk_create(System(study=study, name=n) for n in spec.systems)
     }
-    inputs = Input.objects.bulk_create(
-        (
+    labelled = {a.input_id for a in spec.annotations}
+    first_item: dict[str, int] = {}  # input id → its first item, for the imported labels
+    for batch in _batches(spec.inputs, BULK):
+        inputs = Input.objects.bulk_create(
             Input(
                 study=study,
                 external_id=r.external_id,
@@ -129,30 +169,28 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
                 priority=r.priority,
                 metadata=r.metadata,
             )
-            for r in spec.inputs
-        ),
-        batch_size=BULK,
-    )
-    outputs = Output.objects.bulk_create(
-        (
+            for r in batch
+        )
+        outputs = Output.objects.bulk_create(
             Output(input=inp, system=systems[name], text=text)
-            for inp, record in zip(inputs, spec.inputs, strict=True)
+            for inp, record in zip(inputs, batch, strict=True)
             for name, text in record.outputs.items()
-        ),
-        batch_size=BULK,
-    )
-    by_input: dict[int, dict[str, Output]] = {}
-    for out in outputs:
-        by_input.setdefault(out.input_id, {})[out.system.name] = out
-    expected = {inp.pk: r.expected_answer for inp, r in zip(inputs, spec.inputs, strict=True)}
-    gold = {inp.pk for inp, r in zip(inputs, spec.inputs, strict=True) if r.is_gold}
-    if study.collection == "all":
+        )
+        by_input: dict[int, dict[str, Output]] = {}
+        for out in outputs:
+            by_input.setdefault(out.input_id, {})[out.system.name] = out
+        expected = {inp.pk: r.expected_answer for inp, r in zip(inputs, batch, strict=True)}
+        gold = {inp.pk for inp, r in zip(inputs, batch, strict=True) if r.is_gold}
+        if study.collection != "all":  # adaptive: rounds release the items; gold from the start
+            inputs = [inp for inp in inputs if inp.pk in gold]
         items = items_create_static(study, inputs, by_input, spec.systems, expected, gold)
-    else:  # adaptive: the protocol releases items in rounds; gold checks exist from the start
-        gold_inputs = [inp for inp in inputs if inp.pk in gold]
-        items = items_create_static(study, gold_inputs, by_input, spec.systems, expected, gold)
+        if labelled:
+            external = {inp.pk: inp.external_id for inp in inputs}
+            for item in items:
+                first_item.setdefault(external[item.input_id], item.pk)
+        del batch, inputs, outputs, by_input, items
     if spec.annotations:
-        _import_annotations(study, spec, inputs, items)
+        _import_annotations(study, spec, first_item)
     study_created.send(sender=Study, study=study)
     return study
 
@@ -194,22 +232,19 @@ def items_create_static(
     return Item.objects.bulk_create(new, batch_size=BULK)
 
 
-def _import_annotations(study: Study, spec, inputs: list[Input], items: list[Item]) -> None:
+def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
+    """The labels of the imported file, each on the first item of its input."""
     keys = sorted({a.annotator_key for a in spec.annotations})
     annotators = {
         key: Annotator.objects.create(platform="import", external_id=f"{study.public_id}:{key}")
         for key in keys
     }
-    item_of = {}
-    for item in items:
-        item_of.setdefault(item.input_id, item)
-    input_pk = {inp.external_id: inp.pk for inp in inputs}
     now = timezone.now()
     Annotation.objects.bulk_create(
         (
             Annotation(
                 study=study,
-                item=item_of[input_pk[a.input_id]],
+                item_id=first_item[a.input_id],
                 annotator=annotators[a.annotator_key],
                 source=AnnotationSource.IMPORT,
                 value=a.value,

@@ -123,7 +123,7 @@ def participant_view(view):
 def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
     """Remember the participation in a cookie, then go to the instructions (first
     visit) or straight back to work (a returning worker resumes)."""
-    if not throttle.allow("entry", throttle.client_ip(request), settings.HUMEVAL_THROTTLE_ENTRY):
+    if not throttle.allow_entry(request, study.pk):
         return _too_many(request)
     if not study.is_active:
         return _message(request, "Study closed", "This study is not accepting workers.", 410)

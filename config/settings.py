@@ -1,15 +1,20 @@
 """Settings for both running modes.
 
-Embedded default (no configuration): a SQLite file under ``var/`` and Celery tasks run
-eagerly in process. Production: ``DATABASE_URL=postgres://…`` and
-``CELERY_BROKER_URL=redis://…`` (plus ``DJANGO_SECRET_KEY`` and ``DJANGO_ALLOWED_HOSTS``).
-Every secret and host comes from the environment.
+Embedded default (no configuration): a SQLite file under ``var/``, Celery tasks run
+eagerly in process and a random secret key made once in ``var/secret_key``. Production:
+``DATABASE_URL=postgres://…`` and ``CELERY_BROKER_URL=redis://…`` (plus
+``DJANGO_SECRET_KEY``, required, and ``DJANGO_ALLOWED_HOSTS``). Every secret and host comes
+from the environment.
 """
 
 import os
+import secrets
+import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HUMEVAL_VAR_DIR", BASE_DIR / "var"))
@@ -23,10 +28,42 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
+def _embedded_secret_key(path: Path) -> str:
+    """The embedded mode's key: random, made on first start, kept in ``path`` (mode 0600)
+    and read by every later start and process. Created under a temporary name and linked
+    into place, so processes starting together agree on one key."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as file:
+                file.write(secrets.token_urlsafe(50))
+                file.flush()
+                os.fsync(file.fileno())
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made it first: theirs is the key
+        finally:
+            os.unlink(tmp)
+    key = path.read_text().strip()
+    if len(key) < 50:
+        raise ImproperlyConfigured(f"{path} holds no usable secret key; delete it to make one")
+    return key
+
+
 DEBUG = _env_bool("DJANGO_DEBUG")
-SECRET_KEY = (
-    os.environ.get("DJANGO_SECRET_KEY") or "insecure-embedded-mode-key-set-DJANGO_SECRET_KEY"
-)
+# Production (a DATABASE_URL) takes its key from the environment and refuses to start
+# without one; the embedded mode (no DATABASE_URL: SQLite under var/) makes its own once.
+if os.environ.get("DJANGO_SECRET_KEY"):
+    SECRET_KEY = os.environ["DJANGO_SECRET_KEY"]
+elif os.environ.get("DATABASE_URL"):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is not set. With DATABASE_URL (production) the secret key must "
+        "come from the environment, e.g. DJANGO_SECRET_KEY=$(python -c "
+        "'import secrets; print(secrets.token_urlsafe(50))')."
+    )
+else:
+    SECRET_KEY = _embedded_secret_key(VAR_DIR / "secret_key")
 ALLOWED_HOSTS = _env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = _env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
@@ -42,6 +79,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "annotator",
     "protocol",
     "analysis",
@@ -58,6 +96,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "annotator.middleware.ContentSecurityPolicy",
+    # last, as django-axes asks: turns a locked-out admin login into its 429 page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -108,10 +148,16 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache (throttle counters) ------------------------------------------------------------
+# A request never waits long on Redis: annotator/throttle.py counts in process memory while
+# it is unreachable and tries it again a few seconds later.
 _cache_url = os.environ.get("HUMEVAL_CACHE_URL", "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": _cache_url,
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
         if _cache_url
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -124,7 +170,15 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The worker outlives a broker outage: it reconnects for as long as it takes, and a task
+# running when the connection drops is cancelled and delivered again (an acks_late task
+# that finished on the dead connection could not be acknowledged, and its ack on the closed
+# channel made the worker exit with "AttributeError: 'NoneType' object has no attribute
+# 'hostname'"); the protocol's tasks are idempotent.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 # A task whose worker died is delivered again after this long (Redis keeps it unacked);
@@ -152,6 +206,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "admin:login"
+# Admin logins are counted by django-axes (in the database, so a Redis outage changes
+# nothing): after HUMEVAL_ADMIN_LOGIN_FAILURES wrong passwords for one user from one address
+# that pair is locked out (429, even with the right password) for
+# HUMEVAL_ADMIN_LOCKOUT_MINUTES. Addresses as the throttles see them (trusted proxies).
+AUTHENTICATION_BACKENDS = [
+    "config.auth.LoginAttemptsBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("HUMEVAL_ADMIN_LOGIN_FAILURES", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("HUMEVAL_ADMIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "config.auth.login_client_ip"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Lockouts are managed with `manage.py axes_reset…`, not in the researchers' admin; only
+# failures are recorded (no row per successful login).
+AXES_ENABLE_ADMIN = False
+AXES_DISABLE_ACCESS_LOG = True
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -212,7 +284,7 @@ SESSION_COOKIE_HTTPONLY = True
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "annotator.throttle.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -225,8 +297,8 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "annotator.throttle.AnonThrottle",
+        "annotator.throttle.UserThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("HUMEVAL_THROTTLE_API_ANON", "60/min"),
@@ -244,7 +316,16 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Product defaults ------------------------------------------------------------------------
+# Entering a study: per client address, and per study (a crowd arrives at once).
 HUMEVAL_THROTTLE_ENTRY = os.environ.get("HUMEVAL_THROTTLE_ENTRY", "30/min")
+HUMEVAL_THROTTLE_ENTRY_STUDY = os.environ.get("HUMEVAL_THROTTLE_ENTRY_STUDY", "600/min")
+# Wrong API tokens per client address; past it every token from there answers 429.
+HUMEVAL_THROTTLE_API_TOKEN_FAILURES = os.environ.get(
+    "HUMEVAL_THROTTLE_API_TOKEN_FAILURES", "30/min"
+)
+# Reverse proxies (addresses or CIDRs, comma-separated) whose X-Forwarded-For is believed:
+# the client is the right-most address in it that is not one of them. Empty: REMOTE_ADDR.
+HUMEVAL_TRUSTED_PROXIES = _env_list("HUMEVAL_TRUSTED_PROXIES", "")
 # Largest study or ratings file accepted by import_study, the admin and the API (bytes);
 # a larger one is refused before it is read or parsed.
 HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(200 * 1024 * 1024)))

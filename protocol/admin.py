@@ -1,22 +1,29 @@
+"""The protocol's settings and state in the admin, per study: each admin is a
+``StudyScopedAdmin`` (a researcher sees only their studies' rows)."""
+
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
+
+from annotator.admin import StudyScopedAdmin
 
 from .models import Decision, ProtocolConfig, Round, SystemPair
 
 
 @admin.register(ProtocolConfig)
-class ProtocolConfigAdmin(admin.ModelAdmin):
+class ProtocolConfigAdmin(StudyScopedAdmin):
     list_display = ["study", "paper", "allocation", "metric_judge", "committed", "dashboard"]
     readonly_fields = ["committed", "decision_level", "dashboard"]
 
     @admin.display(description="dashboard")
     def dashboard(self, obj: ProtocolConfig) -> str:
+        if not obj.study_id:  # the add page
+            return "—"
         url = reverse("protocol:dashboard", args=[obj.study_id])
         return format_html('<a href="{}">pairs, rounds and partial order</a>', url)
 
 
-class ReadOnly(admin.ModelAdmin):
+class ReadOnly(StudyScopedAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
@@ -38,4 +45,5 @@ class RoundAdmin(ReadOnly):
 
 @admin.register(Decision)
 class DecisionAdmin(ReadOnly):
+    study_path = "round__study"
     list_display = ["round", "pair", "theta", "outcome", "human_counts", "created_at"]

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotator.api import FormatNegotiation
 from annotator.openapi import ApiSchema
 from annotator.selectors import studies_visible_to
 
@@ -13,6 +14,7 @@ from . import selectors
 
 
 class ProtocolStateView(APIView):
+    content_negotiation_class = FormatNegotiation
     schema = ApiSchema()
 
     @extend_schema(

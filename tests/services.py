@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import kombu.exceptions
 import pytest
+import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED = os.environ.get("HUMEVAL_REQUIRE_SERVICES") == "1"
@@ -46,11 +48,14 @@ def database_url_for(name: str) -> str:
 class CeleryWorker:
     """A real ``celery worker`` process on the test database."""
 
-    def __init__(self, database: str, log: Path, beat: bool = False) -> None:
+    def __init__(
+        self, database: str, log: Path, beat: bool = False, env: dict | None = None
+    ) -> None:
         self.database, self.log, self.proc, self.beat = database, log, None, beat
+        self.env = env or {}
 
     def start(self) -> None:
-        env = {**os.environ, "DATABASE_URL": database_url_for(self.database)}
+        env = {**os.environ, "DATABASE_URL": database_url_for(self.database), **self.env}
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -79,8 +84,11 @@ class CeleryWorker:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"celery worker exited: {self.log.read_text()[-2000:]}")
-            if app.control.ping(timeout=0.5):
-                return
+            try:
+                if app.control.ping(timeout=0.5):
+                    return
+            except (OSError, redis.RedisError, kombu.exceptions.KombuError):
+                pass  # a pooled connection to a Redis that was restarted: the next try reconnects
         raise RuntimeError(f"celery worker did not answer: {self.log.read_text()[-2000:]}")
 
     def kill(self) -> None:

@@ -262,7 +262,9 @@ def _sees_nothing(ctx, response, case) -> None:
 
 
 def _must_authenticate(ctx, response, case) -> None:
-    assert not _answers(case, response) or response.status_code in (401, 404), (
+    """401, or 404 / 406 for a path or format that exists for nobody (DRF negotiates the
+    format before it authenticates): nothing about any study."""
+    assert not _answers(case, response) or response.status_code in (401, 404, 406), (
         f"{case.operation.label} answered {response.status_code} without credentials"
     )
 
@@ -407,6 +409,52 @@ def test_invalid_filter_answers_an_error_in_csv_not_a_label_row(world):
     assert response.status_code == 200
     assert response.text.count("\n") == len(response.text.splitlines())
     assert response.headers["content-type"][0].startswith("application/jsonl")
+
+
+#: Cursors no `next` link holds (fuzzing rarely builds valid base64 of a bad position):
+#: each must answer the documented JSON 404, never a 5xx.
+CRAFTED_CURSORS = [
+    "cD1hYmM=",  # p=abc
+    "cD0=",  # p= (empty)
+    "cD0xLjU=",  # p=1.5
+    "cD05OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5",  # p=9…9 (beyond 64 bits)
+    "bz0tMSZwPTE=",  # o=-1&p=1
+    "cj14",  # r=x
+    "cD1hYmM",  # p=abc without padding
+    "//79",  # bytes that are not ASCII
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("cursor", CRAFTED_CURSORS)
+def test_a_crafted_cursor_answers_the_documented_404(world, cursor):
+    cache.clear()
+    operation = schema["/api/studies/{id}/annotations/"]["GET"]
+    for fmt in ("json", "csv"):
+        case = operation.Case(
+            path_parameters={"id": world.studies["pairwise"]},
+            query={"cursor": cursor, "format": fmt},
+        )
+        response = case.call(headers=world.headers("researcher"))
+        assert response.status_code == 404, response.text
+        if fmt == "json":
+            assert response.json() == {"detail": "Invalid cursor"}
+        _validate(case, response)
+
+
+@pytest.mark.django_db
+def test_an_unsupported_format_is_a_documented_406(world):
+    cache.clear()
+    operation = schema["/api/studies/{id}/annotations/"]["GET"]
+    case = operation.Case(
+        path_parameters={"id": world.studies["pairwise"]}, query={"format": "xml"}
+    )
+    response = case.call(headers=world.headers("researcher"))
+    assert response.status_code == 406
+    assert response.json()["detail"] == (
+        "Unsupported format 'xml'; supported formats: json, jsonl, csv."
+    )
+    case.validate_response(response, checks=ALL_CHECKS)
 
 
 def test_the_researcher_got_real_answers_from_every_operation():

@@ -1,5 +1,6 @@
 """Export API: authentication, per-study permission, filters, formats, cursor pages, import."""
 
+import base64
 import csv
 import io
 import json
@@ -56,8 +57,12 @@ def test_researchers_see_only_their_studies(annotated, researcher, make_study):
     assert client_for(stranger).get("/api/studies/").json()["results"] == []
     assert client_for(stranger).get(f"/api/studies/{annotated.pk}/annotations/").status_code == 404
     assert client_for(researcher).get(f"/api/studies/{other.pk}/").status_code == 404
+    # being staff grants no study; a superuser sees every study
     staff = User.objects.create_user("staff", password="x" * 12, is_staff=True)
-    assert {s["id"] for s in client_for(staff).get("/api/studies/").json()["results"]} == {
+    assert client_for(staff).get("/api/studies/").json()["results"] == []
+    assert client_for(staff).get(f"/api/studies/{other.pk}/annotations/").status_code == 404
+    root = User.objects.create_superuser("root", password="x" * 12)
+    assert {s["id"] for s in client_for(root).get("/api/studies/").json()["results"]} == {
         annotated.pk,
         other.pk,
     }
@@ -102,6 +107,122 @@ def test_cursor_pagination_visits_every_label_once(annotated, researcher):
         url = page["next"]
     assert sorted(seen) == sorted(Annotation.objects.values_list("id", flat=True))
     assert len(seen) == len(set(seen)) == 12
+
+
+def _cursor(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+#: Cursors no `next` link ever holds: bad base64, non-ASCII, positions that are not label ids
+#: (text, empty, fractional, beyond 64 bits), bad offsets and directions, a huge offset.
+CRAFTED_CURSORS = [
+    _cursor("p=abc"),
+    _cursor("p="),
+    _cursor("p=1.5"),
+    _cursor("p=1e3"),
+    _cursor("p=" + "9" * 30),
+    _cursor("p=-" + "9" * 30),
+    _cursor("p=9223372036854775808"),
+    _cursor("p=%00"),
+    _cursor("o=-1&p=1"),
+    _cursor("o=x"),
+    _cursor("r=2x"),
+    _cursor("r="),
+    "!!!not base64!!!",
+    "cD1hYmM",  # padding missing
+    base64.b64encode("p=é".encode()).decode(),
+    base64.b64encode(b"\xff\xfe").decode(),
+    "",
+]
+
+
+@pytest.mark.parametrize("cursor", CRAFTED_CURSORS)
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_a_malformed_cursor_answers_404_not_500(annotated, researcher, cursor, fmt):
+    url = f"/api/studies/{annotated.pk}/annotations/"
+    response = client_for(researcher).get(url, {"cursor": cursor, "format": fmt})
+    if cursor == "":  # an empty cursor is no cursor: the first page
+        assert response.status_code == 200
+        return
+    assert response.status_code == 404, response.content
+    if fmt == "json":
+        assert response.json() == {"detail": "Invalid cursor"}
+
+
+def test_odd_but_valid_cursors_still_page(annotated, researcher):
+    """A huge offset is capped (DRF's offset cutoff); a far position gives an empty page."""
+    client, url = client_for(researcher), f"/api/studies/{annotated.pk}/annotations/"
+    assert client.get(url, {"cursor": _cursor("o=99999999999&p=1")}).status_code == 200
+    far = client.get(url, {"cursor": _cursor("p=9223372036854775807")})
+    assert far.status_code == 200 and far.json()["results"] == []
+    back = client.get(url, {"cursor": _cursor("r=1&p=-9223372036854775808")})
+    assert back.status_code == 200 and back.json()["results"] == []
+
+
+@pytest.mark.parametrize(
+    "page", ["abc", "", "0", "-1", "1.5", "1e3", "last", "9" * 40, "\u0661", " 1", "2"]
+)
+def test_a_malformed_or_missing_page_of_the_study_list_answers_404_json(researcher, page):
+    response = client_for(researcher).get("/api/studies/", {"page": page})
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Invalid page."}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"round": "x"},
+        {"round": "9" * 40},
+        {"round": ""},
+        {"source": "crowd"},
+        {"source": ""},
+        {"flagged": "yes"},
+        {"submitted_before": "2025-13-01T00:00:00Z"},
+        {"submitted_after": "9999-12-31T23:59:59-23:59"},
+        {"pair": ","},
+        {"system": "\x00"},
+        {"page_size": "0"},
+        {"page_size": "-5"},
+        {"page_size": "9" * 40},
+    ],
+)
+def test_a_bad_filter_never_answers_5xx(annotated, researcher, query):
+    response = client_for(researcher).get(f"/api/studies/{annotated.pk}/annotations/", query)
+    assert response.status_code < 500, response.content
+    assert response["Content-Type"].startswith("application/json")
+    if response.status_code != 200:
+        assert response.status_code == 400 and isinstance(response.json(), dict)
+
+
+def test_source_filter_takes_platform_or_import(annotated, researcher):
+    client, url = client_for(researcher), f"/api/studies/{annotated.pk}/annotations/"
+    assert len(client.get(url, {"source": "platform"}).json()["results"]) == 12
+    assert client.get(url, {"source": "import"}).json()["results"] == []
+    parameters = client.get("/api/schema/", {"format": "json"}).json()["paths"][
+        "/api/studies/{id}/annotations/"
+    ]["get"]["parameters"]
+    source = next(p for p in parameters if p["name"] == "source")
+    assert sorted(source["schema"]["enum"]) == ["import", "platform"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/studies/{pk}/annotations/",
+        "/api/studies/",
+        "/api/studies/{pk}/",
+        "/api/studies/{pk}/report/",
+        "/api/studies/{pk}/protocol/",
+    ],
+)
+def test_an_unsupported_format_answers_406_naming_the_supported_ones(annotated, researcher, url):
+    response = client_for(researcher).get(url.format(pk=annotated.pk), {"format": "xml"})
+    assert response.status_code == 406
+    assert response["Content-Type"].startswith("application/json")
+    detail = response.json()["detail"]
+    assert detail.startswith("Unsupported format 'xml'; supported formats: json")
+    if "annotations" in url:
+        assert detail == "Unsupported format 'xml'; supported formats: json, jsonl, csv."
 
 
 def test_jsonl_and_csv_formats_with_link_header(annotated, researcher):
@@ -155,8 +276,9 @@ def test_import_endpoint_needs_permission_and_reports_errors(researcher):
     bad.name = "bad.jsonl"
     response = client.post("/api/studies/import/", {"file": bad}, format="multipart")
     assert response.status_code == 400
-    assert response.json()["errors"] == [
-        "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text)"
+    assert response.json()["errors"] == [  # every fault at once: the record and the options
+        "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text)",
+        "study: 'kind' must be one of pairwise, likert (got None)",
     ]
     assert Study.objects.count() == 0
     upload.seek(0)

@@ -532,7 +532,7 @@ def test_admin_refuses_a_file_above_the_limit(existing, small_limit):
 
 
 def api_client() -> APIClient:
-    staff = User.objects.create_user("staff", password="x" * 12, is_staff=True)
+    staff = User.objects.create_superuser("staff", password="x" * 12)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff).key}")
     return client

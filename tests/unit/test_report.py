@@ -246,7 +246,7 @@ def test_api_permissions_and_parameters(pairwise, researcher, make_study):
     ann = selectors.study_dataset(pairwise).annotations
     alpha = agreement.krippendorff_alpha(ann, labels=["A", "B", "tie"], n_boot=0)
     assert body["properties"][0]["reliability"][0]["value"] == pytest.approx(alpha.value)
-    staff = User.objects.create_user("staff", password="x" * 12, is_staff=True)
+    staff = User.objects.create_superuser("staff", password="x" * 12)
     assert client_for(staff).get(url, {"n_boot": 0, "include_flagged": "true"}).status_code == 200
     assert client_for(staff).get(url, {"threshold": 2}).status_code == 400
     assert client_for(staff).get(url, {"n_boot": 10**6}).status_code == 400

@@ -1,6 +1,7 @@
 import json
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator import services
@@ -19,8 +20,20 @@ class Command(BaseCommand):
             type=Path,
             help="JSON file of study options (the JSONL 'study' object), for CSV.",
         )
+        parser.add_argument(
+            "--researcher",
+            metavar="USERNAME",
+            help="Name this user a researcher of the new study (only researchers of a study, "
+            "and superusers, see it).",
+        )
 
-    def handle(self, *args, path: Path, name, kind, config, **options):
+    def handle(self, *args, path: Path, name, kind, config, researcher, **options):
+        owner = None
+        if researcher:
+            try:
+                owner = get_user_model().objects.get_by_natural_key(researcher)
+            except get_user_model().DoesNotExist:
+                raise CommandError(f"no user named {researcher!r}") from None
         overrides = {}
         if config:
             try:
@@ -33,7 +46,9 @@ class Command(BaseCommand):
         try:
             # the open file, not its bytes: one above the size limit is refused unread
             with path.open("rb") as data:
-                study = services.study_import(data, filename=path.name, overrides=overrides)
+                study = services.study_import(
+                    data, filename=path.name, overrides=overrides, owner=owner
+                )
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror}") from None
         except ImportRejected as exc:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0007_study_pay_rate'),
+        ('annotator', '0008_qualificationtest_created_by'),
     ]
 
     operations = [

@@ -28,7 +28,7 @@ def attach_to_studies(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotator", "0008_study_items_per_worker_min"),
+        ("annotator", "0009_study_items_per_worker_min"),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotator", "0009_qualification_attempts_per_study"),
+        ("annotator", "0010_qualification_attempts_per_study"),
     ]
 
     operations = [
