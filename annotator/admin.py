@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from . import admin_workspace, selectors, services
-from .errors import ImportRejected, ServiceError
+from .errors import ConfigRefused, ImportRejected, ServiceError
 from .models import (
     Annotation,
     Annotator,
@@ -157,11 +157,26 @@ def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
     return TemplateResponse(request, "admin/annotator/study/prepare_checks.html", context)
 
 
+class StudyForm(forms.ModelForm):
+    """Asks the service whether an edit can take effect; if not, the page says why."""
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if self.instance.pk and not self.errors:
+            changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
+            try:
+                services.study_configure_check(self.instance, changes)
+            except ConfigRefused as exc:
+                raise forms.ValidationError(exc.reasons) from None
+        return cleaned
+
+
 @admin.register(Study)
 class StudyAdmin(StudyScopedAdmin):
     """Studies. A user who adds or imports one becomes its researcher; ``researchers``
     offers (besides superusers' every user) staff users and the user's co-researchers."""
 
+    form = StudyForm
     study_path = ""
     list_display = ["name", "kind", "progress", "config_version", "is_active", "created_at"]
     list_filter = ["kind", "is_active"]
@@ -243,7 +258,13 @@ class StudyAdmin(StudyScopedAdmin):
         return f"{p['submitted']} / {p['target_annotations']}"
 
     def save_model(self, request, obj, form, change) -> None:
-        services.study_configure(obj, form.changed_data if change else [])
+        try:
+            notes = services.study_configure(obj, form.changed_data if change else [])
+        except ConfigRefused as exc:  # the state changed since the form's check
+            messages.error(request, f"Not saved: {exc.message}")
+            return
+        for note in notes:
+            messages.info(request, note)
 
     def save_related(self, request, form, formsets, change) -> None:
         super().save_related(request, form, formsets, change)

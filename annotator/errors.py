@@ -53,6 +53,17 @@ class WorkerBlocked(ServiceError):
     status = 403
 
 
+class ConfigRefused(ServiceError):
+    """A study edit that could not take effect; ``reasons`` says why. Nothing was saved."""
+
+    code = "config_refused"
+    status = 409
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__(" ".join(reasons))
+        self.reasons = reasons
+
+
 class OpenInAnotherBrowser(ServiceError):
     """The participation belongs to another browser that may still be working in it;
     ``available_at``: when this browser may take it over if nothing happens there."""

@@ -461,6 +461,11 @@ class QualificationTest(models.Model):
     pass_threshold = models.PositiveSmallIntegerField(
         default=9, help_text="Correct answers needed (HREF: 9 of 10)."
     )
+    max_attempts = models.PositiveSmallIntegerField(
+        default=2,
+        validators=[MinValueValidator(1), MaxValueValidator(5)],
+        help_text="Attempts a worker gets in each study (Prolific asks for two).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -501,12 +506,19 @@ class QualificationQuestion(models.Model):
 
 
 class QualificationAttempt(models.Model):
-    """A worker's one attempt at a test: answers in display order, score, verdict."""
+    """One attempt by a worker at a study's test: answers in display order, score, verdict.
+
+    Attempts belong to the study they were taken in (a shared test is taken afresh in each
+    study) and to the worker's platform id, so a new browser cannot reset them."""
 
     test = models.ForeignKey(QualificationTest, on_delete=models.CASCADE, related_name="attempts")
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="qualification_attempts"
+    )
     annotator = models.ForeignKey(
         Annotator, on_delete=models.CASCADE, related_name="qualification_attempts"
     )
+    number = models.PositiveSmallIntegerField(default=1, help_text="1 for the first attempt.")
     #: Per question, in the order shown: {"question", "left_is_a", "raw", "correct"}.
     answers = models.JSONField(default=list)
     order = models.JSONField(default=list, help_text="Question ids in the order shown.")
@@ -516,12 +528,15 @@ class QualificationAttempt(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        ordering = ["study", "annotator", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["test", "annotator"], name="qualification_once")
+            models.UniqueConstraint(
+                fields=["test", "study", "annotator", "number"], name="qualification_attempt_once"
+            )
         ]
 
     def __str__(self) -> str:
-        return f"{self.annotator} on {self.test}"
+        return f"{self.annotator} on {self.test} (attempt {self.number})"
 
 
 class Annotation(models.Model):

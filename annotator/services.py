@@ -14,7 +14,20 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Exists, F, Max, OuterRef, Q, Subquery
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from . import importers, ratings, selectors
@@ -45,7 +58,7 @@ from .models import (
     System,
     browser_key,
 )
-from .signals import annotation_submitted, study_created
+from .signals import annotation_submitted, study_created, study_reconfiguring
 from .sqlrows import Columns, db_value, insert
 
 log = logging.getLogger(__name__)
@@ -298,14 +311,119 @@ def study_prepare_checks(
     return test
 
 
-def study_configure(study: Study, changed_fields: list[str] | tuple[str, ...]) -> Study:
-    """Save an edited study; a change to what workers are asked bumps its config version."""
+#: Study fields whose new value must reach what exists already (``study_configure``).
+RECONFIGURED_FIELDS = ("redundancy", "items_per_worker", "budget")
+
+
+def study_configure(
+    study: Study, changed_fields: list[str] | tuple[str, ...], *, check_only: bool = False
+) -> list[str]:
+    """Save an edited study and carry the edit to what exists; returns what took effect.
+
+    A change to what workers are asked bumps the config version. A new redundancy reaches
+    the open items (a static study's active non-gold items; an adaptive study's open round
+    and budget ledger, handled by the protocol through ``signals.study_reconfiguring``),
+    never below an item's ``n_taken``: an item more workers already took keeps that many,
+    and the notes say how many did. A new ``items_per_worker`` applies from each worker's
+    next item. An edit that cannot take effect (an adaptive study's budget would be
+    exceeded) raises :class:`~annotator.errors.ConfigRefused` and nothing is saved.
+    ``check_only``: return the notes or raise, and write nothing.
+    """
     with transaction.atomic():
-        if study.pk and set(changed_fields) & set(CONFIG_FIELDS):
+        if study.pk is None:
+            if not check_only:
+                study.save()
+            return []
+        saved = (Study.objects if check_only else Study.objects.select_for_update()).get(
+            pk=study.pk
+        )
+        notes = _reconfigure(saved, study, apply=not check_only)
+        if check_only:
+            return notes
+        if set(changed_fields) & set(CONFIG_FIELDS):
             study.config_version = F("config_version") + 1
         study.save()
     study.refresh_from_db(fields=["config_version"])
-    return study
+    return notes
+
+
+def study_configure_check(study: Study, changes: dict[str, Any]) -> list[str]:
+    """What saving ``changes`` (field name → new value) to ``study`` would do, as
+    :func:`study_configure` says it; raises :class:`~annotator.errors.ConfigRefused` when
+    it would be refused. Writes nothing (a form's validation asks this)."""
+    edited = Study.objects.get(pk=study.pk)
+    fields = {f.name for f in Study._meta.concrete_fields}
+    for name, value in changes.items():
+        if name in fields:
+            setattr(edited, name, value)
+    return study_configure(edited, list(changes), check_only=True)
+
+
+@dataclass(frozen=True)
+class Resize:
+    """What a new redundancy does to a set of items."""
+
+    items: int  #: items it reaches
+    clamped: int  #: of them, items more workers already took: they keep that many
+    delta: int  #: annotations added to their quotas (negative: given up)
+
+
+def items_resize(items: QuerySet[Item], redundancy: int, *, apply: bool) -> Resize:
+    """Give ``items`` the redundancy ``redundancy``, never below an item's ``n_taken`` (so
+    ``n_taken <= redundancy`` holds and no lease or label is lost); with ``apply`` false
+    only count. Applying locks the items first, so the returned ``delta`` is exact."""
+    if apply:
+        list(items.select_for_update().order_by("pk").values_list("pk", flat=True))
+    target = Greatest(Value(redundancy), F("n_taken"), output_field=IntegerField())
+    found = items.aggregate(
+        n=Count("pk"),
+        clamped=Count("pk", filter=Q(n_taken__gt=redundancy)),
+        delta=Sum(target - F("redundancy"), output_field=IntegerField()),
+    )
+    if apply:
+        items.update(redundancy=target)
+    return Resize(found["n"], found["clamped"], found["delta"] or 0)
+
+
+def _reconfigure(saved: Study, edited: Study, *, apply: bool) -> list[str]:
+    """The body of :func:`study_configure`: the edit carried to items and ledgers."""
+    notes = []
+    if edited.redundancy != saved.redundancy and edited.collection == "all":
+        items = Item.objects.filter(study=saved, is_active=True, is_gold=False)
+        resize = items_resize(items, edited.redundancy, apply=apply)
+        notes.append(
+            f"Redundancy {saved.redundancy} → {edited.redundancy}: {resize.items} open "
+            f"items now take {edited.redundancy} annotations each "
+            f"({resize.delta:+d} annotations to collect)."
+        )
+        if resize.clamped:
+            notes.append(
+                f"{resize.clamped} items keep more than {edited.redundancy}: more workers "
+                "have already answered or hold them."
+            )
+    if edited.items_per_worker != saved.items_per_worker:
+        notes.append(_items_per_worker_note(saved, edited.items_per_worker))
+    for _, answer in study_reconfiguring.send(
+        sender=Study, study=saved, edited=edited, apply=apply
+    ):
+        notes += answer or []
+    return notes
+
+
+def _items_per_worker_note(study: Study, cap: int | None) -> str:
+    if cap is None:
+        return "Workers may now annotate any number of items."
+    reached = (
+        Assignment.objects.filter(study=study, state=AssignmentState.SUBMITTED)
+        .values("annotator")
+        .annotate(n=Count("pk"))
+        .filter(n__gte=cap)
+        .count()
+    )
+    note = f"Each worker may now annotate up to {cap} items, from their next item on"
+    if reached:
+        note += f"; {reached} workers have done that many already and get no more"
+    return note + "."
 
 
 def judge_ratings_import(
@@ -376,8 +494,8 @@ def participation_enter(
 ) -> Participation:
     """Enter (or re-enter) a study from a recruiting platform; a returning worker resumes.
 
-    A worker who failed the study's qualification test, here or in another study sharing
-    it, is refused for good; one who passed it elsewhere goes straight to work.
+    In a study with a qualification test the worker starts with the test; attempts count
+    per study and platform id (:func:`qualification_next`).
     """
     annotator = annotator_enter(platform=platform, external_id=external_id)
     with transaction.atomic():
@@ -386,14 +504,8 @@ def participation_enter(
             annotator=annotator,
             defaults={"platform_session": session[:200], "return_url": return_url[:300]},
         )
-        if created and study.qualification_id:
-            attempt = QualificationAttempt.objects.filter(
-                test_id=study.qualification_id, annotator=annotator
-            ).first()
-            if attempt is None or attempt.passed is None:
-                participation.status = Participation.Status.QUALIFYING
-            elif not attempt.passed:
-                participation.status = Participation.Status.FAILED
+        if created and study.qualification_id:  # the test comes first (qualification_next)
+            participation.status = Participation.Status.QUALIFYING
             participation.save(update_fields=["status"])
     return participation
 
@@ -451,43 +563,122 @@ def _takeover_time(part: Participation, now: datetime) -> datetime:
 
 
 def qualification_next(participation: Participation) -> dict[str, Any] | None:
-    """The next test question (with its drawn left/right order), or ``None`` when done."""
+    """The next test question (with its drawn left/right order), or ``None`` when done.
+
+    The test comes before any item. A worker gets up to ``max_attempts`` attempts in each
+    study (a shared test is taken afresh per study); each attempt draws a fresh question
+    order. The first question of a later attempt carries ``previous``, the failed
+    attempt's score, so the page can say why the worker sees the test again."""
     if participation.status != Participation.Status.QUALIFYING:
         return None
-    test = participation.study.qualification
     with transaction.atomic():
-        attempt, created = QualificationAttempt.objects.select_for_update().get_or_create(
-            test=test, annotator=participation.annotator
+        part = Participation.objects.select_for_update().get(pk=participation.pk)
+        if part.status != Participation.Status.QUALIFYING:
+            return None
+        test = part.study.qualification
+        if test is None:  # the researcher removed the test: nothing stands in the way
+            _qualification_settle(part, passed=True)
+            return None
+        attempts = QualificationAttempt.objects.filter(
+            test=test, study_id=part.study_id, annotator_id=part.annotator_id
         )
-        if created:
-            ids = list(test.questions.values_list("pk", flat=True))
-            random.SystemRandom().shuffle(ids)
-            attempt.order = [{"question": pk, "left_is_a": secrets.randbelow(2) == 0} for pk in ids]
-            attempt.save(update_fields=["order"])
+        attempt = attempts.order_by("-number").first()
+        previous = None
+        if attempt is not None and attempt.passed is not None:
+            if attempt.passed or attempt.number >= test.max_attempts:
+                _qualification_settle(part, passed=attempt.passed)  # decided already
+                return None
+            previous, attempt = attempt, None
+        if attempt is None:
+            attempt = _attempt_start(test, part, previous)
+            if not attempt.order:  # a test without questions
+                _attempt_score(attempt, part)
+                return None
     position = len(attempt.answers)
     if position >= len(attempt.order):
         return None
+    if position == 0 and attempt.number > 1 and previous is None:
+        previous = attempts.filter(number=attempt.number - 1).first()
     slot = attempt.order[position]
     return {
         "question": QualificationQuestion.objects.get(pk=slot["question"]),
         "left_is_a": slot["left_is_a"],
         "position": position + 1,
         "total": len(attempt.order),
+        "attempt": attempt.number,
+        "max_attempts": test.max_attempts,
+        "previous": (
+            {
+                "n_correct": previous.n_correct,
+                "total": len(previous.order),
+                "needed": test.pass_threshold,
+            }
+            if previous is not None and position == 0
+            else None
+        ),
     }
+
+
+def _attempt_start(
+    test: QualificationTest, part: Participation, previous: QualificationAttempt | None
+) -> QualificationAttempt:
+    """A new attempt with the questions in a fresh random order, each with its own drawn
+    left/right order. A retry never opens with the question the failed attempt ended on,
+    so a repeated post of that last answer cannot count in the new attempt."""
+    ids = list(test.questions.values_list("pk", flat=True))
+    random.SystemRandom().shuffle(ids)
+    if previous is not None and len(ids) > 1 and previous.order:
+        last = previous.order[-1]["question"]
+        if ids[0] == last:
+            swap = 1 + secrets.randbelow(len(ids) - 1)
+            ids[0], ids[swap] = ids[swap], ids[0]
+    return QualificationAttempt.objects.create(
+        test=test,
+        study_id=part.study_id,
+        annotator_id=part.annotator_id,
+        number=previous.number + 1 if previous is not None else 1,
+        order=[{"question": pk, "left_is_a": secrets.randbelow(2) == 0} for pk in ids],
+    )
+
+
+def _attempt_score(attempt: QualificationAttempt, part: Participation) -> None:
+    """Score a complete attempt: a pass lets the worker work; a failure leaves them
+    qualifying while attempts remain, else fails them in this study for good."""
+    attempt.passed = attempt.n_correct >= attempt.test.pass_threshold
+    attempt.finished_at = timezone.now()
+    attempt.save()
+    if attempt.passed or attempt.number >= attempt.test.max_attempts:
+        _qualification_settle(part, passed=attempt.passed)
+
+
+def _qualification_settle(part: Participation, *, passed: bool) -> None:
+    part.status = Participation.Status.ACTIVE if passed else Participation.Status.FAILED
+    part.save(update_fields=["status"])
 
 
 def qualification_answer(
     participation: Participation, *, question_id: int, answer: str
 ) -> Participation:
-    """Record one answer (no feedback); after the last one, score the attempt and let the
-    worker work or mark them failed for good."""
+    """Record one answer (no feedback); after the last one, score the attempt: a pass lets
+    the worker work, a failure starts the next attempt (at the next question asked) or,
+    after the last attempt, fails the worker in this study for good. A stale or repeated
+    post is ignored."""
     with transaction.atomic():
         participation = Participation.objects.select_for_update().get(pk=participation.pk)
         if participation.status != Participation.Status.QUALIFYING:
             return participation
-        attempt = QualificationAttempt.objects.select_for_update().get(
-            test_id=participation.study.qualification_id, annotator=participation.annotator
+        attempt = (
+            QualificationAttempt.objects.select_for_update()
+            .filter(
+                test_id=participation.study.qualification_id,
+                study_id=participation.study_id,
+                annotator=participation.annotator,
+            )
+            .order_by("-number")
+            .first()
         )
+        if attempt is None or attempt.passed is not None:
+            return participation  # no question was asked, or a repeated post of the last one
         position = len(attempt.answers)
         if position >= len(attempt.order) or attempt.order[position]["question"] != question_id:
             return participation  # a stale or repeated post: already recorded
@@ -499,13 +690,9 @@ def qualification_answer(
         attempt.answers = [*attempt.answers, {**slot, "raw": answer, "correct": correct}]
         attempt.n_correct += int(correct)
         if len(attempt.answers) == len(attempt.order):
-            attempt.passed = attempt.n_correct >= attempt.test.pass_threshold
-            attempt.finished_at = timezone.now()
-            participation.status = (
-                Participation.Status.ACTIVE if attempt.passed else Participation.Status.FAILED
-            )
-            participation.save(update_fields=["status"])
-        attempt.save()
+            _attempt_score(attempt, participation)
+        else:
+            attempt.save()
     return participation
 
 

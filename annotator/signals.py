@@ -14,6 +14,13 @@ worker is asked to wait instead of being sent to the end.
 ``round_summary`` is sent with ``study`` by the researcher's workspace; a receiver returns a
 dict describing the study's rounds (``rounds``, ``current``, ``current_state``,
 ``committed``, ``open_pairs``, ``settled_pairs``) or ``None`` when it has none.
+
+``study_reconfiguring`` is sent by ``services.study_configure`` inside its transaction, with
+``study`` (as saved), ``edited`` (the same study with the new values) and ``apply``; a
+receiver carries the edit to what it keeps (the adaptive ledger) when ``apply`` is true,
+returns notes for the researcher (a list of strings), and raises
+:class:`~annotator.errors.ConfigRefused` when the edit cannot take effect (then nothing is
+saved). With ``apply`` false it only checks, and writes nothing.
 """
 
 from django.dispatch import Signal
@@ -22,3 +29,4 @@ annotation_submitted = Signal()
 study_created = Signal()
 work_expected = Signal()
 round_summary = Signal()
+study_reconfiguring = Signal()

@@ -4,7 +4,13 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from annotator.models import Study
-from annotator.signals import annotation_submitted, round_summary, study_created, work_expected
+from annotator.signals import (
+    annotation_submitted,
+    round_summary,
+    study_created,
+    study_reconfiguring,
+    work_expected,
+)
 
 from . import services
 from .models import ProtocolConfig, Round, SystemPair
@@ -53,3 +59,17 @@ def summarise_rounds(sender, study: Study, **kwargs) -> dict | None:
         "open_pairs": open_pairs,
         "settled_pairs": pairs.count() - open_pairs,
     }
+
+
+@receiver(study_reconfiguring)
+def reconfigure_adaptive_study(sender, study: Study, edited: Study, apply: bool, **kwargs):
+    """Carry a new redundancy or budget to the open round and the ledger (or refuse it);
+    a round that a lower redundancy has completed is closed and decided after commit."""
+    notes = services.protocol_reconfigure(study, edited, apply=apply)
+    if apply and notes:
+        for number in Round.objects.filter(study=study, state=Round.State.OPEN).values_list(
+            "number", flat=True
+        ):
+            if services.round_close_if_complete(study.pk, number):
+                transaction.on_commit(lambda n=number: decide_round.delay(study.pk, n))
+    return notes

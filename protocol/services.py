@@ -10,11 +10,13 @@ from itertools import combinations
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
 
 from annotator.choices import StudyKind
+from annotator.errors import ConfigRefused
 from annotator.models import Item, Output, Study
+from annotator.services import items_resize
 
 from . import rounds, selectors
 from .models import Decision, ProtocolConfig, Round, SystemPair
@@ -295,11 +297,19 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if config.metric_judge:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
+    inputs = np.array([len(selectors.pair_inputs(study, p)) for p in pairs])
     if likert is None:
-        used = np.array([selectors.pair_items(study, p).count() for p in pairs]) * r
+        # each item at its own redundancy (an edit may have changed it since it was
+        # released), the inputs not yet given at the study's current one
+        given = [
+            selectors.pair_items(study, p).aggregate(n=Count("pk"), r=Sum("redundancy"))
+            for p in pairs
+        ]
+        used = np.array([g["r"] or 0 for g in given])
+        pool = used + (inputs - np.array([g["n"] for g in given])) * r
     else:
         used = np.array([len(likert.both(p)) for p in pairs])
-    pool = np.array([len(selectors.pair_inputs(study, p)) for p in pairs]) * per_input
+        pool = inputs * per_input
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
     level = config.decision_level
@@ -405,3 +415,72 @@ def _closed_pairs(study: Study, system_ids: dict[int, int]) -> rounds.ClosedPair
         return rounds.ClosedPairs.empty()
     arr = np.array(rows, dtype=float)
     return rounds.ClosedPairs(arr[:, 2], arr[:, 3], arr[:, :2].astype(np.int64))
+
+
+def protocol_reconfigure(study: Study, edited: Study, *, apply: bool) -> list[str]:
+    """Carry an edit of an adaptive study (``study`` as saved, ``edited`` with the new
+    values) to its open round and budget ledger; returns notes for the researcher.
+
+    A new redundancy reaches the active items of the round now collecting (never below an
+    item's ``n_taken``; decided rounds keep theirs) and every later round; the ledger and
+    the round are charged the difference, so ``committed`` stays the items released ×
+    their redundancy. Raises :class:`~annotator.errors.ConfigRefused` when the charge would
+    exceed the budget, or when a new budget is below what was already released. With
+    ``apply`` false it only checks."""
+    if study.collection != "adaptive" or edited.collection != "adaptive":
+        return []
+    configs = ProtocolConfig.objects if not apply else ProtocolConfig.objects.select_for_update()
+    config = configs.filter(study=study).first()
+    if config is None:
+        return []
+    redundancy_changed = edited.redundancy != study.redundancy
+    if not redundancy_changed and edited.budget == study.budget:
+        return []
+    rnd = Round.objects.filter(study=study, state=Round.State.OPEN).first()
+    items = Item.objects.none()
+    if rnd is not None:
+        items = Item.objects.filter(
+            study=study, round_number=rnd.number, is_active=True, is_gold=False
+        )
+    resize = items_resize(items, edited.redundancy, apply=False) if redundancy_changed else None
+    delta = resize.delta if resize else 0
+    budget = edited.budget
+    if budget is not None and budget < config.committed:
+        raise ConfigRefused(
+            [
+                f"The budget {budget} is below the {config.committed} annotations already "
+                "released to workers."
+            ]
+        )
+    if budget is not None and config.committed + delta > budget:
+        raise ConfigRefused(
+            [
+                f"Budget would be exceeded: needs {delta}, remaining "
+                f"{budget - config.committed} (redundancy {study.redundancy} → "
+                f"{edited.redundancy} for the {resize.items} open items of round {rnd.number})."
+            ]
+        )
+    if apply and resize is not None and rnd is not None:
+        resize = items_resize(items, edited.redundancy, apply=True)  # exact under the locks
+        ProtocolConfig.objects.filter(pk=config.pk).update(committed=F("committed") + resize.delta)
+        Round.objects.filter(pk=rnd.pk).update(committed=F("committed") + resize.delta)
+    committed = config.committed + (resize.delta if resize else 0)
+    notes = []
+    if redundancy_changed:
+        where = (
+            f"the {resize.items} open items of round {rnd.number} and every later round"
+            if rnd is not None
+            else "every later round (no round is collecting now)"
+        )
+        notes.append(
+            f"Redundancy {study.redundancy} → {edited.redundancy} for {where}; "
+            f"{resize.delta:+d} annotations charged to the ledger."
+        )
+        if resize.clamped:
+            notes.append(
+                f"{resize.clamped} items keep more than {edited.redundancy}: more workers "
+                "have already answered or hold them."
+            )
+    left = "no budget limit" if budget is None else f"{budget - committed} of {budget} left"
+    notes.append(f"Ledger: {committed} annotations released, {left}.")
+    return notes

@@ -13,6 +13,7 @@ from annotator.models import (
     Item,
     Output,
     Participation,
+    QualificationAttempt,
     QualificationQuestion,
 )
 from tests.conftest import LLMBAR, bundle
@@ -79,12 +80,18 @@ def test_prolific_worker_passes_test_annotates_and_gets_completion_code(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_worker_who_fails_the_test_gets_the_fail_code_and_cannot_return(
+def test_worker_who_fails_the_test_twice_gets_the_fail_code_and_cannot_return(
     base_url, prolific_url, page, llmbar_study
 ):
     entry = f"{base_url}/w/{llmbar_study.public_id}/prolific/?PROLIFIC_PID=pp-fail"
     page.goto(entry)
+    assert "2 attempts in all" in page.inner_text("body")
     page.click("text=Start the test")
+    answer_test(page, n_right=8)
+    # the first failure: told so, and the test again in a new order
+    notice = page.wait_for_selector("#retry-notice")
+    assert "You did not pass the test: 8 of 10 correct, 9 needed." in notice.inner_text()
+    assert "once more (attempt 2 of 2)" in notice.inner_text()
     answer_test(page, n_right=8)
     page.wait_for_url(f"{prolific_url}**")
     assert page.url == f"{prolific_url}?cc=FAILCODE"
@@ -92,6 +99,10 @@ def test_worker_who_fails_the_test_gets_the_fail_code_and_cannot_return(
     page.goto(f"{base_url}/w/{llmbar_study.public_id}/task/")
     page.wait_for_url(f"{prolific_url}**")
     assert page.url.endswith("cc=FAILCODE")
+    assert list(QualificationAttempt.objects.values_list("number", "passed")) == [
+        (1, False),
+        (2, False),
+    ]
     assert Annotation.objects.filter(source="platform").count() == 0
     assert not Assignment.objects.exists()
 

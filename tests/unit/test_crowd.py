@@ -178,7 +178,8 @@ def test_failure_and_block_stay_with_the_platform_id(qualified_study, make_study
     entry = f"/w/{study.public_id}/prolific/?PROLIFIC_PID=failer"
     first = Client()
     first.get(entry)
-    take_test(study, Participation.objects.get(), 2)
+    for _ in range(2):  # both attempts failed
+        take_test(study, Participation.objects.get(), 2)
     idle(31)
     second = Client()
     assert second.get(entry).status_code == 302
@@ -375,8 +376,8 @@ def test_prepare_checks_moves_items_out_of_the_pool(qualified_study):
     assert not prompts & served
 
 
-@pytest.mark.parametrize(("n_right", "passed"), [(9, True), (10, True), (8, False)])
-def test_qualification_threshold(qualified_study, n_right, passed):
+@pytest.mark.parametrize(("n_right", "status"), [(9, "active"), (10, "active"), (8, "qualifying")])
+def test_qualification_threshold(qualified_study, n_right, status):
     study, test = qualified_study
     part = services.participation_enter(study=study, platform="prolific", external_id="q")
     assert part.status == "qualifying"
@@ -384,38 +385,97 @@ def test_qualification_threshold(qualified_study, n_right, passed):
         services.assignment_next(participation=part)
     take_test(study, part, n_right)
     attempt = QualificationAttempt.objects.get()
-    assert (attempt.n_correct, attempt.passed) == (n_right, passed)
-    assert part.status == ("active" if passed else "failed")
+    assert (attempt.n_correct, attempt.passed, attempt.number) == (n_right, n_right >= 9, 1)
+    assert part.status == status  # a first failure leaves a second attempt
     # the left/right order of questions was drawn per question and recorded
     assert {a["left_is_a"] for a in attempt.answers} == {True, False}
 
 
-def test_failed_worker_never_re_enters_and_shared_test_carries_over(qualified_study):
+def test_a_failed_first_attempt_gets_a_second_in_a_fresh_order(qualified_study):
+    study, test = qualified_study
+    assert test.max_attempts == 2
+    part = services.participation_enter(study=study, platform="prolific", external_id="r")
+    first = services.qualification_next(part)
+    assert (first["attempt"], first["max_attempts"], first["previous"]) == (1, 2, None)
+    take_test(study, part, 7)
+    retry = services.qualification_next(part)
+    assert (retry["attempt"], retry["position"]) == (2, 1)
+    assert retry["previous"] == {"n_correct": 7, "total": 10, "needed": 9}
+    one, two = QualificationAttempt.objects.order_by("number")
+    assert sorted(q["question"] for q in one.order) == sorted(q["question"] for q in two.order)
+    assert [q["question"] for q in one.order] != [q["question"] for q in two.order]
+    assert two.order[0]["question"] != one.order[-1]["question"]
+    # a repeated post of the first attempt's last answer does not count in the second
+    services.qualification_answer(part, question_id=one.order[-1]["question"], answer="left")
+    two.refresh_from_db()
+    assert two.answers == []
+    take_test(study, part, 9)
+    assert part.status == "active"
+    assert list(QualificationAttempt.objects.values_list("number", "passed")) == [
+        (1, False),
+        (2, True),
+    ]
+    assert services.assignment_next(participation=part) is not None
+
+
+def test_two_failures_fail_the_worker_in_this_study_only(qualified_study):
     study, test = qualified_study
     failed = services.participation_enter(study=study, platform="prolific", external_id="f")
     take_test(study, failed, 3)
+    assert failed.status == "qualifying"
+    take_test(study, failed, 8)
+    assert failed.status == "failed"
     again = services.participation_enter(study=study, platform="prolific", external_id="f")
     assert again.status == "failed"
+    assert services.qualification_next(again) is None
     with pytest.raises(WorkerBlocked, match="did not pass"):
         services.assignment_next(participation=again)
+    # a new browser with the same platform id cannot reset the attempts
     client = Client()
     client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=f")
     assert client.get(f"/w/{study.public_id}/task/").url.endswith("/end/")
     assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=FAIL")
-    # a second study sharing the test: the failure and a pass both carry over
+    # nor can a participation made afresh: the attempts stay with the study and the worker
+    Participation.objects.filter(pk=again.pk).delete()
+    remade = services.participation_enter(study=study, platform="prolific", external_id="f")
+    assert services.qualification_next(remade) is None
+    remade.refresh_from_db()
+    assert remade.status == "failed"
+    # a second study sharing the test: the result is per study, so the worker takes it there
     second = services.study_import(pairwise_bundle(), filename="b.jsonl")
     second.qualification = test
     second.save()
-    assert (
-        services.participation_enter(study=second, platform="prolific", external_id="f").status
-        == "failed"
-    )
+    there = services.participation_enter(study=second, platform="prolific", external_id="f")
+    assert there.status == "qualifying"
+    take_test(second, there, 10)
+    assert there.status == "active"
+    assert QualificationAttempt.objects.filter(study=second).count() == 1
+    # a pass does not carry over either
     passer = services.participation_enter(study=study, platform="prolific", external_id="p")
     take_test(study, passer, 10)
+    assert passer.status == "active"
     assert (
         services.participation_enter(study=second, platform="prolific", external_id="p").status
-        == "active"
+        == "qualifying"
     )
+
+
+def test_one_attempt_when_the_test_allows_one(qualified_study):
+    study, test = qualified_study
+    test.max_attempts = 1
+    test.save()
+    part = services.participation_enter(study=study, platform="prolific", external_id="o")
+    take_test(study, part, 8)
+    assert part.status == "failed"
+
+
+def test_the_test_comes_before_any_item(qualified_study):
+    study, test = qualified_study
+    client = Client()
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=early")
+    for _ in range(2):  # asking for work repeatedly leases nothing and leads to the test
+        assert client.get(f"/w/{study.public_id}/task/").url.endswith("/qualify/")
+    assert not Assignment.objects.exists()
 
 
 # --- gold checks ----------------------------------------------------------------------------
@@ -503,8 +563,14 @@ def test_qualification_pages_then_work(qualified_study):
     assert "short test of 10 questions" in intro and "You need 9 correct" in intro
     assert client.get(f"/w/{study.public_id}/task/").url.endswith("/qualify/")
     page = client.get(f"/w/{study.public_id}/qualify/").content.decode()
-    assert "Test question 1 of 10" in page
+    assert "Test question 1 of 10" in page and "retry-notice" not in page
     assert re.findall(r'name="answer" value="(\w+)"', page) == ["left", "right"]
+    assert "2 attempts in all" in intro
+    take_test(study, Participation.objects.get(annotator__external_id="webq"), 5)
+    page = client.get(f"/w/{study.public_id}/qualify/").content.decode()
+    assert "You did not pass the test: 5 of 10 correct, 9 needed." in page
+    assert "You may take it once more (attempt 2 of 2); the questions come in a new order." in page
+    assert "Test question 1 of 10" in page
 
 
 def test_multi_turn_input_is_shown_as_a_conversation(make_study):

@@ -3,7 +3,8 @@
 Two state machines drive the real services with any sequence Hypothesis can find of
 workers entering, asking for work, answering (validly or not, on time or late, twice, with
 someone else's token, through ``annotation_submit`` or the one-request ``task_answer``),
-the clock moving past leases, the expiry sweep, and workers being blocked and unblocked:
+the clock moving past leases, the expiry sweep, workers being blocked and unblocked, and
+the researcher changing redundancy and items per worker mid-study:
 
 * :class:`AssignmentMachine`, a static study (every item at once, with gold checks), run
   inside one ``hypothesis.extra.django.TestCase`` with each example rolled back to a
@@ -45,6 +46,7 @@ from annotator.choices import AssignmentState
 from annotator.errors import (
     AssignmentExpired,
     AssignmentNotFound,
+    ConfigRefused,
     InvalidAnswer,
     WorkerBlocked,
 )
@@ -125,6 +127,8 @@ class CrowdMachine(RuleBasedStateMachine):
         self.stored: dict = {}
         self.now = timezone.now()
         self.rng = random.Random(0)
+        #: per worker, items done when items_per_worker was last edited
+        self.done_before_cap: dict[int, int] = {}
         # what follows a submit (closing and deciding a round) must not fail either
         self.failures = _Collect()
         logging.getLogger("annotator.services").addHandler(self.failures)
@@ -277,6 +281,34 @@ class CrowdMachine(RuleBasedStateMachine):
             study=study, is_gold=False, is_active=True, n_taken__lt=F("redundancy")
         ).exclude(assignments__annotator=part.annotator)
         assert not free.exists(), "a worker was told nothing is left while an item was free"
+
+    @precondition(lambda self: hasattr(self, "study"))
+    @rule(redundancy=st.integers(1, 4), cap=st.none() | st.integers(1, 4))
+    def researcher_edits(self, redundancy: int, cap: int | None) -> None:
+        """The researcher changes redundancy and items per worker mid-study: the edit takes
+        effect (the open items follow, never below what workers took) or is refused (the
+        adaptive budget) and changes nothing."""
+        before = snapshot(self.study)
+        edited = Study.objects.get(pk=self.study.pk)
+        done = Counter(
+            Assignment.objects.filter(study=edited, state=SUBMITTED).values_list(
+                "annotator_id", flat=True
+            )
+        )
+        edited.redundancy, edited.items_per_worker = redundancy, cap
+        try:
+            services.study_configure(edited, ["redundancy", "items_per_worker"])
+        except ConfigRefused:
+            assert snapshot(self.study) == before
+            stored = Study.objects.get(pk=self.study.pk)
+            assert (stored.redundancy, stored.items_per_worker) == (
+                self.study.redundancy,
+                self.study.items_per_worker,
+            )
+            return
+        self.study.refresh_from_db()
+        for worker, n in done.items():  # who was past a lowered cap keeps what they did
+            self.done_before_cap[worker] = max(self.done_before_cap.get(worker, 0), n)
 
     @precondition(lambda self: any(self.tokens.values()))
     @rule(pick=picks, prefer=prefers)
@@ -481,7 +513,8 @@ class CrowdMachine(RuleBasedStateMachine):
                 assert status[worker] != BLOCKED, "a blocked worker still holds a lease"
         if study.items_per_worker is not None:
             done = Counter(worker for _, _, worker, state, _, _ in leases if state == SUBMITTED)
-            assert max(done.values(), default=0) <= study.items_per_worker
+            for worker, n in done.items():
+                assert n <= max(study.items_per_worker, self.done_before_cap.get(worker, 0))
 
 
 # --- static studies ---------------------------------------------------------------------------

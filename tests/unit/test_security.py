@@ -466,7 +466,7 @@ def test_qualification_tests_are_read_by_users_changed_by_their_author(world):
     # a test a researcher writes is theirs
     clients["other_researcher"].post(
         admin_url(QualificationTest, "add"),
-        {"name": "B's test", "pass_threshold": 0, "questions-TOTAL_FORMS": 0,
+        {"name": "B's test", "pass_threshold": 0, "max_attempts": 2, "questions-TOTAL_FORMS": 0,
          "questions-INITIAL_FORMS": 0},
     )  # fmt: skip
     mine = QualificationTest.objects.get(name="B's test")
