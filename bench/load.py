@@ -388,6 +388,7 @@ class Stack:
                 "DJANGO_DEBUG": "0",
                 "HUMEVAL_VAR_DIR": str(self.dir / "var"),
                 "HUMEVAL_THROTTLE_ENTRY": "100000/min",
+                "HUMEVAL_THROTTLE_ENTRY_STUDY": "100000/min",
                 "HUMEVAL_THROTTLE_SUBMIT": "100000/min",
                 # DRF keeps one timestamp per request in the window: a 1 s window keeps it short
                 "HUMEVAL_THROTTLE_API_USER": "1000000/s",
