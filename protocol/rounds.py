@@ -35,6 +35,7 @@ from .predictive import (
     pool_across_pairs,
     pool_effect,
 )
+from .settings import ProtocolSettings
 
 OPEN, DECIDED, EQUIVALENT, FUTILE = "open", "decided", "equivalent", "futile"
 #: Closed undecided because the pair's inputs, or the study's budget, are used up.
@@ -98,7 +99,7 @@ def calibrated_level(
     )
 
 
-def null_draw_rate(human: NDArray, settings) -> float:
+def null_draw_rate(human: NDArray, settings: ProtocolSettings) -> float:
     """The draw rate of the null used for calibration: the setting, or the share of draws
     among the human labels seen so far, rounded to 0.05 (no look at any decision)."""
     if settings.null_draw_rate is not None:
@@ -109,7 +110,7 @@ def null_draw_rate(human: NDArray, settings) -> float:
     return min(max(rate, 0.0), 0.95)
 
 
-def decision_level(settings, n_max: int, batch: int, human: NDArray) -> float:
+def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
     """``settings.decision_level``, or the level calibrated for this pool size and batch."""
     if settings.decision_level is not None:
         return float(settings.decision_level)
@@ -128,7 +129,7 @@ def posterior(
     human: NDArray,
     confusion: NDArray | None,
     metric: NDArray | None,
-    settings,
+    settings: ProtocolSettings,
     rng: np.random.Generator,
 ) -> PosteriorDraws:
     """Algorithm 1's posterior of ``p`` for every open pair at once."""
@@ -140,7 +141,7 @@ def decide_round(
     used: NDArray[np.int64],
     pool: NDArray[np.int64],
     budget_left: int,
-    settings,
+    settings: ProtocolSettings,
     *,
     level: float | None,
     systems: NDArray[np.int64] | None = None,
@@ -221,7 +222,7 @@ def decide_round(
     )
 
 
-def _effects(eff_mean, eff_var, systems, closed, settings):
+def _effects(eff_mean, eff_var, systems, closed, settings: ProtocolSettings):
     """The pooled (or, without system ids or with ``pooling`` off, the pair's own) posterior
     of every open pair's pool effect."""
     if not settings.pooling or systems is None:
@@ -262,7 +263,7 @@ def round_allocation(
     weights: NDArray[np.float64],
     capacity: NDArray[np.int64],
     budget_left: int,
-    settings,
+    settings: ProtocolSettings,
     *,
     first: bool,
 ) -> NDArray[np.int64]:
