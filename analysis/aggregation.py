@@ -55,14 +55,17 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "BOOTSTRAP_CACHE_CELLS",
     "PAIRWISE_LABELS",
     "Estimate",
     "LabelCounts",
     "Patterns",
+    "as_generator",
     "as_label_counts",
     "find_patterns",
     "bootstrap_counts",
     "bootstrap_sums",
+    "clear_bootstrap_cache",
     "estimate_from_sums",
     "likert_summary",
     "majority_vote",
@@ -80,7 +83,8 @@ PAIRWISE_LABELS: tuple[str, ...] = ("A", "B", "tie", "both_good", "both_bad")
 
 SeedLike = int | np.random.Generator | None
 
-_CACHE_MAX_CELLS = 10_000_000  # bootstrap weight matrices up to this size are memoised
+BOOTSTRAP_CACHE_CELLS = 10_000_000
+"""Bootstrap weight matrices of at most this many cells are memoised (integer seeds only)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,14 +360,15 @@ def find_patterns(matrix: np.ndarray) -> Patterns:
     return Patterns(rows, inverse.ravel(), freq)
 
 
-def _rng(seed: SeedLike) -> np.random.Generator:
+def as_generator(seed: SeedLike) -> np.random.Generator:
+    """``seed`` itself if it is a :class:`numpy.random.Generator`, else a new one from it."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 def _multinomial_chunks(freq: np.ndarray, n_boot: int, rng: np.random.Generator) -> Iterable:
     n = int(freq.sum())
     pvals = freq / n
-    step = max(1, _CACHE_MAX_CELLS // max(1, len(freq)))
+    step = max(1, BOOTSTRAP_CACHE_CELLS // max(1, len(freq)))
     for start in range(0, n_boot, step):
         yield rng.multinomial(n, pvals, size=min(step, n_boot - start)).astype(np.float64)
 
@@ -377,11 +382,16 @@ def _cached_weights(digest: bytes, freq_bytes: bytes, n_boot: int, seed: int) ->
 
 
 def _weight_chunks(freq: np.ndarray, n_boot: int, seed: SeedLike) -> Iterable[np.ndarray]:
-    if isinstance(seed, int | np.integer) and n_boot * len(freq) <= _CACHE_MAX_CELLS:
+    if isinstance(seed, int | np.integer) and n_boot * len(freq) <= BOOTSTRAP_CACHE_CELLS:
         fb = freq.tobytes()
         yield _cached_weights(hashlib.blake2b(fb).digest(), fb, int(n_boot), int(seed))
     else:
-        yield from _multinomial_chunks(freq, n_boot, _rng(seed))
+        yield from _multinomial_chunks(freq, n_boot, as_generator(seed))
+
+
+def clear_bootstrap_cache() -> None:
+    """Forget the memoised bootstrap weights (for timing runs that must start cold)."""
+    _cached_weights.cache_clear()
 
 
 def bootstrap_counts(freq: np.ndarray, n_boot: int = 1000, seed: SeedLike = 0) -> np.ndarray:
@@ -760,7 +770,7 @@ def pairwise_win_rates(
     ewr = (w1 + 0.5 * t) / n
     low = np.full(len(g), np.nan)
     high = np.full(len(g), np.nan)
-    rng = _rng(seed)
+    rng = as_generator(seed)
     for j in range(len(g)):  # loop over system pairs, not items
         freq = np.array([w1[j], w2[j], t[j]])
         keep = freq > 0
@@ -878,7 +888,7 @@ def prioritisation_check(
     order = np.argsort(-score, kind="stable")
     cum = np.cumsum(ties[order])
     total = int(ties.sum())
-    rng = _rng(seed)
+    rng = as_generator(seed)
     rows = []
     for k in percents:  # loop over the few k values
         if not 0 < k <= 100:

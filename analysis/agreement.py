@@ -29,11 +29,11 @@ import numpy as np
 import pandas as pd
 
 from analysis.aggregation import (
-    _CACHE_MAX_CELLS,
+    BOOTSTRAP_CACHE_CELLS,
     Estimate,
     LabelCounts,
     SeedLike,
-    _rng,
+    as_generator,
     as_label_counts,
     bootstrap_counts,
     bootstrap_sums,
@@ -228,7 +228,7 @@ def loo_agreement_outer(
 def _loo_random_estimate(
     lc: LabelCounts, judge: str | None, seed: SeedLike, n_boot: int, confidence: float
 ) -> Estimate:
-    rng = _rng(seed)
+    rng = as_generator(seed)
     m = lc.human.sum(axis=1)
     defined = m >= 2
     target = None
@@ -735,7 +735,7 @@ def correlation(
             parts.append(_table_correlation(t.reshape(-1, lx, ly), xl, yl, method))
         reps_arr = np.concatenate(parts)
     else:  # nearly continuous data: resample indices, one scipy call per replicate
-        rng = _rng(seed)
+        rng = as_generator(seed)
         fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
         reps_arr = np.array(
             [fn[method](xa[i], ya[i]).statistic for i in rng.integers(0, n, size=(n_boot, n))]
@@ -959,9 +959,9 @@ def stratified_agreement(
     total_valid = int(pat.freq @ valid)
     strata = [("all", valid)] + [(nm, valid & (stratum == j)) for j, nm in enumerate(names)]
     # every stratum is evaluated on the same resamples of all items
-    rng = seed if isinstance(seed, np.random.Generator) else _rng(seed)
+    rng = as_generator(seed)
     weights = None
-    if 0 < n_boot and n_boot * len(pat.freq) <= _CACHE_MAX_CELLS:
+    if 0 < n_boot and n_boot * len(pat.freq) <= BOOTSTRAP_CACHE_CELLS:
         weights = bootstrap_counts(pat.freq, n_boot, seed)
     for sname, mask in strata:  # loop over the few strata
         idx = np.flatnonzero(mask)

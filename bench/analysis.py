@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import agreement, perception  # noqa: E402
 from analysis.aggregation import (  # noqa: E402
     LabelCounts,
-    _cached_weights,
+    clear_bootstrap_cache,
     likert_summary,
     majority_vote,
 )
@@ -134,7 +134,7 @@ def time_build_report(
     prop = Property("overall", "ordinal", tuple(LABELS), title="synthetic 1..5 scale")
     times, report = [], {}
     for _ in range(repeat):
-        _cached_weights.cache_clear()
+        clear_bootstrap_cache()
         t0 = time.perf_counter()
         report = build_report(ann, [prop], judges=jud, n_boot=n_boot)
         times.append(time.perf_counter() - t0)
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             read_times.append(time.perf_counter() - t0)
     import_s = import_libraries()
     for _ in range(args.repeat):
-        _cached_weights.cache_clear()  # no resample weights carried over between runs
+        clear_bootstrap_cache()  # no resample weights carried over between runs
         t0 = time.perf_counter()
         runs.append(run_report(ann, jud, args.n_boot))
         analysis_times.append(time.perf_counter() - t0)
