@@ -1,18 +1,12 @@
 """Benchmark of the analysis core on a large synthetic Likert study.
 
-Generates 100,000 items x 10 human annotations on a 5-point scale plus one judge label per item
-(1,000,000 + 100,000 rows) into a temporary directory, times ``pandas.read_csv`` of the files,
-then times the full set of core analyses on them (encoding included, one-off imports of
-scipy/statsmodels/krippendorff excluded and reported separately), and prints both times, their
-ratio and the peak resident memory. It then times the whole study report
-(:func:`analysis.report.build_report`, every figure of the report page and API) on the same
-frames, declared as one 1..5 Likert criterion with one judge. Exits 1 if either ratio exceeds
-10 or the peak exceeds 4 GiB.
+Writes 100,000 items x 10 human labels on a 1..5 scale plus one judge label per item, times
+``pandas.read_csv`` of the files, the core analyses (one-off imports of scipy, statsmodels
+and krippendorff reported apart) and :func:`analysis.report.build_report` on the same frames,
+each the fastest of ``--repeat`` runs with the bootstrap cache cleared, and prints the times,
+their ratios and the peak resident memory. Exits 1 if a ratio exceeds 10 or the peak 4 GiB.
 
     python bench/analysis.py [--items 100000] [--annotators 10] [--n-boot 1000] [--repeat 3]
-
-The machine is shared, so each part is timed ``--repeat`` times and the fastest run is kept
-(as ``timeit`` does); the memoised bootstrap weights are cleared before every analysis run.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """One round of the budgeted protocol on a set of open system pairs (pure; no Django).
 
-Algorithm 2 of Deriu et al. (2023) alternates *allocate* (give open pairs more human
-annotations) and *decide* (Algorithm 1 on every open pair, retire the decided). This module
-is that step, shared by the live protocol (``protocol.services``) and the replay
-(``protocol.simulation``) so both run the same rules:
-
-* ``settings.paper``: the paper's fixed thresholds ``θ > 1 − γ/2`` / ``θ < γ/2`` at every
-  look and ``batch`` new annotations for every open pair;
-* otherwise the corrections beyond the paper (its Limitations section), built on a
-  prediction of each pair's decision on *all* its inputs from everything the study has seen
-  (:mod:`protocol.predictive`): a pair is decided when Algorithm 1 is significant now and the
-  same outcome is predicted on all data with probability at least a level calibrated by
-  simulation under the null (so repeated looks keep false decisions at γ), retired as
-  undecided when that outcome is predicted (futility), retired as practically equivalent
-  (ROPE), and each round's batch goes where the outcome is least settled.
-
-All counts are in annotations: a pair that has ``used`` annotations of a possible ``pool``.
+Algorithm 2 of Deriu et al. (2023) alternates *allocate* and *decide* (Algorithm 1 on every
+open pair, retire the decided). This module is that step, shared by the live protocol
+(``protocol.services``) and the replay (``protocol.simulation``): with ``settings.paper`` the
+fixed thresholds ``θ > 1 − γ/2`` / ``θ < γ/2`` and ``batch`` inputs per open pair; otherwise
+a pair is decided when Algorithm 1 is significant now and the same outcome is predicted on
+all its inputs (:mod:`protocol.predictive`) with at least the calibrated level, retired as
+futile or practically equivalent (ROPE), and each round's batch goes where the outcome is
+least settled. Counts are annotations: a pair has ``used`` of a possible ``pool``.
 """
 
 from __future__ import annotations

@@ -1,34 +1,16 @@
-"""Replay of the budgeted evaluation protocol on fully rated data (Deriu et al. 2023, Section 4-6).
+"""Replay of the budgeted protocol on fully rated data (Deriu et al. 2023, Sections 4-6).
 
-The replay treats a data set in which every input is already rated for every system pair as the
-pool of annotations that a live study *could* collect.  Each repeat draws a random order of the
-inputs of every pair; the protocol "collects" annotations in that order (Algorithm 2) and never
-looks at the rest.  Its final decisions are compared with the decision on all data (Algorithm 1
-on the whole pool, human counts only) and classified as Correct / Inversion / Omission /
-Insertion (Section 1, error types of Figure 1 and Tables 2-5); the KLD of Section 6 compares the
-protocol's posterior mean ``p_prot`` with the mode ``p_hum`` of Eq. 3 on all data.
+Every input of a data set rated for every pair is the pool a live study *could* collect. Each
+repeat draws a random order of every pair's inputs; the protocol (``paper=True``: Algorithm 2
+as published; default: the corrections of :class:`protocol.settings.ProtocolSettings`)
+collects in that order and never sees the rest. Its decisions are classified against
+Algorithm 1 on the whole pool as Correct / Inversion / Omission / Insertion (Tables 2-5);
+the KLD of Section 6 compares its posterior mean with the mode of Eq. 3 on all data.
+``budget`` < 1 is a fraction of the pool, > 1 annotations; an optional simulated metric with
+mixture matrix ``mu`` (Appendix E) labels every input from column ``mu[:, true label]``.
 
-Two protocols:
-
-* ``paper=True`` - Algorithm 2 as published: ``N`` new human annotations per undecided pair per
-  round, Algorithm 1 with the fixed ``gamma`` after every round, until the budget is spent or
-  every pair is decided;
-* the default - the same loop with the corrections of :class:`ProtocolSettings`: every pair
-  stops once its decision on all its inputs is predicted (:mod:`protocol.predictive`: its own
-  labels and metric ratings, pooled across pairs), at a level calibrated under the null; a
-  region of practical equivalence; adaptive allocation of each round's batch.
-
-Budget: by default the budget is the whole pool (the paper's setting: the protocol may use up to
-every rated input of every pair); ``budget`` < 1 is a fraction of the pool, > 1 an absolute
-number of annotations.  A pair whose own pool is exhausted cannot receive more annotations and
-ends undecided unless its last look decided it.
-
-Optionally a simulated metric with a fixed mixture matrix ``mu`` (Appendix E): for every input of
-every pair a metric label is drawn from column ``mu[:, true label]``; inputs not yet annotated by
-humans then enter Algorithm 1 as metric-only counts.
-
-The module is pure (numpy / pandas); :func:`build_parser` and :func:`run_from_args` are shared
-with the Django ``replay`` management command.
+Pure (numpy / pandas); :func:`build_parser` and :func:`run_from_args` are shared with the
+``replay`` management command (``docs/protocol.md``, "Replay").
 """
 
 from __future__ import annotations
