@@ -1,46 +1,17 @@
 """Aggregation of crowd labels, the shared data model and the item bootstrap.
 
-Input convention
-----------------
-Human annotations are a long (tidy) :class:`pandas.DataFrame` with one row per annotation and
-the columns
+Human labels are a long frame, one row per annotation: ``item`` (any hashable id),
+``annotator`` and ``label`` (numbers for Likert data; ``"A"``, ``"B"``, ``"tie"``,
+``"both_good"``, ``"both_bad"`` for preferences, :data:`PAIRWISE_LABELS`). Judge labels have
+``item``, ``judge`` (default ``"judge"``) and ``label``. Missing labels are dropped; a label
+outside the declared ``labels=`` raises :class:`ValueError`. Every statistic is a function
+of the per-item label counts (:class:`LabelCounts`), returned as an :class:`Estimate` whose
+``reason`` says why a value is undefined (never a bare NaN).
 
-* ``item`` -- any hashable id of the rated unit (an output, or a pair of outputs);
-* ``annotator`` -- any hashable id of the person (needed only by :func:`pivot_labels` and
-  :func:`position_bias`);
-* ``label`` -- the label. Likert data use numbers (e.g. 1..5); pairwise preferences use
-  ``"A"``, ``"B"``, ``"tie"``, ``"both_good"`` or ``"both_bad"`` (:data:`PAIRWISE_LABELS`).
-
-Judge (machine) labels are a frame with the columns ``item``, ``judge`` and ``label``; a judge may
-give one label per item or several samples per item. A frame without a ``judge`` column is read as
-a single judge called ``"judge"``. Rows whose label is missing are dropped (a missing label is an
-annotation that was not made). Judge rows for items no human rated are ignored, since nothing can
-be compared with them.
-
-The label set is declared with ``labels=`` (ordered, for ordinal data: ``labels=[1, 2, 3, 4, 5]``).
-A label outside the declared set raises :class:`ValueError`. Without a declaration the observed
-labels are used, sorted. Chance-corrected coefficients that depend on the number of categories
-(Randolph's kappa) count the declared set, not the observed one.
-
-Every statistic is a function of the per-item label counts, so the frames are first reduced to a
-:class:`LabelCounts` (items x labels count matrices for the humans and for each judge). Build it
-once with :meth:`LabelCounts.from_frames` and pass it instead of the frames to avoid re-encoding a
-large file for every statistic; all public functions accept either.
-
-Undefined values
-----------------
-Statistics are returned as :class:`Estimate` objects: ``value`` is ``None`` when the statistic is
-undefined and ``reason`` then says why (never a bare NaN).
-
-Bootstrap
----------
-Confidence intervals are percentile intervals of a nonparametric bootstrap over items (Efron &
-Tibshirani 1993, ch. 13). Because a statistic depends on an item only through its counts, items
-with equal counts are interchangeable: resampling ``n`` items with replacement is the same as
-drawing a multinomial count for each distinct count pattern. :func:`bootstrap_sums` therefore
-draws ``Multinomial(n, freq / n)`` weights over the patterns and reduces per-pattern sufficient
-statistics with a matrix product, which is exact and costs ``O(n_boot x patterns)`` rather than
-``O(n_boot x items)``.
+Intervals are percentile bootstraps over items (Efron & Tibshirani 1993, ch. 13). Items with
+equal counts are interchangeable, so a resample is a ``Multinomial(n, freq / n)`` draw over the
+distinct count patterns and a statistic's sums are a matrix product (:func:`bootstrap_sums`):
+exact, at ``O(n_boot × patterns)``. Users' view: ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -55,14 +26,17 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "BOOTSTRAP_CACHE_CELLS",
     "PAIRWISE_LABELS",
     "Estimate",
     "LabelCounts",
     "Patterns",
+    "as_generator",
     "as_label_counts",
     "find_patterns",
     "bootstrap_counts",
     "bootstrap_sums",
+    "clear_bootstrap_cache",
     "estimate_from_sums",
     "likert_summary",
     "majority_vote",
@@ -80,7 +54,8 @@ PAIRWISE_LABELS: tuple[str, ...] = ("A", "B", "tie", "both_good", "both_bad")
 
 SeedLike = int | np.random.Generator | None
 
-_CACHE_MAX_CELLS = 10_000_000  # bootstrap weight matrices up to this size are memoised
+BOOTSTRAP_CACHE_CELLS = 10_000_000
+"""Bootstrap weight matrices of at most this many cells are memoised (integer seeds only)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,14 +331,15 @@ def find_patterns(matrix: np.ndarray) -> Patterns:
     return Patterns(rows, inverse.ravel(), freq)
 
 
-def _rng(seed: SeedLike) -> np.random.Generator:
+def as_generator(seed: SeedLike) -> np.random.Generator:
+    """``seed`` itself if it is a :class:`numpy.random.Generator`, else a new one from it."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 def _multinomial_chunks(freq: np.ndarray, n_boot: int, rng: np.random.Generator) -> Iterable:
     n = int(freq.sum())
     pvals = freq / n
-    step = max(1, _CACHE_MAX_CELLS // max(1, len(freq)))
+    step = max(1, BOOTSTRAP_CACHE_CELLS // max(1, len(freq)))
     for start in range(0, n_boot, step):
         yield rng.multinomial(n, pvals, size=min(step, n_boot - start)).astype(np.float64)
 
@@ -377,11 +353,16 @@ def _cached_weights(digest: bytes, freq_bytes: bytes, n_boot: int, seed: int) ->
 
 
 def _weight_chunks(freq: np.ndarray, n_boot: int, seed: SeedLike) -> Iterable[np.ndarray]:
-    if isinstance(seed, int | np.integer) and n_boot * len(freq) <= _CACHE_MAX_CELLS:
+    if isinstance(seed, int | np.integer) and n_boot * len(freq) <= BOOTSTRAP_CACHE_CELLS:
         fb = freq.tobytes()
         yield _cached_weights(hashlib.blake2b(fb).digest(), fb, int(n_boot), int(seed))
     else:
-        yield from _multinomial_chunks(freq, n_boot, _rng(seed))
+        yield from _multinomial_chunks(freq, n_boot, as_generator(seed))
+
+
+def clear_bootstrap_cache() -> None:
+    """Forget the memoised bootstrap weights (for timing runs that must start cold)."""
+    _cached_weights.cache_clear()
 
 
 def bootstrap_counts(freq: np.ndarray, n_boot: int = 1000, seed: SeedLike = 0) -> np.ndarray:
@@ -403,21 +384,10 @@ def bootstrap_sums(
 ) -> np.ndarray:
     """Column sums of per-item statistics over ``n_boot`` bootstrap resamples of the items.
 
-    Parameters
-    ----------
-    values:
-        ``(P, m)`` per-pattern sufficient statistics (one row per distinct item pattern).
-    freq:
-        ``(P,)`` number of items with each pattern; the resample size is ``freq.sum()``.
-    n_boot:
-        Number of resamples.
-    seed:
-        Seed or generator; see :func:`bootstrap_counts`.
-
-    Returns
-    -------
-    ``(n_boot, m)`` array: row ``b`` is ``sum_i values[pattern(i)]`` over resample ``b``, i.e.
-    ``bootstrap_counts(freq) @ values`` computed in bounded-memory chunks.
+    ``values``: ``(P, m)`` sufficient statistics per distinct item pattern; ``freq``: ``(P,)``
+    items per pattern (the resample size is ``freq.sum()``); ``seed`` as in
+    :func:`bootstrap_counts`. Returns ``(n_boot, m)``: ``bootstrap_counts(freq) @ values``,
+    computed in bounded-memory chunks.
     """
     values = np.asarray(values, dtype=np.float64)
     freq = np.asarray(freq, dtype=np.int64)
@@ -719,19 +689,11 @@ def pairwise_win_rates(
 ) -> pd.DataFrame:
     """Win, tie and expected win rates per system pair (HREF Section 3 "Expected Win Rate").
 
-    Parameters
-    ----------
-    outcomes:
-        Per-item outcomes with columns ``item`` and ``outcome`` in {"A", "B", "tie"} (e.g. the
-        output of :func:`soft_vote`, or judge labels).
-    pairs:
-        Columns ``item``, ``system_a`` and ``system_b``: which system was shown as A and as B.
-        Since positions are randomised, each pair is reported in a canonical orientation
-        (``system_1`` < ``system_2``) with outcomes flipped where needed.
-
-    Returns one row per pair: ``system_1``, ``system_2``, ``n_items``, ``wins_1``, ``wins_2``,
-    ``ties``, ``win_rate`` (of system 1), ``loss_rate``, ``tie_rate`` and
-    ``expected_win_rate`` = (wins + ½ ties) / n with its bootstrap interval over items
+    ``outcomes``: ``item``, ``outcome`` in {"A", "B", "tie"} (e.g. :func:`soft_vote`'s output);
+    ``pairs``: ``item``, ``system_a``, ``system_b``. Each pair is reported in a canonical
+    orientation (``system_1`` < ``system_2``), outcomes flipped where needed. One row per pair:
+    ``n_items``, ``wins_1``, ``wins_2``, ``ties``, ``win_rate``, ``loss_rate``, ``tie_rate`` and
+    ``expected_win_rate`` = (wins + ½ ties) / n with its bootstrap interval
     (``expected_win_rate_low``/``_high``).
     """
     merged = outcomes[["item", "outcome"]].merge(
@@ -760,7 +722,7 @@ def pairwise_win_rates(
     ewr = (w1 + 0.5 * t) / n
     low = np.full(len(g), np.nan)
     high = np.full(len(g), np.nan)
-    rng = _rng(seed)
+    rng = as_generator(seed)
     for j in range(len(g)):  # loop over system pairs, not items
         freq = np.array([w1[j], w2[j], t[j]])
         keep = freq > 0
@@ -878,7 +840,7 @@ def prioritisation_check(
     order = np.argsort(-score, kind="stable")
     cum = np.cumsum(ties[order])
     total = int(ties.sum())
-    rng = _rng(seed)
+    rng = as_generator(seed)
     rows = []
     for k in percents:  # loop over the few k values
         if not 0 < k <= 100:

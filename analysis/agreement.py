@@ -2,21 +2,13 @@
 
 Human-human: leave-one-out agreement (HREF), percentage agreement (Beyond Correlation A.4),
 Krippendorff's alpha, Fleiss' and Randolph's kappa. Human-machine: leave-one-out agreement of a
-judge, agreement and Cohen's kappa with the human majority, rank and linear correlations with the
-human median or mean, and all of these stratified by human uncertainty (Beyond Correlation 3.1).
+judge, agreement and Cohen's kappa with the human majority, rank and linear correlations with
+the human median or mean, all also stratified by human uncertainty (Beyond Correlation 3.1).
+Every estimate carries a percentile bootstrap interval over items (:mod:`analysis.aggregation`).
 
-Every estimate carries a percentile bootstrap interval over items (see
-:mod:`analysis.aggregation`, which also documents the input frames). Statistics are computed from
-per-item sufficient statistics, so the bootstrap is a matrix product over distinct item patterns.
-
-Single labels from several votes
---------------------------------
-Where a comparison needs one label per item (the human majority H^w, the machine majority M^w,
-the human median for ordinal data, a single random human H'), ties are not broken at random.
-The item instead contributes a fractional vote, uniform over the tied modes (or ½/½ for a
-median half-way between two labels; ``C/n`` for a random human). Agreement then equals its
-expectation over a uniform random tie-break, and coefficients are computed from the expected
-coincidence / confusion matrix, which makes every figure deterministic.
+Where one label per item is needed (majorities H^w and M^w, the human median, one random human
+H'), ties are not broken at random: the item casts a fractional vote over the tied labels, so
+agreement equals its expectation over a uniform tie-break and every figure is deterministic.
 """
 
 from __future__ import annotations
@@ -29,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from analysis.aggregation import (
-    _CACHE_MAX_CELLS,
+    BOOTSTRAP_CACHE_CELLS,
     Estimate,
     LabelCounts,
     SeedLike,
-    _rng,
+    as_generator,
     as_label_counts,
     bootstrap_counts,
     bootstrap_sums,
@@ -228,7 +220,7 @@ def loo_agreement_outer(
 def _loo_random_estimate(
     lc: LabelCounts, judge: str | None, seed: SeedLike, n_boot: int, confidence: float
 ) -> Estimate:
-    rng = _rng(seed)
+    rng = as_generator(seed)
     m = lc.human.sum(axis=1)
     defined = m >= 2
     target = None
@@ -735,7 +727,7 @@ def correlation(
             parts.append(_table_correlation(t.reshape(-1, lx, ly), xl, yl, method))
         reps_arr = np.concatenate(parts)
     else:  # nearly continuous data: resample indices, one scipy call per replicate
-        rng = _rng(seed)
+        rng = as_generator(seed)
         fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
         reps_arr = np.array(
             [fn[method](xa[i], ya[i]).statistic for i in rng.integers(0, n, size=(n_boot, n))]
@@ -890,19 +882,13 @@ def stratified_agreement(
 ) -> pd.DataFrame:
     """Human-human vs human-machine agreement per stratum of human uncertainty.
 
-    Items with at least two human labels and a judge label are stratified by percentage
-    agreement (``by="percentage_agreement"``: ``PA = 1``, then ``[e_j, e_j+1)`` down to
-    ``PA < e_0`` for ``edges``; PA is Eq. 3 of A.4 for nominal data and the share of the median
-    label for ordinal data) or by the number of distinct human labels (``"n_unique"``), plus an
-    ``all`` stratum (Beyond Correlation, Section 3.1).
-
-    For each stratum and metric the columns give ``hh`` (among the humans), ``hm`` (human
-    majority -- the median for ordinal data -- vs machine majority, H^w M^w; for ``jsd_b`` all
-    human vs all machine labels), ``h1m`` (one random human vs machine majority, H' M^w) and
-    ``delta = hh - hm``, each with a bootstrap interval (``*_low``, ``*_high``) from the same
-    resamples, so the interval of ``delta`` is valid. Metrics: Krippendorff's alpha (at
-    ``level``), percentage agreement, Fleiss' and Randolph's kappa and JS_b (``hm`` only).
-    ``reason`` explains missing values. One row per (stratum, metric).
+    Items with two or more human labels and a judge label are stratified by percentage agreement
+    (``by="percentage_agreement"``: ``PA = 1``, then ``[e_j, e_j+1)`` for ``edges``; Eq. 3 of A.4,
+    or the share of the median label for ordinal data) or by the number of distinct human labels
+    (``"n_unique"``), plus ``all`` (Beyond Correlation, Section 3.1). One row per (stratum,
+    metric): ``hh``, ``hm`` (H^w M^w; for ``jsd_b`` all labels), ``h1m`` (H' M^w) and
+    ``delta = hh - hm``, each with intervals from the same resamples; ``reason`` for gaps.
+    Metrics: alpha at ``level``, percentage agreement, Fleiss' and Randolph's kappa, JS_b.
     """
     lc = as_label_counts(data, judges, labels)
     name, _ = lc.judge_counts(judge)
@@ -959,9 +945,9 @@ def stratified_agreement(
     total_valid = int(pat.freq @ valid)
     strata = [("all", valid)] + [(nm, valid & (stratum == j)) for j, nm in enumerate(names)]
     # every stratum is evaluated on the same resamples of all items
-    rng = seed if isinstance(seed, np.random.Generator) else _rng(seed)
+    rng = as_generator(seed)
     weights = None
-    if 0 < n_boot and n_boot * len(pat.freq) <= _CACHE_MAX_CELLS:
+    if 0 < n_boot and n_boot * len(pat.freq) <= BOOTSTRAP_CACHE_CELLS:
         weights = bootstrap_counts(pat.freq, n_boot, seed)
     for sname, mask in strata:  # loop over the few strata
         idx = np.flatnonzero(mask)

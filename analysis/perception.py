@@ -1,26 +1,14 @@
 """Binned Jensen-Shannon divergence and perception-chart data (Elangovan et al. 2025).
 
-Items are binned by their human labels -- the median for ordinal data, the most frequent label
-for nominal data -- and within a bin all human labels and all machine labels are pooled into two
-distributions over the label set (Beyond Correlation, Section 3.2, Eq. 1). The binned JSD weighs
-the Jensen-Shannon value of each bin by the bin's share of items (Eq. 2); the perception charts
-(Section 3.3) show the same pooled distributions bin by bin.
+Items are binned by their human labels (the median for ordinal data, the mode for nominal
+data); within a bin all human and all machine labels are pooled into two distributions
+(Beyond Correlation, Section 3.2, Eq. 1). JS_b weighs each bin's Jensen-Shannon divergence
+by its share of items (Eq. 2); the perception charts (Section 3.3) show the same distributions.
 
-Ambiguous bins
---------------
-An ordinal item belongs to the bin of its median value, the mean of the lower and upper median
-rating, as ``statistics.median`` gives it: [2, 4] has median 3 and goes to bin 3. With an even
-number of ratings the median can fall between two labels ([2, 3] -> 2.5), and a nominal item can
-have several most frequent labels. ``ties`` decides where such an item goes:
-
-* ``"split"`` (default): the item counts ½ in each of the two neighbouring label bins (or 1/t
-  in each of t tied modes) and contributes its labels with that weight; no item is lost and the
-  result does not depend on the order of the annotations.
-* ``"own_bin"`` (ordinal only): such medians get their own bin, e.g. ``2.5``.
-* ``"drop"``: the item joins no bin but still counts in ``n``, which is what the reference code
-  (Appendix A.7) does with a median that is not a label.
-
-See :mod:`analysis.aggregation` for the input frames.
+An item between bins (median 2.5 of [2, 3], or several modes) goes by ``ties``: ``"split"``
+(default) counts it ½ (1/t) in each neighbouring bin, order-independent; ``"own_bin"``
+(ordinal) gives it bin ``2.5``; ``"drop"`` keeps it only in ``n``, as the reference code
+(Appendix A.7) does. Input frames: :mod:`analysis.aggregation`.
 """
 
 from __future__ import annotations

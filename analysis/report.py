@@ -1,42 +1,16 @@
 """The study report: every figure of the analysis core, for every judged property, as one
 JSON-serialisable dict (pure: no Django, no I/O).
 
-Input frames
-------------
-``annotations`` -- one row per human label of one property (a Likert annotation with two
-criteria is two rows):
+``annotations``: one row per human label of one property, with ``item``, ``annotator``,
+``label`` and optionally ``property``, ``flagged`` (left out unless ``include_flagged``),
+``is_gold`` (always left out), ``raw`` and ``source`` (for the position-bias check) and
+``annotation``. ``items`` (optional): ``item``, ``input_id``, ``system_a``, ``system_b``,
+``priority``. ``judges`` (optional): ``item``, ``judge``, ``label``, ``property``.
 
-* ``item``, ``annotator``, ``label`` (required; see :mod:`analysis.aggregation`);
-* ``property`` -- the property the label answers (optional when there is only one property);
-* ``flagged`` -- the label's worker was blocked after gold checks (optional, default false);
-  flagged labels are left out unless ``include_flagged=True``, and counted either way;
-* ``is_gold`` -- the item is a gold check (optional); gold labels are always left out;
-* ``raw`` -- the answer in display order (``left``/``right``/``tie``/...) for labels collected
-  on the platform; ``source`` -- ``platform`` or ``import`` (both optional, used by the
-  position-bias check);
-* ``annotation`` -- the annotation id (optional; excluded labels are counted per annotation
-  when it is present, else per row).
-
-``items`` (optional) -- one row per item: ``item``, ``input_id``, ``system_a``, ``system_b``
-(missing for a Likert item, whose output is ``system_a``'s) and ``priority`` (the input's
-priority score, optional).
-
-``judges`` (optional) -- ``item``, ``judge``, ``label`` and ``property``, labels in the
-orientation of the item (see :func:`analysis.loaders.attach_judges`).
-
-Properties
-----------
-A :class:`Property` declares what one label answers: a pairwise preference (labels ``A``,
-``B``, ``tie``, ``both_good``, ``both_bad`` in system order), an ordinal Likert criterion
-(numeric labels) or a categorical criterion. Its kind fixes the level of Krippendorff's alpha
-(Krippendorff 2011): nominal for pairwise and categorical labels, ordinal for Likert and
-graded scales, interval in addition on request.
-
-Output
-------
-:func:`build_report` returns plain dicts, lists, strings, numbers, booleans and ``None``.
-A statistic is ``{"value", "low", "high", "n", "n_boot", "reason"}``: ``value`` is ``None``
-exactly when the statistic is undefined, and ``reason`` then says why (never a NaN).
+A :class:`Property` fixes the label set and the level of Krippendorff's alpha (Krippendorff
+2011): nominal for pairwise and categorical labels, ordinal for Likert scales. A statistic
+is ``{"value", "low", "high", "n", "n_boot", "reason"}``; ``value`` is ``None`` exactly when
+it is undefined, and ``reason`` says why. Users' view: ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -75,23 +49,11 @@ _KINDS = ("pairwise", "ordinal", "categorical")
 class Property:
     """One judged property: what a label answers and which labels it may take.
 
-    Attributes
-    ----------
-    name:
-        Key in the ``property`` column of the frames (a criterion name, or ``preference``).
-    kind:
-        ``"pairwise"`` (preference in system order), ``"ordinal"`` (Likert, graded) or
-        ``"categorical"``.
-    labels:
-        The declared label set in order (for ordinal data: increasing numbers). Chance
-        agreement of Randolph's kappa counts this set.
-    title:
-        The question as workers saw it, for display.
-    labels_inferred:
-        The label set was read from the data, not declared by the study (a label export
-        does not carry the scale); shown as a note in the report.
-    label_map:
-        Raw label -> label (e.g. Judge-Bench ``model_a`` -> ``A``), applied to judge labels.
+    ``name``: the key in the frames' ``property`` column; ``kind``: ``"pairwise"`` (preference
+    in system order), ``"ordinal"`` or ``"categorical"``; ``labels``: the declared label set in
+    order (Randolph's kappa counts it); ``title``: the question workers saw;
+    ``labels_inferred``: the set was read from the data (noted in the report); ``label_map``:
+    raw label -> label for judge labels (e.g. Judge-Bench ``model_a`` -> ``A``).
     """
 
     name: str
@@ -206,24 +168,13 @@ def build_report(
     source: str = "",
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Build the study report (see the module docstring for the frames and the output).
+    """Build the study report (the module docstring gives the frames and the output).
 
-    Parameters
-    ----------
-    threshold:
-        Soft-vote tie threshold on ``|p_A - p_B|`` (ORA Section 3.4; 0.1 between model
-        families, 0.2 within one).
-    include_flagged:
-        Keep labels of workers blocked after gold checks (they are counted either way).
-    n_boot:
-        Bootstrap resamples over items for every interval (0: no intervals); also the number
-        of random orders of the prioritisation check.
-    seed:
-        Seed of the bootstrap; every statistic of a property uses the same resamples.
-    interval:
-        Also report Krippendorff's alpha at the interval level for numeric properties.
-
-    Returns the report as a JSON-serialisable dict (``schema``: :data:`REPORT_SCHEMA`).
+    ``threshold``: soft-vote tie threshold on ``|p_A - p_B|`` (ORA Section 3.4; 0.1 between
+    model families, 0.2 within one); ``include_flagged``: keep labels of blocked workers;
+    ``n_boot``: bootstrap resamples per interval (0: none), also the random orders of the
+    prioritisation check; ``seed``: one set of resamples per property; ``interval``: also
+    alpha at the interval level. Returns a JSON-serialisable dict (:data:`REPORT_SCHEMA`).
     """
     started = time.perf_counter()
     if not 0 <= threshold <= 1:

@@ -1,20 +1,13 @@
 """Simulated crowdworkers: they enter a study and answer through the same services the worker
 pages call (``participation_enter``, the qualification test, ``task_next``/``task_answer``),
-so every rule of the platform (leases, redundancy, gold checks, blocking, the adaptive
-protocol's rounds and budget) applies to them as to people.
+so every rule of the platform (leases, redundancy, gold checks, blocking, rounds, budget)
+applies to them as to people.
 
-What a simulated worker believes is the truth, per item, first found of:
-
-1. ``Input.metadata["truth"]``: an object system → quality (higher is better). Pairwise: the
-   better system wins, equal qualities are a tie. Likert: the qualities of the input's
-   systems are mapped linearly onto each criterion's scale.
-2. The item's known answer (``expected_answer``: a per-input ``gold`` or a Judge-Bench
-   ``majority_human``), for a pairwise item.
-3. Nothing: the worker answers at random.
-
-Each worker has an accuracy drawn once (uniform between ``ACCURACY``): the chance of naming
-the truly better output; otherwise they name the other one. Likert ratings get Gaussian noise
-of ``LIKERT_NOISE`` scale points. Everything is drawn from one seed.
+The truth of an item is, first found: ``Input.metadata["truth"]`` (system → quality, higher
+is better; for Likert mapped linearly onto each scale); the item's known answer (a ``gold``
+or Judge-Bench ``majority_human``); else none, and the worker answers at random. Each worker
+names the truly better output with an accuracy drawn once from ``ACCURACY``; Likert ratings
+get Gaussian noise of ``LIKERT_NOISE`` points. Everything is drawn from one seed.
 """
 
 from __future__ import annotations

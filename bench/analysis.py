@@ -1,18 +1,12 @@
 """Benchmark of the analysis core on a large synthetic Likert study.
 
-Generates 100,000 items x 10 human annotations on a 5-point scale plus one judge label per item
-(1,000,000 + 100,000 rows) into a temporary directory, times ``pandas.read_csv`` of the files,
-then times the full set of core analyses on them (encoding included, one-off imports of
-scipy/statsmodels/krippendorff excluded and reported separately), and prints both times, their
-ratio and the peak resident memory. It then times the whole study report
-(:func:`analysis.report.build_report`, every figure of the report page and API) on the same
-frames, declared as one 1..5 Likert criterion with one judge. Exits 1 if either ratio exceeds
-10 or the peak exceeds 4 GiB.
+Writes 100,000 items x 10 human labels on a 1..5 scale plus one judge label per item, times
+``pandas.read_csv`` of the files, the core analyses (one-off imports of scipy, statsmodels
+and krippendorff reported apart) and :func:`analysis.report.build_report` on the same frames,
+each the fastest of ``--repeat`` runs with the bootstrap cache cleared, and prints the times,
+their ratios and the peak resident memory. Exits 1 if a ratio exceeds 10 or the peak 4 GiB.
 
     python bench/analysis.py [--items 100000] [--annotators 10] [--n-boot 1000] [--repeat 3]
-
-The machine is shared, so each part is timed ``--repeat`` times and the fastest run is kept
-(as ``timeit`` does); the memoised bootstrap weights are cleared before every analysis run.
 """
 
 from __future__ import annotations
@@ -32,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from analysis import agreement, perception  # noqa: E402
 from analysis.aggregation import (  # noqa: E402
     LabelCounts,
-    _cached_weights,
+    clear_bootstrap_cache,
     likert_summary,
     majority_vote,
 )
@@ -134,7 +128,7 @@ def time_build_report(
     prop = Property("overall", "ordinal", tuple(LABELS), title="synthetic 1..5 scale")
     times, report = [], {}
     for _ in range(repeat):
-        _cached_weights.cache_clear()
+        clear_bootstrap_cache()
         t0 = time.perf_counter()
         report = build_report(ann, [prop], judges=jud, n_boot=n_boot)
         times.append(time.perf_counter() - t0)
@@ -164,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             read_times.append(time.perf_counter() - t0)
     import_s = import_libraries()
     for _ in range(args.repeat):
-        _cached_weights.cache_clear()  # no resample weights carried over between runs
+        clear_bootstrap_cache()  # no resample weights carried over between runs
         t0 = time.perf_counter()
         runs.append(run_report(ann, jud, args.n_boot))
         analysis_times.append(time.perf_counter() - t0)

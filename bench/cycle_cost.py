@@ -1,26 +1,15 @@
 """Per-request cost of the worker cycle: CPU of the web code and of the database, SQL
 statements, one request at a time, in process.
 
-The load bench (``bench/load.py``) measures throughput, which depends on everything else
-the machine does. This one measures what a request *costs*, which does not: the same
-study as the load bench (an adaptive pairwise study, 8 systems, redundancy 3), the
-production WSGI application (``config.wsgi``: every middleware, CSRF, throttles, the
-signed worker cookie, template rendering) called directly with a WSGI environ, ``--workers``
-simulated workers taking turns (enter, then answer and get the next task, parsing the
-assignment and CSRF tokens from each page like a browser), and the trivial authenticated
-endpoint ``GET /api/studies/`` with a token for comparison. Per request kind it reports
-the median and mean CPU time of the web thread, the database's CPU time (the PostgreSQL
-backend process of this connection, from /proc; SQLite runs inside the web thread), the
-statements run and the median wall time (which, unlike CPU time, includes waiting for the
-disk and for the database).
+The load bench's study (adaptive pairwise, 8 systems, redundancy 3) through the production
+WSGI application (every middleware, CSRF, throttles, the signed cookie, templates),
+``--workers`` simulated workers taking turns, and the trivial ``GET /api/studies/`` for
+comparison. Per request kind: median and mean CPU of the web thread and of the PostgreSQL
+backend (from /proc; SQLite runs in the web thread), statements and median wall time.
+PostgreSQL (default: private cluster, fsync on, Redis) decides no round (no Celery worker);
+``--sqlite`` is the embedded default. ``--profile FILE`` writes a cProfile of the answers.
 
     python bench/cycle_cost.py [--sqlite] [--cycles 1000] [--profile FILE]
-
-PostgreSQL (default) runs a private cluster with fsync on and Redis for the throttle
-counters, as in production; no Celery worker is started, so rounds are closed but not
-decided (the study has work enough for the run). ``--sqlite`` is the embedded default
-(a SQLite file, local-memory cache, eager Celery). ``--profile FILE`` writes a cProfile of
-the answer requests (POST) to FILE and prints the top functions. Never part of the test run.
 """
 
 from __future__ import annotations

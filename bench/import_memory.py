@@ -1,18 +1,12 @@
 """Import memory benchmark: peak resident memory of one large study import.
 
-Generates a valid study file of about ``--mb`` MiB (``--format`` jsonl, csv or judgebench:
-pairwise, three systems, ~1 KiB outputs; the Judge-Bench file also carries two human labels
-per instance) in a temporary directory, migrates a fresh SQLite database there
-(``--database-url`` for PostgreSQL: it must be empty), and imports the file in a fresh
-subprocess. ``--via api`` (the default) posts it as ``multipart/form-data`` to
-``POST /api/studies/import/`` through Django's WSGI handler, the body streamed from disk as a
-web server would (Django's upload handler spools it to a temporary file, as under gunicorn);
-``--via file`` calls ``services.study_import`` on the open file (the CLI and the admin
-form). The child measures ``ru_maxrss`` after Django setup (the baseline) and after the
-import, and prints the peak above the baseline, its ratio to the file size and the time
-(wall clock and CPU of the importing process).
-The target (issue 15): at most 2x the file size. Exit status 1 when the import fails or
-the target is missed. Never part of the test run.
+Writes a valid study file of about ``--mb`` MiB (``--format`` jsonl, csv or judgebench;
+pairwise, three systems, ~1 KiB outputs), migrates a fresh SQLite database
+(``--database-url``: an empty PostgreSQL one) and imports the file in a fresh subprocess:
+``--via api`` (default) as a multipart upload to ``POST /api/studies/import/`` through
+Django's WSGI handler, ``--via file`` with ``services.study_import`` (the CLI and the admin).
+Prints the peak above the baseline after Django setup, its ratio to the file size and the
+time. Exit status 1 when the import fails or the ratio exceeds 2.
 
     python bench/import_memory.py [--mb 200] [--format jsonl|csv|judgebench] [--via api|file]
 """

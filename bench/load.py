@@ -1,44 +1,16 @@
 """Load benchmark: simulated crowdworkers annotate an adaptive pairwise study over HTTP.
 
-Everything runs on loopback in a temporary directory and is stopped afterwards (also on
-Ctrl-C, SIGTERM or an error): a private PostgreSQL cluster and a Redis server on free
-ports, the migrated schema, an adaptive pairwise study (open links, redundancy 3, no gold
-checks, one clearly better system and a field of equals) sized so that rounds close and
-open during the run without the study running out of work, ``gunicorn config.wsgi`` and
-one Celery worker process (solo pool). Then ``--workers`` simulated crowdworkers (asyncio,
-one HTTP connection and cookie jar each) run the full cycle: enter through
-``/w/<study>/?worker=<id>``, ``GET /task/`` (parse the hidden assignment token and the
-CSRF token), ``POST`` the answer, which is answered with the next task page, so every
-further cycle is one request; a worker sent to the end page (nothing to do while a round
-is completed and decided gets a waiting page, the end page once the study is over) looks
-again or re-enters after about ``--reenter`` seconds. The
-first ``--warmup`` seconds (every worker enters) are not measured, then ``--seconds`` are.
-A second phase at the same concurrency times a trivial authenticated endpoint
-(``GET /api/studies/`` with a token) on the same server, for the ratio. CPU use per
-service, of this load generator and of the whole machine is sampled from /proc.
-
-Afterwards the database is checked: every submit the client saw succeed is exactly one
-annotation, one annotation per assignment, no (item, worker) twice and no token served to
-two workers, no item above its redundancy, the budget ledger holds, every round decided
-once, no HTTP error. The exit status is 1 when a check fails (the throughput and ratio
-targets are reported, not enforced).
+On loopback in a temporary directory (all stopped afterwards, also on a signal or an error):
+a private PostgreSQL cluster and Redis, an adaptive pairwise study whose rounds close and
+open during the run, ``gunicorn config.wsgi`` (6 sync workers) and one Celery worker. Then
+``--workers`` asyncio workers run the cycle (enter, ``GET /task/``, ``POST`` the answer,
+answered with the next task) for ``--seconds`` after ``--warmup``; a second phase times the
+trivial ``GET /api/studies/`` at the same concurrency, for the ratio. Afterwards the database
+is checked (every submit stored once, no item above its redundancy, the budget ledger holds,
+every round decided once, no HTTP error; exit 1 otherwise). ``--sqlite``: the embedded
+default (3 workers, eager Celery); ``--profile DIR``: cProfile and SQL per request kind.
 
     python bench/load.py [--seconds 180] [--workers 200] [--sqlite] [--profile DIR]
-
-Web server: sync workers (6; ``--worker-class gthread --threads N`` to compare). The
-cycle is CPU-bound Python on a 2-core machine, but every answer also waits for its commit
-to reach the disk (fsync on): three single-threaded processes per core keep both cores
-busy through those waits, without the GIL hand-offs of threads (measured: 96 cycles/s
-with 6 workers while other work took a third of a core; 4 gthread workers of 2 threads
-left 60 of the 200% of CPU idle during the load). ``--sqlite`` runs the same against the
-embedded default: a SQLite file (write-ahead log, every commit synced), eager
-Celery (a round's decision runs inside the request that completes it), no Redis, three
-sync gunicorn workers: SQLite has one writer at a time, but one worker's commit (5 ms of
-sync here) overlaps the others' rendering and parsing (one worker: 43 cycles/s, idle a
-third of the time waiting for the disk). ``--profile DIR`` profiles every
-request in the gunicorn workers with cProfile, counts SQL queries and CPU per request
-kind and (PostgreSQL) collects ``pg_stat_statements``; the report goes to
-``DIR/report.txt``. Never part of the test run.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from annotator.models import Study, System
 
 class ProtocolConfig(models.Model):
     """How an adaptive study decides (Deriu et al. 2023, Algorithms 1-2, and the corrections
-    beyond the paper; see ``protocol.simulation.ProtocolSettings``) and its budget ledger."""
+    beyond the paper; see ``protocol.settings.ProtocolSettings``) and its budget ledger."""
 
     class Allocation(models.TextChoices):
         UNIFORM = "uniform", "N inputs for every open pair (the paper)"

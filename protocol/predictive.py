@@ -1,45 +1,18 @@
 """What the decision on all of a pair's inputs will be, predicted from everything seen so far.
 
-Beyond the paper (Deriu et al. 2023, "Limitations"). Algorithm 2 tests every open pair with
-the fixed level γ after every batch, so a pair without a real difference has many chances to
-look significant by accident: insertion errors against the decision on all data are the
-protocol's most common error. The replay (Tables 3 and 5) scores a protocol against exactly
-that decision — Algorithm 1 on every input of the pair — and a live study wants the same: the
-answer it would have got by annotating everything, for a fraction of the cost.
+Beyond the paper (Deriu et al. 2023, "Limitations"): each open pair gets, after every round,
+the probabilities of the three outcomes of Algorithm 1 on its whole pool:
 
-So the default protocol asks, after every round and for every open pair, how likely each
-outcome of that *final* test is (*a* wins, *b* wins, undecided), and stops a pair as soon as
-its outcome is settled:
+1. own evidence (:func:`pool_effect`): the effect ``δ = (W − L) / N`` on the pool, its
+   predictive mean and variance from Algorithm 1's posterior (Eq. 3; with a metric, the
+   latent labels ``t`` of the metric-only inputs);
+2. pooling (:func:`pool_across_pairs`): ``δ_ab = q_a − q_b + e_ab``, ``e_ab ~ N(0, τ²)``,
+   a Gaussian hierarchy with ``τ`` integrated out on a grid;
+3. the final test (:func:`outcome_probabilities`): ``W − L > z √(W + L + 2)``,
+   ``z = Φ⁻¹(1 − γ/2)``, under that predictive.
 
-1. **Own evidence** (:func:`pool_effect`). The pair's effect on its whole pool of inputs is
-   ``δ = (W − L) / N`` (wins minus losses over the ``N`` annotations the pool allows). Given the
-   pair's labels, its posterior predictive mean and variance follow from Algorithm 1's
-   posterior: the remaining labels are Dirichlet-multinomial draws (Eq. 3); with a metric, the
-   metric-only inputs contribute their latent true labels ``t`` (the components of
-   :class:`protocol.decision.PosteriorDraws` are ``Dir(n + t + 1)``).
-2. **Pooling across pairs** (:func:`pool_across_pairs`). Pairs share systems, and their effects
-   are close to differences of per-system qualities: ``δ_ab = q_a − q_b + e_ab`` with
-   ``e_ab ~ N(0, τ²)`` (a linearised Thurstone-Mosteller / Bradley-Terry model; on the WMT21
-   en-de MQM data of the paper the 55 effects of its 11 systems fit it with a residual sd of
-   0.011, a third of a pair's own sampling error on 527 inputs). The Gaussian hierarchy (vague
-   prior ``q ~ N(0, I)``, ``τ`` on a grid with a uniform prior, integrated out) combines each
-   pair's own evidence with what the other pairs say about it; with few pairs, ``τ`` stays
-   uncertain and each pair keeps to its own evidence.
-3. **The final test** (:func:`outcome_probabilities`). The decision on all data is Algorithm 1
-   on the pair's human labels, ``θ > 1 − γ/2``, approximately ``W − L > z √(W + L + 2)`` with
-   ``z = Φ⁻¹(1 − γ/2)``; its probability under the pooled predictive of ``δ`` (and of the
-   labels still to come when the budget, not the pool, ends the pair) gives
-   ``P(a wins)``, ``P(b wins)`` and ``P(undecided)`` on all data.
-
-The protocol (``protocol.rounds``) decides a pair when Algorithm 1 on its own labels is
-significant now *and* the same direction is predicted on all data with probability at least
-``level``, and retires it undecided when ``P(undecided) > 1 − futility``. ``level`` is
-calibrated by simulation (:func:`calibrate_decision_level`) so that a single null pair with
-no other pair to learn from (``p> = p<``) is falsely decided at most at rate γ over all its
-looks — the correction for repeated testing that the paper's Limitations ask for; pooling
-only adds evidence on top.
-
-Pure: numpy and scipy only.
+The level a decision needs is calibrated under the null (:func:`calibrate_decision_level`);
+``docs/protocol.md`` explains it for users. Pure: numpy and scipy only.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """One round of the budgeted protocol on a set of open system pairs (pure; no Django).
 
-Algorithm 2 of Deriu et al. (2023) alternates *allocate* (give open pairs more human
-annotations) and *decide* (Algorithm 1 on every open pair, retire the decided). This module
-is that step, shared by the live protocol (``protocol.services``) and the replay
-(``protocol.simulation``) so both run the same rules:
-
-* ``settings.paper``: the paper's fixed thresholds ``θ > 1 − γ/2`` / ``θ < γ/2`` at every
-  look and ``batch`` new annotations for every open pair;
-* otherwise the corrections beyond the paper (its Limitations section), built on a
-  prediction of each pair's decision on *all* its inputs from everything the study has seen
-  (:mod:`protocol.predictive`): a pair is decided when Algorithm 1 is significant now and the
-  same outcome is predicted on all data with probability at least a level calibrated by
-  simulation under the null (so repeated looks keep false decisions at γ), retired as
-  undecided when that outcome is predicted (futility), retired as practically equivalent
-  (ROPE), and each round's batch goes where the outcome is least settled.
-
-All counts are in annotations: a pair that has ``used`` annotations of a possible ``pool``.
+Algorithm 2 of Deriu et al. (2023) alternates *allocate* and *decide* (Algorithm 1 on every
+open pair, retire the decided). This module is that step, shared by the live protocol
+(``protocol.services``) and the replay (``protocol.simulation``): with ``settings.paper`` the
+fixed thresholds ``θ > 1 − γ/2`` / ``θ < γ/2`` and ``batch`` inputs per open pair; otherwise
+a pair is decided when Algorithm 1 is significant now and the same outcome is predicted on
+all its inputs (:mod:`protocol.predictive`) with at least the calibrated level, retired as
+futile or practically equivalent (ROPE), and each round's batch goes where the outcome is
+least settled. Counts are annotations: a pair has ``used`` of a possible ``pool``.
 """
 
 from __future__ import annotations
@@ -35,6 +27,7 @@ from .predictive import (
     pool_across_pairs,
     pool_effect,
 )
+from .settings import ProtocolSettings
 
 OPEN, DECIDED, EQUIVALENT, FUTILE = "open", "decided", "equivalent", "futile"
 #: Closed undecided because the pair's inputs, or the study's budget, are used up.
@@ -98,7 +91,7 @@ def calibrated_level(
     )
 
 
-def null_draw_rate(human: NDArray, settings) -> float:
+def null_draw_rate(human: NDArray, settings: ProtocolSettings) -> float:
     """The draw rate of the null used for calibration: the setting, or the share of draws
     among the human labels seen so far, rounded to 0.05 (no look at any decision)."""
     if settings.null_draw_rate is not None:
@@ -109,7 +102,7 @@ def null_draw_rate(human: NDArray, settings) -> float:
     return min(max(rate, 0.0), 0.95)
 
 
-def decision_level(settings, n_max: int, batch: int, human: NDArray) -> float:
+def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
     """``settings.decision_level``, or the level calibrated for this pool size and batch."""
     if settings.decision_level is not None:
         return float(settings.decision_level)
@@ -128,7 +121,7 @@ def posterior(
     human: NDArray,
     confusion: NDArray | None,
     metric: NDArray | None,
-    settings,
+    settings: ProtocolSettings,
     rng: np.random.Generator,
 ) -> PosteriorDraws:
     """Algorithm 1's posterior of ``p`` for every open pair at once."""
@@ -140,7 +133,7 @@ def decide_round(
     used: NDArray[np.int64],
     pool: NDArray[np.int64],
     budget_left: int,
-    settings,
+    settings: ProtocolSettings,
     *,
     level: float | None,
     systems: NDArray[np.int64] | None = None,
@@ -221,7 +214,7 @@ def decide_round(
     )
 
 
-def _effects(eff_mean, eff_var, systems, closed, settings):
+def _effects(eff_mean, eff_var, systems, closed, settings: ProtocolSettings):
     """The pooled (or, without system ids or with ``pooling`` off, the pair's own) posterior
     of every open pair's pool effect."""
     if not settings.pooling or systems is None:
@@ -262,7 +255,7 @@ def round_allocation(
     weights: NDArray[np.float64],
     capacity: NDArray[np.int64],
     budget_left: int,
-    settings,
+    settings: ProtocolSettings,
     *,
     first: bool,
 ) -> NDArray[np.int64]:

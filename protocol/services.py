@@ -20,7 +20,7 @@ from annotator.services import items_resize
 
 from . import rounds, selectors
 from .models import Decision, ProtocolConfig, Round, SystemPair
-from .simulation import ProtocolSettings
+from .settings import ProtocolSettings
 
 log = logging.getLogger(__name__)
 BIG = 10**12

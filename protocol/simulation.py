@@ -1,34 +1,16 @@
-"""Replay of the budgeted evaluation protocol on fully rated data (Deriu et al. 2023, Section 4-6).
+"""Replay of the budgeted protocol on fully rated data (Deriu et al. 2023, Sections 4-6).
 
-The replay treats a data set in which every input is already rated for every system pair as the
-pool of annotations that a live study *could* collect.  Each repeat draws a random order of the
-inputs of every pair; the protocol "collects" annotations in that order (Algorithm 2) and never
-looks at the rest.  Its final decisions are compared with the decision on all data (Algorithm 1
-on the whole pool, human counts only) and classified as Correct / Inversion / Omission /
-Insertion (Section 1, error types of Figure 1 and Tables 2-5); the KLD of Section 6 compares the
-protocol's posterior mean ``p_prot`` with the mode ``p_hum`` of Eq. 3 on all data.
+Every input of a data set rated for every pair is the pool a live study *could* collect. Each
+repeat draws a random order of every pair's inputs; the protocol (``paper=True``: Algorithm 2
+as published; default: the corrections of :class:`protocol.settings.ProtocolSettings`)
+collects in that order and never sees the rest. Its decisions are classified against
+Algorithm 1 on the whole pool as Correct / Inversion / Omission / Insertion (Tables 2-5);
+the KLD of Section 6 compares its posterior mean with the mode of Eq. 3 on all data.
+``budget`` < 1 is a fraction of the pool, > 1 annotations; an optional simulated metric with
+mixture matrix ``mu`` (Appendix E) labels every input from column ``mu[:, true label]``.
 
-Two protocols:
-
-* ``paper=True`` - Algorithm 2 as published: ``N`` new human annotations per undecided pair per
-  round, Algorithm 1 with the fixed ``gamma`` after every round, until the budget is spent or
-  every pair is decided;
-* the default - the same loop with the corrections of :class:`ProtocolSettings`: every pair
-  stops once its decision on all its inputs is predicted (:mod:`protocol.predictive`: its own
-  labels and metric ratings, pooled across pairs), at a level calibrated under the null; a
-  region of practical equivalence; adaptive allocation of each round's batch.
-
-Budget: by default the budget is the whole pool (the paper's setting: the protocol may use up to
-every rated input of every pair); ``budget`` < 1 is a fraction of the pool, > 1 an absolute
-number of annotations.  A pair whose own pool is exhausted cannot receive more annotations and
-ends undecided unless its last look decided it.
-
-Optionally a simulated metric with a fixed mixture matrix ``mu`` (Appendix E): for every input of
-every pair a metric label is drawn from column ``mu[:, true label]``; inputs not yet annotated by
-humans then enter Algorithm 1 as metric-only counts.
-
-The module is pure (numpy / pandas); :func:`build_parser` and :func:`run_from_args` are shared
-with the Django ``replay`` management command.
+Pure (numpy / pandas); :func:`build_parser` and :func:`run_from_args` are shared with the
+``replay`` management command (``docs/protocol.md``, "Replay").
 """
 
 from __future__ import annotations
@@ -38,7 +20,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +40,11 @@ from protocol.decision import (
     sample_posterior,
     theta_human,
 )
+from protocol.settings import ProtocolSettings
 
 __all__ = [
     "PAPER_SYSTEMS",
     "PreferenceData",
-    "ProtocolSettings",
     "ReplayResult",
     "build_parser",
     "classify_outcomes",
@@ -97,79 +79,6 @@ PAPER_MU = "0.8,0.25,0.1;0.1,0.5,0.1;0.1,0.25,0.8"
 """The simulated metric of Appendix E (rows: metric label ``>,=,<``; columns: true label)."""
 
 OUTCOMES = ("correct", "inversion", "omission", "insertion")
-
-
-# --------------------------------------------------------------------------------------------
-# Settings
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProtocolSettings:
-    """Settings of the budgeted protocol (Algorithm 2) and of the corrections beyond the paper.
-
-    With ``paper=True`` only ``gamma``, ``batch``, ``budget`` and ``sampler`` are used and the
-    loop is exactly Algorithm 2.  Otherwise every look predicts each open pair's decision on
-    all its inputs (:mod:`protocol.predictive`; defaults in brackets, see ``docs/protocol.md``):
-
-    * ``decision_level`` [None = calibrate]: a pair is decided when Algorithm 1 is significant
-      now and the same direction is predicted on all data with at least this probability; the
-      calibration (``calibration_sims`` [20,000] simulated null sequences of one pair, looks
-      every ``batch`` annotations up to the largest pool, ``null_draw_rate`` [None = share of
-      draws among the human labels of the first round, rounded to 0.05]) takes the smallest
-      level that keeps a lone null pair's false-decision rate over all looks at ``gamma``; a
-      pair's last look (pool or budget used up) is Algorithm 1 at ``gamma``, the decision on
-      all data;
-    * ``futility`` [0.2]: retire a pair as undecided when the chance that all data decide it
-      is below this (binding: part of the calibration);
-    * ``min_annotations`` [30]: no early decision or retirement before a pair has this many
-      annotations (or a quarter of its pool, if that is fewer);
-    * ``pooling`` [True]: predict from all pairs through ``δ_ab = q_a − q_b + e_ab``
-      (:func:`protocol.predictive.pool_across_pairs`); ``False``: each pair on its own labels;
-    * ``rope_delta`` [0.05]: retire a pair as practically equivalent when
-      ``P(|p> - p<| < rope_delta) > 1 - gamma`` (0 disables);
-    * ``allocation`` [``"adaptive"``]: after the first round, spend the same round total as the
-      paper (``batch`` x open pairs) in proportion to how unsettled each pair's predicted
-      outcome is (one minus its most likely outcome's probability), at most ``max_chunk`` [3]
-      x ``batch`` per pair; ``"uniform"``: ``batch`` for every open pair (the paper);
-    * ``budget`` [None = the whole pool, the paper's setting]: ``<= 1`` a fraction of the pool,
-      ``> 1`` a number of annotations;
-    * ``sampler``: keyword arguments of :func:`protocol.decision.sample_posterior` when metric
-      data enter the decision.
-    """
-
-    gamma: float = 0.05
-    batch: int = 10
-    paper: bool = False
-    budget: float | None = None
-    decision_level: float | None = None
-    null_draw_rate: float | None = None
-    calibration_sims: int = 20000
-    futility: float = 0.2
-    min_annotations: int = 30
-    pooling: bool = True
-    rope_delta: float = 0.05
-    allocation: str = "adaptive"
-    max_chunk: int = 3
-    sampler: dict[str, Any] = field(
-        default_factory=lambda: {"tol": 0.01, "max_samples": 200, "n_samples": 100}
-    )
-
-    def __post_init__(self) -> None:
-        if not 0 < self.gamma < 1:
-            raise ValueError("gamma must be in (0, 1)")
-        if self.batch < 1:
-            raise ValueError("batch must be >= 1")
-        if self.allocation not in ("uniform", "adaptive"):
-            raise ValueError("allocation must be 'uniform' or 'adaptive'")
-
-    def __hash__(self) -> int:  # sampler is a dict; hash on the rest
-        return hash(tuple((k, v) for k, v in asdict(self).items() if k != "sampler"))
-
-    @classmethod
-    def paper_protocol(cls, gamma: float = 0.05, batch: int = 10, **kw: Any) -> ProtocolSettings:
-        """Algorithm 2 exactly as published."""
-        return cls(gamma=gamma, batch=batch, paper=True, **kw)
 
 
 # --------------------------------------------------------------------------------------------

@@ -128,3 +128,88 @@ def test_the_embedded_sqlite_file_keeps_a_write_ahead_log_and_syncs_every_commit
     assert options["transaction_mode"] == "IMMEDIATE"
     pragmas = [p.strip() for p in options["init_command"].split(";")]
     assert pragmas == ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"]
+
+
+def _project_modules() -> list[Path]:
+    return sorted(
+        f
+        for pkg in ("annotator", "protocol", "analysis", "config")
+        for f in (ROOT / pkg).rglob("*.py")
+    )
+
+
+def test_no_module_uses_a_private_name_of_another_module():
+    """``from m import _x``, ``import m._x`` and ``m._x`` / ``C._x`` on an imported name are
+    refused; Django's documented ``Model._meta`` is the one exception."""
+    import ast
+
+    found = []
+    for path in _project_modules():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    if any(p.startswith("_") and not p.startswith("__") for p in parts):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}")
+                    imported.add(alias.asname or parts[0])
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in imported
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr != "_meta"
+            ):
+                found.append(
+                    f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}"
+                )
+    assert found == []
+
+
+#: The pure core (no Django) and what each of its modules may import from the project,
+#: lowest first (docs/architecture.md, "Layering"); ``formats`` is the readers' package.
+PURE_CORE_LAYERS = {
+    "analysis.aggregation": set(),
+    "analysis.perception": {"analysis.aggregation"},
+    "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
+    "analysis.report": {"analysis.aggregation", "analysis.perception", "analysis.agreement"},
+    "protocol.settings": set(),
+    "protocol.outcome": set(),
+    "protocol.decision": set(),
+    "protocol.predictive": {"protocol.decision"},
+    "protocol.rounds": {"protocol.decision", "protocol.predictive", "protocol.settings"},
+    "protocol.simulation": {
+        "protocol.decision",
+        "protocol.predictive",
+        "protocol.settings",
+        "protocol.rounds",
+    },
+}
+
+
+def test_the_pure_core_imports_no_django_and_only_the_modules_below_it():
+    import ast
+
+    wrong = []
+    for module, allowed in PURE_CORE_LAYERS.items():
+        package = module.split(".")[0]
+        tree = ast.parse((ROOT / (module.replace(".", "/") + ".py")).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = f"{package}.{node.module or ''}".rstrip(".") if node.level else node.module
+                bare = base in ("analysis", "protocol", "annotator")
+                names = [f"{base}.{a.name}" for a in node.names] if bare else [base]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top == "django" or (
+                    top in ("analysis", "protocol", "annotator", "config") and name not in allowed
+                ):
+                    wrong.append(f"{module} imports {name}")
+    assert wrong == []

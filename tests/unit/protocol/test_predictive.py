@@ -17,10 +17,10 @@ from protocol.predictive import (
     pool_across_pairs,
     pool_effect,
 )
+from protocol.settings import ProtocolSettings
 from protocol.simulation import (
     PAPER_SYSTEMS,
     PreferenceData,
-    ProtocolSettings,
     load_mqm,
     preference_data_from_scores,
     replay,

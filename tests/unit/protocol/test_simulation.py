@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from protocol.settings import ProtocolSettings
 from protocol.simulation import (
     PreferenceData,
-    ProtocolSettings,
     _simulate_metric,
     build_parser,
     classify_outcomes,
