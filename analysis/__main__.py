@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.html:
-        Path(args.html).write_text(render_html(report, standalone=True), encoding="utf-8")
+        Path(args.html).write_text(render_html(report), encoding="utf-8")
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     else:

@@ -3,7 +3,7 @@
 from functools import lru_cache
 
 import nh3
-from django.utils.html import format_html
+from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 ALLOWED_TAGS = {
@@ -60,7 +60,7 @@ RENDER_CACHE_SIZE = 2048
 def render_untrusted(text: str, markdown: bool = True) -> SafeString:
     """HTML for a model output or any other text that workers or researchers did not write."""
     if not markdown:
-        return format_html('<div class="plain">{}</div>', text)
+        return render_to_string("annotator/_plain.html", {"text": text})
     return _render_markdown(text)
 
 

@@ -2,8 +2,8 @@
 ``StudyScopedAdmin`` (a researcher sees only their studies' rows)."""
 
 from django.contrib import admin
+from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.html import format_html
 
 from annotator.admin import StudyScopedAdmin
 
@@ -20,7 +20,7 @@ class ProtocolConfigAdmin(StudyScopedAdmin):
         if not obj.study_id:  # the add page
             return "—"
         url = reverse("protocol:dashboard", args=[obj.study_id])
-        return format_html('<a href="{}">pairs, rounds and partial order</a>', url)
+        return render_to_string("protocol/_dashboard_link.html", {"url": url})
 
 
 class ReadOnly(StudyScopedAdmin):

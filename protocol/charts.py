@@ -1,16 +1,18 @@
-"""SVG drawings of the protocol's state (pure; every text escaped: names are untrusted)."""
+"""The dashboard's charts as data (pure): the partial order and the budget over rounds, as
+:mod:`charts.shapes` for ``templates/charts/chart.svg.html`` (which escapes every name)."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
+from charts.shapes import chart, group, line, poly, rect, text
 
-def partial_order_svg(order: dict[str, Any], width: int = 640) -> str:
+
+def partial_order_chart(order: dict[str, Any], width: int = 640) -> dict | None:
     """Systems in layers (the longest chain of wins above each), arrows winner → loser."""
     systems = order["systems"]
     if not systems:
-        return ""
+        return None
     layers: dict[int, list[str]] = {}
     for s in systems:
         layers.setdefault(s["layer"], []).append(s["name"])
@@ -21,29 +23,17 @@ def partial_order_svg(order: dict[str, Any], width: int = 640) -> str:
         step = width / (len(names) + 1)
         for i, name in enumerate(names):
             pos[name] = (step * (i + 1), 20 + layer * row_h + box_h / 2)
-    parts = [
-        f'<svg class="partial-order" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Partial order of systems" xmlns="http://www.w3.org/2000/svg">',
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
-        'markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
-        'fill="#5f6368"/></marker></defs>',
-    ]
+    shapes = []
     for edge in order["edges"]:
         (x1, y1), (x2, y2) = pos[edge["winner"]], pos[edge["loser"]]
-        parts.append(
-            f'<line x1="{x1:.1f}" y1="{y1 + box_h / 2:.1f}" x2="{x2:.1f}" '
-            f'y2="{y2 - box_h / 2:.1f}" stroke="#5f6368" marker-end="url(#arrow)">'
-            f"<title>{escape(edge['winner'])} beats {escape(edge['loser'])}</title></line>"
-        )
+        tip = f"{edge['winner']} beats {edge['loser']}"
+        shapes.append(line(x1, y1 + box_h / 2, x2, y2 - box_h / 2, tip=tip, arrow=True))
     for name, (x, y) in pos.items():
         w = max(60, 8 * len(name) + 16)
-        parts.append(
-            f'<g><rect x="{x - w / 2:.1f}" y="{y - box_h / 2:.1f}" width="{w}" height="{box_h}" '
-            f'rx="6" fill="#eef3fb" stroke="#1a5fb4"/><text x="{x:.1f}" y="{y + 5:.1f}" '
-            f'text-anchor="middle" font-size="13">{escape(name)}</text></g>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+        box = rect(x - w / 2, y - box_h / 2, w, box_h, "#eef3fb", rx=6, stroke="#1a5fb4")
+        shapes.append(group("", [box, text(x, y + 5, name, "middle", size=13)]))
+    label = "Partial order of systems"
+    return chart(width, height, label, shapes, cls="partial-order", sized=False, arrow=True)
 
 
 def nice_ticks(top: float, most: int = 6) -> list[int]:
@@ -60,11 +50,11 @@ def nice_ticks(top: float, most: int = 6) -> list[int]:
         step *= 10
 
 
-def budget_svg(rounds: list[dict[str, Any]], budget: int | None, width: int = 640) -> str:
+def budget_chart(rounds: list[dict[str, Any]], budget: int | None, width: int = 640) -> dict | None:
     """Annotations collected per round (bars) and in total (line), against the budget, with
     a y-axis in annotations and the round number under each bar."""
     if not rounds:
-        return ""
+        return None
     height, left, right, top_pad, bottom = 220, 56, 16, 16, 40
     ticks = nice_ticks(max([budget or 0] + [r["spent_so_far"] for r in rounds]))
     top = ticks[-1]
@@ -75,43 +65,27 @@ def budget_svg(rounds: list[dict[str, Any]], budget: int | None, width: int = 64
     def y(v: float) -> float:
         return base - (base - top_pad) * v / top
 
-    parts = [
-        f'<svg class="budget" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="Annotations collected per round and in total, against the budget" '
-        f'xmlns="http://www.w3.org/2000/svg">',
-        f'<line x1="{left}" y1="{base}" x2="{width - right}" y2="{base}" stroke="#999"/>',
-        f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{base}" stroke="#999"/>',
+    shapes = [
+        line(left, base, width - right, base, "#999"),
+        line(left, top_pad, left, base, "#999"),
     ]
     for t in ticks:
-        parts.append(
-            f'<g class="y-tick"><line x1="{left - 4}" y1="{y(t):.1f}" x2="{width - right}" '
-            f'y2="{y(t):.1f}" stroke="#e3e5e8"/><text x="{left - 6}" y="{y(t) + 4:.1f}" '
-            f'text-anchor="end" font-size="11">{t}</text></g>'
-        )
-    parts.append(
-        f'<text x="12" y="{(top_pad + base) / 2:.1f}" font-size="11" text-anchor="middle" '
-        f'transform="rotate(-90 12 {(top_pad + base) / 2:.1f})">annotations</text>'
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" font-size="11" '
-        f'text-anchor="middle">round</text>'
-    )
+        tick_line = line(left - 4, y(t), width - right, y(t), "#e3e5e8")
+        shapes.append(group("y-tick", [tick_line, text(left - 6, y(t) + 4, t, "end", size=11)]))
+    mid = (top_pad + base) / 2
+    shapes.append(text(12, mid, "annotations", "middle", size=11, rotate=-90))
+    shapes.append(text(left + plot_w / 2, height - 6, "round", "middle", size=11))
     if budget:
-        parts.append(
-            f'<line x1="{left}" y1="{y(budget):.1f}" x2="{width - right}" y2="{y(budget):.1f}" '
-            f'stroke="#c01c28" stroke-dasharray="4 3"/><text x="{width - right}" '
-            f'y="{y(budget) - 4:.1f}" text-anchor="end" font-size="11">budget {budget}</text>'
-        )
+        shapes.append(line(left, y(budget), width - right, y(budget), "#c01c28", dash="4 3"))
+        shapes.append(text(width - right, y(budget) - 4, f"budget {budget}", "end", size=11))
     points = []
     for i, r in enumerate(rounds):
         x = left + i * bar_w
-        parts.append(
-            f'<rect x="{x + 2:.1f}" y="{y(r["collected"]):.1f}" width="{bar_w - 4:.1f}" '
-            f'height="{base - y(r["collected"]):.1f}" fill="#99c1f1">'
-            f"<title>round {r['number']}: {r['collected']} collected</title></rect>"
-            f'<text x="{x + bar_w / 2:.1f}" y="{base + 14}" text-anchor="middle" '
-            f'font-size="11">{r["number"]}</text>'
-        )
-        points.append(f"{x + bar_w / 2:.1f},{y(r['spent_so_far']):.1f}")
-    parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="#1a5fb4">')
-    parts.append("<title>total collected</title></polyline>")
-    parts.append("</svg>")
-    return "".join(parts)
+        tip = f"round {r['number']}: {r['collected']} collected"
+        bar_h = base - y(r["collected"])
+        shapes.append(rect(x + 2, y(r["collected"]), bar_w - 4, bar_h, "#99c1f1", tip))
+        shapes.append(text(x + bar_w / 2, base + 14, r["number"], "middle", size=11))
+        points.append((x + bar_w / 2, y(r["spent_so_far"])))
+    shapes.append(poly("polyline", points, stroke="#1a5fb4", tip="total collected"))
+    label = "Annotations collected per round and in total, against the budget"
+    return chart(width, height, label, shapes, cls="budget", sized=False)

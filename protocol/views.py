@@ -4,7 +4,6 @@ No logic beyond HTTP."""
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.utils.safestring import mark_safe
 
 from annotator.selectors import studies_visible_to, study_progress
 
@@ -36,8 +35,7 @@ def dashboard(request: HttpRequest, pk: int) -> HttpResponse:
         "systems": systems,
         "matrix": matrix,
         "outcome": protocol_outcome(data),
-        # both drawings escape every name they contain
-        "order_svg": mark_safe(charts.partial_order_svg(data["partial_order"])),  # noqa: S308
-        "budget_svg": mark_safe(charts.budget_svg(data["rounds"], data["budget"])),  # noqa: S308
+        "order_chart": charts.partial_order_chart(data["partial_order"]),
+        "budget_chart": charts.budget_chart(data["rounds"], data["budget"]),
     }
     return render(request, "protocol/dashboard.html", context)

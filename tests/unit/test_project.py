@@ -1,5 +1,6 @@
 """Project-level promises: deployment file, rendering of untrusted text, checks."""
 
+import re
 from pathlib import Path
 
 import yaml
@@ -213,3 +214,31 @@ def test_the_pure_core_imports_no_django_and_only_the_modules_below_it():
                 ):
                     wrong.append(f"{module} imports {name}")
     assert wrong == []
+
+
+#: An opening HTML or SVG tag as the report, dashboard and charts once wrote them in Python.
+MARKUP_TAG = re.compile(
+    r"<(div|span|table|tr|td|th|svg|rect|line|text|path|circle|g|p|a|h[1-6]|ul|li|style|"
+    r"script|section|details|summary)[ >/]"
+)
+
+
+def test_no_html_or_svg_is_written_in_python():
+    """Pages and charts are templates (autoescaped); the apps' Python builds data only."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for app in ("annotator", "protocol", "analysis", "charts")
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.parts
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if MARKUP_TAG.search(line)
+    ]
+    assert found == []
+    for name in ("mark_safe(", "format_html(", "html.escape(", "class _Safe"):
+        used = [
+            str(path.relative_to(ROOT))
+            for app in ("protocol", "analysis", "charts")
+            for path in sorted((ROOT / app).rglob("*.py"))
+            if name in path.read_text(encoding="utf-8")
+        ]
+        assert used == [], name

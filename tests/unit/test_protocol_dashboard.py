@@ -5,12 +5,13 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
+from django.template.loader import render_to_string
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator import services
-from protocol.charts import budget_svg, partial_order_svg
+from protocol.charts import budget_chart, partial_order_chart
 from protocol.models import ProtocolConfig
 from protocol.outcome import protocol_outcome
 from protocol.selectors import dashboard, partial_order
@@ -74,13 +75,20 @@ def test_dashboard_page_needs_login_and_draws_svg(finished_study):
     assert active_markup(page) == []
 
 
+def chart_svg(chart: dict) -> str:
+    """The chart as the dashboard writes it (the shared partial charts/chart.svg.html)."""
+    return render_to_string("charts/chart.svg.html", {"chart": chart})
+
+
 def test_svg_escapes_system_names():
     evil = "<script>alert(1)</script>"
-    svg = partial_order_svg(
-        {
-            "systems": [{"name": evil, "layer": 0}, {"name": "b", "layer": 1}],
-            "edges": [{"winner": evil, "loser": "b"}],
-        }
+    svg = chart_svg(
+        partial_order_chart(
+            {
+                "systems": [{"name": evil, "layer": 0}, {"name": "b", "layer": 1}],
+                "edges": [{"winner": evil, "loser": "b"}],
+            }
+        )
     )
     assert "<script>" not in svg and "&lt;script&gt;" in svg
 
@@ -162,7 +170,7 @@ def test_budget_chart_has_a_labelled_y_axis(spent, budget):
         {"number": 1, "collected": spent // 2, "spent_so_far": spent // 2},
         {"number": 2, "collected": spent - spent // 2, "spent_so_far": spent},
     ]
-    svg = budget_svg(rounds, budget)
+    svg = chart_svg(budget_chart(rounds, budget))
     ticks = re.findall(
         r'<g class="y-tick"><line [^>]*y1="([\d.]+)"[^>]*/><text [^>]*>(\d+)</text></g>', svg
     )

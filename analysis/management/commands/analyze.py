@@ -46,7 +46,7 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if options["html"]:
-            Path(options["html"]).write_text(render_html(report, standalone=True), "utf-8")
+            Path(options["html"]).write_text(render_html(report), "utf-8")
         if options["json"]:
             text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
         else:

@@ -1,0 +1,1 @@
+"""Chart data shared by the report (analysis) and the dashboard (protocol); no Django."""
