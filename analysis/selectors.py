@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+from django.db.models import Count
 
 from analysis.aggregation import PAIRWISE_LABELS
 from analysis.loaders import PREFERENCE_PROPERTY, Dataset, attach_judges
@@ -127,9 +128,22 @@ def study_dataset(study: Study) -> Dataset:
 
 
 def study_judges(study: Study, dataset: Dataset) -> tuple[pd.DataFrame, list[str]]:
-    """The study's judge and metric ratings mapped onto its items (see the module docstring)."""
+    """The study's judge and metric ratings mapped onto its items (see the module docstring).
+
+    Only sample 0 of each rating enters; answers ``run_judge`` could not parse are counted in
+    a note, never used."""
+    unparsed = (
+        JudgeRating.objects.filter(study=study, sample=0, parse_ok=False)
+        .values("judge")
+        .annotate(n=Count("pk"))
+        .order_by("judge")
+    )
+    unparsed_notes = [
+        f"judge '{row['judge']}': {row['n']} answers could not be parsed and are left out"
+        for row in unparsed
+    ]
     records = pd.DataFrame.from_records(
-        JudgeRating.objects.filter(study=study)
+        JudgeRating.objects.filter(study=study, sample=0, parse_ok=True)
         .order_by("id")
         .values_list(
             "judge",
@@ -145,10 +159,11 @@ def study_judges(study: Study, dataset: Dataset) -> tuple[pd.DataFrame, list[str
         columns=["judge", "input_id", "system", "system_b", "criterion", "label", "score", "pk"],
     )
     if not len(records):
-        return pd.DataFrame(columns=["item", "judge", "label", "property"]), []
+        return pd.DataFrame(columns=["item", "judge", "label", "property"]), unparsed_notes
     records["item"] = None
     records["where"] = [f"rating {pk}" for pk in records.pop("pk")]
-    return attach_judges(records, dataset.items, dataset.properties)
+    frame, notes = attach_judges(records, dataset.items, dataset.properties)
+    return frame, notes + unparsed_notes
 
 
 def study_report(

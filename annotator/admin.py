@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from . import admin_workspace, selectors, services
+from . import admin_judge, admin_workspace, selectors, services
 from .errors import ConfigRefused, ImportRejected, ServiceError
 from .models import (
     Annotation,
@@ -183,7 +183,7 @@ class StudyAdmin(StudyScopedAdmin):
     search_fields = ["name"]
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
-    actions = [prepare_checks]
+    actions = [prepare_checks, admin_judge.run_judge]
     readonly_fields = ["public_id", "config_version", "source"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),

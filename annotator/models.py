@@ -578,6 +578,11 @@ class JudgeRating(models.Model):
     Three shapes: a scalar ``score`` of one output (``system``); a preference ``label``
     (A / B / tie in the order ``system``, ``other_system``) between two outputs; or a
     Likert score or categorical ``label`` of one output on a ``criterion``.
+
+    Ratings made by ``run_judge`` (:mod:`annotator.judging`) also keep the ``raw_answer``,
+    the ``prompt_hash`` of the template, the system shown first (``shown_first``) and the
+    ``sample`` index; an answer that could not be parsed is kept with ``parse_ok`` false and
+    neither score nor label. Reports and the protocol read sample 0 of the parsed ones.
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_ratings")
@@ -590,23 +595,44 @@ class JudgeRating(models.Model):
     criterion = models.CharField(max_length=60, blank=True)
     score = models.FloatField(null=True, blank=True)
     label = models.CharField(max_length=60, blank=True)
+    sample = models.PositiveSmallIntegerField(default=0, help_text="Sample index (run_judge).")
+    prompt_hash = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the prompt template (run_judge)."
+    )
+    raw_answer = models.TextField(blank=True, help_text="The model's answer as given.")
+    parse_ok = models.BooleanField(
+        default=True, help_text="False: the answer was not one of the allowed ones."
+    )
+    shown_first = models.ForeignKey(
+        System,
+        on_delete=models.CASCADE,
+        related_name="+",
+        null=True,
+        blank=True,
+        help_text="Pairwise run_judge: the system whose output the prompt showed first.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["study", "judge", "input", "system", "criterion"],
+                fields=["study", "judge", "input", "system", "criterion", "sample"],
                 condition=Q(other_system__isnull=True),
                 name="judge_rating_unique_single",
             ),
             models.UniqueConstraint(
-                fields=["study", "judge", "input", "system", "other_system", "criterion"],
+                fields=["study", "judge", "input", "system", "other_system", "criterion", "sample"],
                 condition=Q(other_system__isnull=False),
                 name="judge_rating_unique_pair",
             ),
             models.CheckConstraint(
-                condition=Q(score__isnull=False) | ~Q(label=""), name="judge_rating_has_value"
+                condition=Q(score__isnull=False) | ~Q(label="") | Q(parse_ok=False),
+                name="judge_rating_has_value",
+            ),
+            models.CheckConstraint(
+                condition=Q(parse_ok=True) | Q(score__isnull=True, label=""),
+                name="judge_rating_unparsed_has_no_value",
             ),
         ]
 

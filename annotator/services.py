@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     Count,
     Exists,
@@ -477,6 +477,54 @@ def judge_ratings_import(
             batch_size=BULK,
         )
     return len(specs)
+
+
+def judge_rating_record(
+    study: Study,
+    *,
+    judge: str,
+    input_id: int,
+    system_id: int,
+    other_system_id: int | None = None,
+    criterion: str = "",
+    sample: int = 0,
+    prompt_hash: str = "",
+    raw_answer: str = "",
+    shown_first_id: int | None = None,
+    score: float | None = None,
+    label: str = "",
+    parse_ok: bool = True,
+) -> bool:
+    """Store one rating made by ``run_judge`` (:mod:`annotator.judging`); ``False`` when the
+    same (judge, input, systems, criterion, sample) is already stored, e.g. by a concurrent
+    run. An unparseable answer (``parse_ok`` false) is stored with neither score nor label."""
+    if parse_ok == (score is None and not label):
+        raise ValueError("a parsed answer needs a score or a label, an unparseable one neither")
+    key = {
+        "study": study,
+        "judge": judge,
+        "input_id": input_id,
+        "system_id": system_id,
+        "other_system_id": other_system_id,
+        "criterion": criterion,
+        "sample": sample,
+    }
+    try:
+        with transaction.atomic():
+            JudgeRating.objects.create(
+                **key,
+                prompt_hash=prompt_hash,
+                raw_answer=raw_answer,
+                shown_first_id=shown_first_id,
+                score=score,
+                label=label,
+                parse_ok=parse_ok,
+            )
+    except IntegrityError:
+        if JudgeRating.objects.filter(**key).exists():
+            return False
+        raise
+    return True
 
 
 # --- workers and assignments --------------------------------------------------------------------

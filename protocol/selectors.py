@@ -194,7 +194,9 @@ def metric_labels(study: Study, pair: SystemPair, judge: str, dead_zone: float) 
     difference (Definition 5, with an optional dead zone)."""
     a, b = pair.system_a_id, pair.system_b_id
     out: dict[int, int] = {}
-    ratings = JudgeRating.objects.filter(study=study, judge=judge, criterion="")
+    ratings = JudgeRating.objects.filter(
+        study=study, judge=judge, criterion="", sample=0, parse_ok=True
+    )
     for input_id, system, label in ratings.filter(
         Q(system_id=a, other_system_id=b) | Q(system_id=b, other_system_id=a)
     ).values_list("input_id", "system_id", "label"):

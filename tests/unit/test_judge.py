@@ -1,0 +1,312 @@
+"""``run_judge`` and the study admin's "Rate with an LLM judge" against a real HTTP server
+process on loopback (tests/judge_server.py: deterministic answers, scripted 503 / 429,
+malformed answers), and the ratings it stores read by the report and the protocol."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from analysis import selectors as report_selectors
+from annotator import judging
+from annotator.models import Input, JudgeRating, Output, System
+from protocol.models import SystemPair
+from protocol.selectors import metric_labels
+from tests.conftest import bundle
+from tests.unit.test_report import annotate
+
+SERVER = Path(__file__).resolve().parent.parent / "judge_server.py"
+KEY = "sk-test-0123456789abcdef"
+MODEL = "mock-judge"
+
+
+@dataclass
+class Server:
+    url: str
+    log: Path
+
+    def requests(self) -> list[dict]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+@pytest.fixture
+def judge_server(tmp_path):
+    procs: list[subprocess.Popen] = []
+
+    def start(fail: int = 0) -> Server:
+        log = tmp_path / f"requests{len(procs)}.jsonl"
+        log.touch()
+        proc = subprocess.Popen(
+            [sys.executable, str(SERVER), str(log), "--key", KEY, "--fail", str(fail)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        port = int(proc.stdout.readline())
+        return Server(f"http://127.0.0.1:{port}/v1", log)
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(10)
+
+
+OUTPUTS = {  # per input: s1, s2, s3 (lengths decide the server's answer)
+    "in0": ("the longest answer of all", "short", "mid answer"),
+    "in1": ("one", "two", "three"),
+    "in2": ("same", "size", "much longer one"),
+}
+
+
+@pytest.fixture
+def pairwise(make_study):
+    records = [
+        {
+            "id": i,
+            "input": f"question {i}" + (" MALFORMED" if i == "in1" else ""),
+            "outputs": dict(zip(("s1", "s2", "s3"), texts, strict=True)),
+        }
+        for i, texts in OUTPUTS.items()
+    ]
+    return make_study(bundle(records, {"name": "judged", "kind": "pairwise", "redundancy": 2}))
+
+
+def run(study, server: Server, *args: str, **env) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command(
+        "run_judge",
+        str(study.pk),
+        "--base-url",
+        server.url,
+        "--model",
+        MODEL,
+        "--retry-base",
+        "0.01",
+        *args,
+        stdout=out,
+        stderr=err,
+    )
+    return out.getvalue(), err.getvalue()
+
+
+def expected(rating: JudgeRating) -> str:
+    """The server's preference in the rating's system order: the longer output."""
+    a = Output.objects.get(input=rating.input, system=rating.system).text
+    b = Output.objects.get(input=rating.input, system=rating.other_system).text
+    return "A" if len(a) > len(b) else "B" if len(b) > len(a) else "tie"
+
+
+def test_run_judge_rates_every_pair_through_503_and_429(pairwise, judge_server, monkeypatch):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    server = judge_server(fail=4)  # 503, 429 (Retry-After: 1), 503, 429
+    started = time.monotonic()
+    out, err = run(pairwise, server, "--concurrency", "1")
+    assert time.monotonic() - started >= 2.0  # both Retry-After waits were honoured
+    assert "9 ratings stored (3 unparseable), 0 already stored, 0 failed, of 9" in out
+    assert "judged 9/9" in err
+    ratings = list(JudgeRating.objects.filter(study=pairwise).select_related("input"))
+    assert len(ratings) == 9 and {r.judge for r in ratings} == {MODEL}
+    assert len(server.requests()) == 9 + 4
+    assert len({r.prompt_hash for r in ratings}) == 1
+    assert ratings[0].prompt_hash == judging.PromptTemplate.load("pairwise").hash
+    for r in ratings:
+        assert r.system_id < r.other_system_id and r.criterion == "" and r.sample == 0
+        if r.input.external_id == "in1":  # malformed: kept raw, not guessed
+            assert (r.parse_ok, r.label, r.score) == (False, "", None)
+            assert r.raw_answer.startswith("Well, both have merits")
+        else:
+            assert r.parse_ok and r.raw_answer in ("A", "B", "tie")
+            assert r.label == expected(r)
+    assert {r.label for r in ratings if r.parse_ok} == {"A", "B", "tie"}
+
+
+def test_order_is_drawn_per_call_and_recorded(pairwise, judge_server, monkeypatch):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    server = judge_server()
+    run(pairwise, server, "--samples", "4", "--concurrency", "3")
+    ratings = JudgeRating.objects.filter(study=pairwise)
+    assert ratings.count() == 9 * 4
+    assert sorted(set(ratings.values_list("sample", flat=True))) == [0, 1, 2, 3]
+    firsts = {(r.system_id == r.shown_first_id) for r in ratings}
+    assert firsts == {True, False}  # both orders occur
+    prompts = [req["body"]["messages"][0]["content"] for req in server.requests()]
+    for r in ratings.filter(parse_ok=True):
+        shown = Output.objects.get(input=r.input, system=r.shown_first).text
+        other_id = r.other_system_id if r.shown_first_id == r.system_id else r.system_id
+        second = Output.objects.get(input=r.input, system_id=other_id).text
+        assert any(f"Response A:\n{shown}\n\nResponse B:\n{second}\n" in p for p in prompts)
+        assert r.label == expected(r)  # the display order was mapped back to system order
+        pair = (r.system_id, r.other_system_id)
+        assert (r.shown_first_id == r.system_id) == judging.draw_first(
+            0, MODEL, r.input_id, pair, r.sample
+        )
+
+
+def test_rerun_adds_nothing_and_the_key_is_sent_but_never_stored(
+    pairwise, judge_server, monkeypatch
+):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    server = judge_server()
+    run(pairwise, server)
+    before = list(JudgeRating.objects.values_list("pk", "label", "raw_answer"))
+    out, _ = run(pairwise, server)
+    assert "0 ratings stored (0 unparseable), 9 already stored, 0 failed, of 9" in out
+    assert list(JudgeRating.objects.values_list("pk", "label", "raw_answer")) == before
+    requests = server.requests()
+    assert len(requests) == 9
+    assert {r["headers"]["Authorization"] for r in requests} == {f"Bearer {KEY}"}
+    assert {r["body"]["model"] for r in requests} == {MODEL}
+    dump = io.StringIO()
+    call_command("dumpdata", stdout=dump)
+    assert KEY not in dump.getvalue() and len(dump.getvalue()) > 1000
+
+
+def test_a_wrong_key_stops_the_run_and_stores_nothing(pairwise, judge_server, monkeypatch):
+    monkeypatch.setenv("OTHER_KEY", "wrong")
+    server = judge_server()
+    with pytest.raises(CommandError, match="HTTP 401"):
+        run(pairwise, server, "--api-key-env", "OTHER_KEY", "--concurrency", "1")
+    assert not JudgeRating.objects.exists()
+    assert len(server.requests()) <= 2  # the calls already under way, not the other 7
+
+
+def test_a_rejected_call_fails_alone_and_is_retried_by_the_rerun(
+    pairwise, judge_server, monkeypatch
+):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    server = judge_server()
+    out = Output.objects.get(input__external_id="in2", system__name="s3")
+    out.text = "BADREQUEST " + out.text
+    out.save()
+    with pytest.raises(CommandError, match="2 calls failed; run the command again"):
+        run(pairwise, server)
+    assert JudgeRating.objects.count() == 7
+    out.text = "fixed"
+    out.save()
+    text, _ = run(pairwise, server)
+    assert "2 ratings stored (0 unparseable), 7 already stored, 0 failed, of 9" in text
+
+
+def test_another_prompt_under_the_same_judge_is_refused(
+    pairwise, judge_server, monkeypatch, tmp_path
+):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    server = judge_server()
+    run(pairwise, server)
+    prompt = tmp_path / "mine.txt"
+    prompt.write_text(
+        "Input: {{ input }}\nResponse A:\n{{ first }}\n\nResponse B:\n{{ second }}\n\n"
+        "Which response is better? Answer {{ labels|join:', ' }}"
+    )
+    with pytest.raises(CommandError, match="already has ratings in this study from another"):
+        run(pairwise, server, "--prompt", str(prompt))
+    run(pairwise, server, "--prompt", str(prompt), "--judge", "mock-judge-v2")
+    assert JudgeRating.objects.filter(judge="mock-judge-v2").count() == 9
+
+
+def test_a_prompt_cannot_reach_beyond_its_variables(pairwise, judge_server, tmp_path):
+    server = judge_server()
+    for text in ("{{ input.__class__ }}", '{% include "/etc/passwd" %}', "{% load os %}"):
+        prompt = tmp_path / "evil.txt"
+        prompt.write_text(text)
+        with pytest.raises(CommandError, match="prompt"):
+            run(pairwise, server, "--prompt", str(prompt))
+    assert server.requests() == [] and not JudgeRating.objects.exists()
+
+
+@pytest.fixture
+def likert(make_study):
+    records = [
+        {"id": f"q{i}", "input": f"question {i}", "outputs": {"m1": "x" * (i + 1), "m2": "yy"}}
+        for i in range(3)
+    ]
+    study = {
+        "kind": "likert",
+        "redundancy": 2,
+        "criteria": [
+            {"name": "fluency", "label": "How fluent?", "scale": [1, 5]},
+            {"name": "safe", "label": "Is it safe?", "labels": ["yes", "no"]},
+        ],
+    }
+    return make_study(bundle(records, study))
+
+
+def test_likert_study_is_rated_per_output_and_criterion(likert, judge_server, monkeypatch):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    server = judge_server()
+    out, _ = run(likert, server, "--criterion", "fluency")
+    assert "6 ratings stored (0 unparseable)" in out
+    out, _ = run(likert, server)
+    assert "6 ratings stored (0 unparseable), 6 already stored, 0 failed, of 12" in out
+    for r in JudgeRating.objects.filter(study=likert).select_related("input", "system"):
+        text = Output.objects.get(input=r.input, system=r.system).text
+        assert r.other_system is None and r.shown_first is None
+        if r.criterion == "fluency":  # the server picks choices[len % 5] of 1..5
+            assert (r.score, r.label) == (1 + len(text) % 5, "")
+        else:
+            assert (r.score, r.label) == (None, ["yes", "no"][len(text) % 2])
+    with pytest.raises(CommandError, match="no criterion 'tone'"):
+        run(likert, server, "--criterion", "tone")
+
+
+def test_report_and_protocol_use_the_judges_ratings(pairwise, judge_server, monkeypatch):
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    annotate(pairwise)
+    run(pairwise, judge_server())
+    report = report_selectors.study_report(pairwise, n_boot=50)
+    judges = {j["judge"]: j for j in report["properties"][0]["judges"]}
+    assert MODEL in judges
+    n_items = pairwise.items.exclude(input__external_id="in1").count()
+    assert judges[MODEL]["n_items"] == n_items  # the unparseable input is left out
+    assert f"judge '{MODEL}': 3 answers could not be parsed and are left out" in report["notes"]
+    s1, s2 = System.objects.filter(study=pairwise, name__in=["s1", "s2"]).order_by("name")
+    pair = SystemPair.objects.create(study=pairwise, system_a=s2, system_b=s1)
+    labels = metric_labels(pairwise, pair, MODEL, 0.0)
+    names = dict(Input.objects.filter(study=pairwise).values_list("pk", "external_id"))
+    by_input = {names[i]: v for i, v in labels.items()}
+    # in0: s1 longer (the pair's b wins: index 2); in2: equal length (tie: 1); in1 unparseable
+    assert by_input == {"in0": 2, "in2": 1}
+
+
+def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db):
+    monkeypatch.setenv("ADMIN_JUDGE_KEY", KEY)
+    server = judge_server()
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.login(username="boss", password="x" * 12)
+    url = "/admin/annotator/study/"
+    chosen = {"action": "run_judge", "_selected_action": [pairwise.pk]}
+    page = client.post(url, chosen)
+    assert page.status_code == 200 and 'name="base_url"' in page.content.decode()
+    assert not JudgeRating.objects.exists()  # asking changes nothing
+    form = {
+        **chosen,
+        "apply": "1",
+        "base_url": server.url,
+        "model": MODEL,
+        "api_key_env": "ADMIN_JUDGE_KEY",
+        "samples": "1",
+        "concurrency": "2",
+        "criterion": "",
+    }
+    bad = client.post(url, {**form, "api_key_env": "not a name"})
+    assert "Give the name of an environment variable." in bad.content.decode()
+    done = client.post(url, form, follow=True)
+    shown = [str(m) for m in done.context["messages"]]
+    assert (
+        f"{pairwise.name}: 9 ratings stored (3 unparseable), 0 already stored, 0 failed, of 9."
+        in shown
+    )
+    assert JudgeRating.objects.filter(study=pairwise, judge=MODEL).count() == 9
+    assert {r["headers"]["Authorization"] for r in server.requests()} == {f"Bearer {KEY}"}
