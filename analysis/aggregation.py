@@ -19,15 +19,19 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
     "BOOTSTRAP_CACHE_CELLS",
+    "CROWD_KIT_MISSING",
     "PAIRWISE_LABELS",
+    "WorkerModel",
     "Estimate",
     "LabelCounts",
     "Patterns",
@@ -37,8 +41,11 @@ __all__ = [
     "bootstrap_counts",
     "bootstrap_sums",
     "clear_bootstrap_cache",
+    "crowd_kit_available",
+    "dawid_skene",
     "estimate_from_sums",
     "likert_summary",
+    "mace",
     "majority_vote",
     "modal_labels",
     "pairwise_win_rates",
@@ -859,3 +866,110 @@ def prioritisation_check(
             }
         )
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Worker-weighted labels: Dawid-Skene and MACE (crowd-kit, an optional extra)
+# --------------------------------------------------------------------------------------------
+
+CROWD_KIT_MISSING = (
+    "Dawid-Skene and MACE need crowd-kit, an optional extra: pip install 'humeval[crowd]'"
+)
+
+
+def crowd_kit_available() -> bool:
+    """Whether :mod:`crowdkit` can be imported (``pip install 'humeval[crowd]'``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("crowdkit") is not None
+
+
+@dataclass(frozen=True)
+class WorkerModel:
+    """Labels and worker reliabilities estimated by a worker-quality model.
+
+    ``labels``: one row per item with ``item`` and ``label``. ``workers``: one row per worker
+    with ``worker``, ``n_labels`` and ``reliability`` in [0, 1].
+    """
+
+    labels: pd.DataFrame
+    workers: pd.DataFrame
+
+
+def _crowd_frame(annotations: pd.DataFrame, rater: str) -> pd.DataFrame:
+    for col in ("item", rater, "label"):
+        if col not in annotations.columns:
+            raise ValueError(f"annotations need a {col!r} column")
+    ann = annotations.loc[annotations["label"].notna()]
+    return pd.DataFrame(
+        {
+            "task": ann["item"].to_numpy(),
+            "worker": ann[rater].astype(str).to_numpy(),
+            "label": ann["label"].to_numpy(),
+        }
+    )
+
+
+def _import_crowdkit() -> ModuleType:
+    try:
+        from crowdkit import aggregation
+    except ImportError as exc:
+        raise ImportError(CROWD_KIT_MISSING) from exc
+    return aggregation
+
+
+def _model(frame: pd.DataFrame, labels: pd.Series, reliability: pd.Series) -> WorkerModel:
+    out = pd.DataFrame({"item": labels.index.to_numpy(), "label": labels.to_numpy()})
+    n = frame.groupby("worker").size()
+    workers = pd.DataFrame(
+        {"worker": n.index.to_numpy(), "n_labels": n.to_numpy(), "reliability": 0.0}
+    )
+    workers["reliability"] = reliability.reindex(workers["worker"]).to_numpy(dtype=np.float64)
+    return WorkerModel(out.sort_values("item", ignore_index=True), workers)
+
+
+def dawid_skene(
+    annotations: pd.DataFrame, *, rater: str = "annotator", n_iter: int = 100
+) -> WorkerModel:
+    """Dawid & Skene (1979) labels by EM over per-worker confusion matrices, via crowd-kit's
+    ``DawidSkene`` (initialised from the majority vote, so deterministic).
+
+    A worker's ``reliability`` is the prior-weighted diagonal of its confusion matrix,
+    ``sum_c p_c P(label c | true c)`` (Dawid & Skene 1979, Section 2): the chance that its
+    label is right. A worker labelling at random among two labels gets about 0.5.
+    """
+    agg = _import_crowdkit()
+    frame = _crowd_frame(annotations, rater)
+    with warnings.catch_warnings():  # crowd-kit's pandas deprecations, not ours
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ds = agg.DawidSkene(n_iter=n_iter).fit(frame)
+    errors, priors = ds.errors_, ds.priors_
+    rel = {}
+    for worker, block in errors.groupby(level=0):  # one confusion matrix per worker
+        m = block.droplevel(0)
+        rel[worker] = float(
+            sum(priors[c] * m.at[c, c] for c in priors.index if c in m.index and c in m.columns)
+        )
+    return _model(frame, ds.labels_, pd.Series(rel, dtype=np.float64))
+
+
+def mace(
+    annotations: pd.DataFrame, *, rater: str = "annotator", seed: int = 0, n_restarts: int = 10
+) -> WorkerModel:
+    """MACE labels (Hovy et al. 2013, "Learning Whom to Trust with MACE", Section 2) via
+    crowd-kit's ``MACE`` (variational Bayes, ``n_restarts`` seeded restarts).
+
+    A worker's ``reliability`` is its competence, the posterior probability that it is not
+    spamming (``1 - theta_j`` in the paper's notation): the share of its labels that copy the
+    true label rather than a draw from its own spamming distribution.
+    """
+    agg = _import_crowdkit()
+    frame = _crowd_frame(annotations, rater)
+    with warnings.catch_warnings():  # crowd-kit's pandas deprecations, not ours
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        model = agg.MACE(n_restarts=n_restarts, random_state=seed).fit(frame)
+    _, worker_names = pd.factorize(frame["worker"])  # crowd-kit's worker order
+    competence = pd.Series(model.spamming_[:, 1], index=pd.Index(worker_names, name="worker"))
+    return _model(frame, model.labels_, competence)

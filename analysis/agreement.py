@@ -45,7 +45,9 @@ __all__ = [
     "cohens_kappa",
     "correlation",
     "fleiss_kappa",
+    "correlation_p_value",
     "judge_correlations",
+    "judge_sample_agreement",
     "judge_vs_majority",
     "krippendorff_alpha",
     "loo_agreement_inner",
@@ -53,6 +55,7 @@ __all__ = [
     "loo_agreement_per_item",
     "percentage_agreement",
     "percentage_agreement_per_item",
+    "random_labeller",
     "randolph_kappa",
     "stratified_agreement",
 ]
@@ -462,6 +465,37 @@ def _kappa_reducer(method: str, m: float, k: int) -> Reducer:
     return reduce
 
 
+def _gwet_terms(counts: np.ndarray) -> np.ndarray:
+    """Per-item terms of Gwet's (2014, Eq. 2.8-2.9) generalised kappa: ``[p_i, r_i >= 2,
+    r_i >= 1, r_ik / r_i ...]`` with ``p_i = sum_k r_ik (r_ik - 1) / (r_i (r_i - 1))`` (0 when
+    ``r_i < 2``)."""
+    c = np.asarray(counts, dtype=np.float64)
+    r = c.sum(axis=1)
+    rated, seen = r >= 2, r >= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_i = np.where(rated, (c * (c - 1.0)).sum(axis=1) / (r * (r - 1.0)), 0.0)
+        share = np.where(seen[:, None], c / r[:, None], 0.0)
+    return np.column_stack([p_i, rated, seen, share])
+
+
+def _gwet_reducer(method: str, k: int) -> Reducer:
+    """kappa = (p_a - p_e) / (1 - p_e) with p_a the mean of the per-item agreements over items
+    with two or more labels and p_e = sum_k pi_k^2, pi_k the mean share of label k over all
+    labelled items (Fleiss), or 1/k (Randolph)."""
+
+    def reduce(s: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p_a = s[:, 0] / s[:, 1]
+            if method == "fleiss":
+                p_e = ((s[:, 3 : 3 + k] / s[:, [2]]) ** 2).sum(axis=1)
+            else:
+                p_e = np.full(len(s), 1.0 / k)
+            out = (p_a - p_e) / (1.0 - p_e)
+        return np.where(np.isclose(p_e, 1.0), np.nan, out)
+
+    return reduce
+
+
 def _multi_kappa(
     data: pd.DataFrame | LabelCounts,
     method: Literal["fleiss", "randolph"],
@@ -480,25 +514,24 @@ def _multi_kappa(
     n = int(pat.freq @ rated)
     if n == 0:
         return Estimate.undefined(_NO_PAIRS)
-    sizes = np.unique(m[rated])
-    if len(sizes) > 1:
-        return Estimate.undefined(
-            f"{method} kappa needs the same number of labels on every item; "
-            f"items have between {sizes.min()} and {sizes.max()}",
-            n=n,
-        )
     if method == "randolph" and k < 2:
         return Estimate.undefined("Randolph's kappa needs at least two declared labels", n=n)
     table = lc.human[lc.human.sum(axis=1) >= 2]
     if method == "fleiss" and (table.sum(axis=0) > 0).sum() < 2:
         return Estimate.undefined("only one label value observed: chance agreement is one", n=n)
-    point = float(sm_fleiss_kappa(table, method=method))
-    vp = np.where(rated[:, None], _fleiss_terms(pat.rows, float(sizes[0])), 0.0)
-    reduce = _kappa_reducer(method, float(sizes[0]), k)
     est = estimate_from_sums(
-        vp, pat.freq, reduce, n=n, n_boot=n_boot, seed=seed, confidence=confidence
+        _gwet_terms(pat.rows),
+        pat.freq,
+        _gwet_reducer(method, k),
+        n=n,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
     )
-    return Estimate(point, est.low, est.high, n, est.n_boot, est.reason)
+    if len(np.unique(m[m > 0])) == 1:  # the classic statistic: statsmodels gives the point
+        point = float(sm_fleiss_kappa(table, method=method))
+        return Estimate(point, est.low, est.high, n, est.n_boot, est.reason)
+    return est
 
 
 def fleiss_kappa(
@@ -509,11 +542,16 @@ def fleiss_kappa(
     seed: SeedLike = 0,
     confidence: float = 0.95,
 ) -> Estimate:
-    """Fleiss' kappa (Fleiss 1971) via :func:`statsmodels.stats.inter_rater.fleiss_kappa`.
+    """Fleiss' kappa (Fleiss 1971), generalised to items with different numbers of labels
+    (Gwet 2014, *Handbook of Inter-Rater Reliability*, Eq. 2.8-2.9; irrCAC ``fleiss()``).
 
-    Chance agreement is estimated from the observed label marginals (Beyond Correlation,
-    Section 2.1). Needs the same number of labels on every item (items with one label are left
-    out); undefined otherwise, or when a single label was used.
+    ``p_a`` is the mean over items with two or more labels of
+    ``sum_k r_ik (r_ik - 1) / (r_i (r_i - 1))``; chance ``p_e = sum_k pi_k^2`` with ``pi_k``
+    the mean over all labelled items of ``r_ik / r_i`` (Beyond Correlation, Section 2.1). With
+    the same number of labels on every item this is Fleiss' kappa and the point comes from
+    statsmodels. Example:
+    items {1,1,2}, {1,2}: p_a = (1/3 + 0) / 2 = 1/6, pi = (7/12, 5/12), p_e = 74/144, kappa =
+    -0.7143. Undefined when a single label was used.
     """
     return _multi_kappa(data, "fleiss", labels, n_boot, seed, confidence)
 
@@ -527,7 +565,9 @@ def randolph_kappa(
     confidence: float = 0.95,
 ) -> Estimate:
     """Randolph's free-marginal kappa (Randolph 2005): chance agreement 1/k, with k the size of
-    the declared label set (not the observed one), via statsmodels ``method='randolph'``."""
+    the declared label set (not the observed one), via statsmodels ``method='randolph'``; with
+    different numbers of labels per item ``p_a`` is generalised as in :func:`fleiss_kappa`
+    (Gwet 2014's Brennan-Prediger coefficient, irrCAC ``bp()``)."""
     return _multi_kappa(data, "randolph", labels, n_boot, seed, confidence)
 
 
@@ -769,7 +809,8 @@ def judge_correlations(
 ) -> pd.DataFrame:
     """Item-level correlation of the human median (or mean) with the judge's label (its median
     or mean over samples), for graded labels (Judge-Bench Section 4; Beyond Correlation Table 2
-    H̄M̄ and HμMμ). One row per method with the :class:`Estimate` fields."""
+    H̄M̄ and HμMμ). One row per method with the :class:`Estimate` fields and the two-sided
+    ``p_value`` of :func:`correlation_p_value`."""
     lc = as_label_counts(data, judges, labels)
     name, jc = lc.judge_counts(judge)
     values = lc.ordinal_values()
@@ -778,8 +819,173 @@ def judge_correlations(
     rows = []
     for method in methods:
         est = correlation(x, y, method=method, n_boot=n_boot, seed=seed, confidence=confidence)
-        rows.append({"judge": name, "aggregate": aggregate, "metric": method, **est.as_dict()})
-    return nullable_floats(pd.DataFrame(rows), ["value", "low", "high"])
+        p = correlation_p_value(x, y, method=method) if est.defined else None
+        rows.append(
+            {
+                "judge": name,
+                "aggregate": aggregate,
+                "metric": method,
+                **est.as_dict(),
+                "p_value": p,
+            }
+        )
+    return nullable_floats(pd.DataFrame(rows), ["value", "low", "high", "p_value"])
+
+
+def correlation_p_value(
+    x: Sequence[float] | np.ndarray | pd.Series,
+    y: Sequence[float] | np.ndarray | pd.Series,
+    *,
+    method: Method = "spearman",
+) -> float | None:
+    """Two-sided p-value of H0 "no correlation" from :mod:`scipy.stats` (``pearsonr``: exact t
+    test; ``spearmanr``: t approximation; ``kendalltau``: exact for small n without ties, else
+    normal), as Judge-Bench reports. Pairs with a missing value are dropped; ``None`` when the
+    correlation is undefined (fewer than three pairs or a constant side)."""
+    from scipy import stats
+
+    xa = np.asarray(x, dtype=np.float64)
+    ya = np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    xa, ya = xa[keep], ya[keep]
+    if len(xa) < 3 or np.all(xa == xa[0]) or np.all(ya == ya[0]):
+        return None
+    fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
+    if method not in fn:
+        raise ValueError(f"method must be 'spearman', 'kendall' or 'pearson', got {method!r}")
+    p = float(fn[method](xa, ya).pvalue)
+    return p if math.isfinite(p) else None
+
+
+def random_labeller(
+    data: pd.DataFrame | LabelCounts,
+    *,
+    labels: Sequence[Hashable] | None = None,
+    distribution: Literal["human", "uniform"] = "human",
+    n_boot: int = 1000,
+    seed: SeedLike = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Expected agreement of a random labeller with the humans, in closed form (Beyond
+    Correlation Section 3.1, Fig. 2, the baseline R^w of Fig. 1).
+
+    The labeller draws label ``c`` with probability ``pi_c``: the share of ``c`` among all human
+    labels (``distribution="human"``) or ``1/k`` (``"uniform"``, the paper's choice). Rows:
+    ``accuracy`` = mean over items of ``sum_c pi_c h_ic`` with ``h_i`` the human majority (tied
+    modes share the vote), the expectation of :func:`judge_vs_majority`'s accuracy; and
+    ``loo_outer`` = :func:`loo_agreement_outer` with the judge's label distribution set to
+    ``pi`` on every item. ``pi`` is held fixed; the interval resamples items. Example: humans
+    [A, A], [A, B], pi = (3/4, 1/4): accuracy = (3/4 + 1/2) / 2 = 0.625.
+    """
+    lc = as_label_counts(data, labels=labels)
+    k = len(lc.labels)
+    totals = lc.human.sum(axis=0).astype(np.float64)
+    if distribution == "human":
+        pi = totals / totals.sum() if totals.sum() else np.full(k, np.nan)
+    elif distribution == "uniform":
+        pi = np.full(k, 1.0 / k)
+    else:
+        raise ValueError(f"distribution must be 'human' or 'uniform', got {distribution!r}")
+    pat = lc.patterns()
+    m = pat.rows.sum(axis=1)
+    rows = []
+    seen = m >= 1
+    n = int(pat.freq @ seen)
+    acc = (
+        estimate_from_sums(
+            _mean_terms(soft_mode(pat.rows) @ pi, seen),
+            pat.freq,
+            _mean_reduce,
+            n=n,
+            n_boot=n_boot,
+            seed=seed,
+            confidence=confidence,
+        )
+        if n
+        else Estimate.undefined("no human labels")
+    )
+    rows.append({"metric": "accuracy", **acc.as_dict()})
+    rated = m >= 2
+    n2 = int(pat.freq @ rated)
+    target = np.broadcast_to(pi, pat.rows.shape)
+    loo = (
+        estimate_from_sums(
+            _mean_terms(_loo_expected(pat.rows, target), rated),
+            pat.freq,
+            _mean_reduce,
+            n=n2,
+            n_boot=n_boot,
+            seed=seed,
+            confidence=confidence,
+        )
+        if n2
+        else Estimate.undefined(_NO_PAIRS)
+    )
+    rows.append({"metric": "loo_outer", **loo.as_dict()})
+    out = pd.DataFrame(rows)
+    out.insert(0, "distribution", distribution)
+    return nullable_floats(out, ["value", "low", "high"])
+
+
+def judge_sample_agreement(
+    judges: pd.DataFrame,
+    *,
+    labels: Sequence[Hashable] | None = None,
+    level: Level = "nominal",
+    key: Sequence[str] = ("item",),
+    n_boot: int = 1000,
+    seed: SeedLike = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Machine-vs-machine agreement: how far several samples of one judge agree on each item
+    (Beyond Correlation Section 2 and Table 1, MM beside HH).
+
+    ``judges``: one row per sample, with ``judge``, ``label`` (or ``value``), the item ``key``
+    columns (``item``, or e.g. ``("input", "pair")``) and optionally ``sample``. The samples of
+    an item are treated as its raters: percentage agreement (A.4, Eq. 3) and Krippendorff's
+    alpha at ``level``, over items with two or more samples. A judge with one sample per item
+    gets a row whose ``reason`` says it needs two or more. One row per (judge, metric) with
+    ``judge``, ``metric``, ``n_samples`` (most samples on an item) and the :class:`Estimate`
+    fields.
+    """
+    value_col = "label" if "label" in judges.columns else "value"
+    for col in ("judge", value_col, *key):
+        if col not in judges.columns:
+            raise ValueError(f"judge samples need a {col!r} column")
+    frame = judges.loc[judges[value_col].notna()]
+    if "sample" in frame.columns and frame.duplicated(["judge", *key, "sample"]).any():
+        raise ValueError("some (judge, item, sample) rows occur more than once")
+    item = (
+        frame[key[0]]
+        if len(key) == 1
+        else pd.Series(list(zip(*(frame[c] for c in key), strict=True)), index=frame.index)
+    )
+    long = pd.DataFrame(
+        {"judge": frame["judge"].astype(str), "item": item, "label": frame[value_col]}
+    )
+    rows = []
+    for name, part in long.groupby("judge", sort=True):
+        lc = LabelCounts.from_frames(part, labels=labels)
+        n_samples = int(lc.human.sum(axis=1).max()) if lc.n_items else 0
+        if n_samples < 2:
+            why = "needs two or more samples per item; this judge has one"
+            ests = {m: Estimate.undefined(why) for m in ("percentage_agreement", "alpha")}
+        else:
+            kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
+            ests = {
+                "percentage_agreement": percentage_agreement(lc, **kw),
+                "alpha": krippendorff_alpha(lc, level=level, **kw),
+            }
+        for metric, est in ests.items():
+            metric_name = "krippendorff_alpha" if metric == "alpha" else metric
+            rows.append(
+                {"judge": name, "metric": metric_name, "n_samples": n_samples, **est.as_dict()}
+            )
+    out = pd.DataFrame(
+        rows,
+        columns=["judge", "metric", "n_samples", "value", "low", "high", "n", "n_boot", "reason"],
+    )
+    return nullable_floats(out, ["value", "low", "high"])
 
 
 def judge_vs_majority(

@@ -205,6 +205,8 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
             )
         )
     out.extend(_text_judges(prop))
+    out.extend(_text_judges_extra(prop))
+    out.extend(_text_workers(prop))
     out.extend(_text_perception(prop))
     if "position_bias" in prop:
         pb = prop["position_bias"]
@@ -291,7 +293,7 @@ def _text_judges(prop: dict[str, Any]) -> list[str]:
             name = "agreement with human majority" if r["metric"] == "accuracy" else "Cohen's kappa"
             rows.append([name, _est_text(r)])
         for r in j.get("correlations", []):
-            rows.append([f"{r['metric']} (human {r['aggregate']})", _est_text(r)])
+            rows.append([f"{r['metric']} (human {r['aggregate']}{_p_text(r)})", _est_text(r)])
         jsd = j["binned_jsd"]
         rows.append([f"binned JSD ({jsd['binning']} bins; lower is closer)", _est_text(jsd)])
         out.append(_text_table(["statistic", "value [interval]"], rows))
@@ -331,6 +333,97 @@ def _text_judges(prop: dict[str, Any]) -> list[str]:
                 indent="    ",
             )
         )
+    return out
+
+
+def _p_text(row: dict[str, Any]) -> str:
+    p = row.get("p_value")
+    if p is None:
+        return ""
+    return "; p < 0.001" if p < 0.001 else f"; p = {num(p)}"
+
+
+_RANDOM_TITLES = {
+    "accuracy": "agreement with human majority",
+    "loo_outer": "leave-one-out agreement (outer)",
+}
+_SAMPLE_TITLES = {
+    "percentage_agreement": "percentage agreement",
+    "krippendorff_alpha": "Krippendorff's alpha",
+}
+
+
+def _random_name(r: dict[str, Any]) -> str:
+    dist = "human label distribution" if r["distribution"] == "human" else "uniform"
+    return f"{_RANDOM_TITLES.get(r['metric'], r['metric'])} ({dist})"
+
+
+def _text_judges_extra(prop: dict[str, Any]) -> list[str]:
+    extra = prop.get("judges_extra")
+    if not extra:
+        return []
+    out = ["", "Random-labeller baseline (expected agreement of labels drawn at random)"]
+    out.append(
+        _text_table(
+            ["statistic", "value [interval]"],
+            [[_random_name(r), _est_text(r)] for r in extra["random_labeller"]],
+        )
+    )
+    if extra.get("samples_reason"):
+        out.append(f"Agreement among judge samples: undefined -- {plain(extra['samples_reason'])}")
+        return out
+    out.append("Agreement among each judge's samples (machine vs machine)")
+    out.append(
+        _text_table(
+            ["judge", "samples", "statistic", "value [interval]"],
+            [
+                [
+                    plain(r["judge"]),
+                    num(r["n_samples"]),
+                    _SAMPLE_TITLES.get(r["metric"], r["metric"]),
+                    _est_text(r),
+                ]
+                for r in extra["samples"]
+            ],
+        )
+    )
+    return out
+
+
+def _text_workers(prop: dict[str, Any]) -> list[str]:
+    wk = prop.get("workers")
+    if not wk:
+        return []
+    if wk.get("reason"):
+        return ["", f"Worker-weighted labels: unavailable -- {plain(wk['reason'])}"]
+    out = ["", "Worker-weighted labels (Dawid-Skene, MACE) beside the majority"]
+    out.append(
+        _text_table(
+            ["model", "items", "same as unique majority", "labels"],
+            [
+                [
+                    m["title"],
+                    num(m["n_items"]),
+                    "undefined"
+                    if m["agreement_with_majority"] is None
+                    else pct(m["agreement_with_majority"]),
+                    ", ".join(f"{plain(d['label'])}: {d['count']}" for d in m["distribution"]),
+                ]
+                for m in wk["methods"]
+            ],
+        )
+    )
+    out.append(f"  Worker reliability ({wk['reliability']}); least reliable first")
+    out.append(
+        _text_table(
+            ["worker", "labels", "Dawid-Skene", "MACE"],
+            [
+                [plain(w["worker"]), num(w["n_labels"]), num(w["dawid_skene"]), num(w["mace"])]
+                for w in wk["workers"]
+            ],
+            indent="    ",
+        )
+    )
     return out
 
 
@@ -465,6 +558,8 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
     if "likert" in prop:
         out["likert"] = _likert(prop["likert"])
     out["judges"] = _judges(prop, conf)
+    out["judges_extra"] = _judges_extra(prop, conf)
+    out["workers"] = _workers(prop)
     out["perception"] = _perception(prop)
     if "position_bias" in prop:
         out["position_bias"] = _position_bias(prop["position_bias"])
@@ -586,7 +681,8 @@ def _judges(prop: dict[str, Any], conf: float) -> dict[str, Any]:
             for r in j.get("vs_majority", [])
         ]
         stats += [
-            (f"{r['metric']} with human {r['aggregate']}", r) for r in j.get("correlations", [])
+            (f"{r['metric']} with human {r['aggregate']}{_p_text(r)}", r)
+            for r in j.get("correlations", [])
         ]
         stats.append(
             (f"binned JSD ({j['binned_jsd']['binning']} bins, lower is closer)", j["binned_jsd"])
@@ -624,6 +720,65 @@ def _judges(prop: dict[str, Any], conf: float) -> dict[str, Any]:
         ),
         "source": "; ".join(sorted(s for s in srcs if s)),
         "stratified": stratified,
+    }
+
+
+def _judges_extra(prop: dict[str, Any], conf: float) -> dict[str, Any]:
+    extra = prop.get("judges_extra")
+    if not extra:
+        return {}
+    ci = f"value [{round(100 * conf)}% interval]"
+    out: dict[str, Any] = {
+        "random": _table(
+            ["statistic", ci, "items"],
+            [[_random_name(r), _est(r), num(r["n"])] for r in extra["random_labeller"]],
+            text_cols=(0, 1),
+        ),
+        "random_source": extra["random_source"],
+        "samples_reason": extra.get("samples_reason", ""),
+    }
+    if "samples" in extra:
+        out["samples"] = _table(
+            ["judge", "samples per item", "statistic", ci, "items"],
+            [
+                [r["judge"], num(r["n_samples"]), _SAMPLE_TITLES.get(r["metric"], r["metric"])]
+                + [_est(r), num(r["n"])]
+                for r in extra["samples"]
+            ],
+            text_cols=(0, 2, 3),
+        )
+        out["samples_source"] = extra["samples_source"]
+    return out
+
+
+def _workers(prop: dict[str, Any]) -> dict[str, Any]:
+    wk = prop.get("workers")
+    if not wk:
+        return {}
+    if wk.get("reason"):
+        return {"reason": wk["reason"]}
+    return {
+        "methods": _table(
+            ["model", "source", "items", "same label as the unique majority", "labels"],
+            [
+                [m["title"], m["source"], num(m["n_items"])]
+                + [
+                    _value(m["agreement_with_majority"], "no item has a unique majority", 3, True),
+                    ", ".join(f"{d['label']}: {d['count']}" for d in m["distribution"]),
+                ]
+                for m in wk["methods"]
+            ],
+            text_cols=(0, 1, 4),
+        ),
+        "workers": _table(
+            ["worker", "labels", "Dawid-Skene reliability", "MACE competence"],
+            [
+                [w["worker"], num(w["n_labels"]), _value(w["dawid_skene"]), _value(w["mace"])]
+                for w in wk["workers"]
+            ],
+        ),
+        "n_workers": len(wk["workers"]),
+        "reliability": wk["reliability"],
     }
 
 

@@ -26,10 +26,15 @@ import pandas as pd
 
 from analysis import agreement, perception
 from analysis.aggregation import (
+    CROWD_KIT_MISSING,
     PAIRWISE_LABELS,
     Estimate,
     LabelCounts,
+    crowd_kit_available,
+    dawid_skene,
     likert_summary,
+    mace,
+    majority_vote,
     pairwise_win_rates,
     position_bias,
     prioritisation_check,
@@ -400,6 +405,8 @@ def _property_section(
     if prop.kind == "ordinal":
         section["likert"] = _likert(lc, items)
     section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
+    section["judges_extra"] = _judges_extra(lc, jud, prop, opts)
+    section["workers"] = _workers(ann, lc, opts)
     section["perception"] = _perception(lc, lc_pw, prop)
     return section
 
@@ -480,7 +487,9 @@ def _reliability(lc: LabelCounts, prop: Property, opts: _Opts) -> list[dict[str,
         )
     rows += [
         estimate_dict(
-            agreement.fleiss_kappa(lc, **kw), metric="fleiss_kappa", source="Fleiss 1971"
+            agreement.fleiss_kappa(lc, **kw),
+            metric="fleiss_kappa",
+            source="Fleiss 1971; Gwet 2014 Eq. 2.8-2.9 for unequal label counts",
         ),
         estimate_dict(
             agreement.randolph_kappa(lc, **kw),
@@ -687,10 +696,17 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
         ),
     }
     if prop.kind == "ordinal":
-        corr = agreement.judge_correlations(lc, judge=name, aggregate="median", **kw)
+        corr = pd.concat(
+            [
+                agreement.judge_correlations(lc, judge=name, aggregate=how, **kw)
+                for how in ("median", "mean")
+            ],
+            ignore_index=True,
+        )
         out["correlations"] = _records(corr)
         out["correlations_source"] = (
-            "human median vs judge label per item (Judge-Bench Section 4; scipy.stats)"
+            "human median and mean vs judge label per item, two-sided p-values "
+            "(Judge-Bench Section 4; scipy.stats)"
         )
     else:
         vs = agreement.judge_vs_majority(lc, judge=name, **kw)
@@ -713,6 +729,84 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
         "rows": _records(strat),
     }
     return out
+
+
+def _judges_extra(
+    lc: LabelCounts, jud: pd.DataFrame | None, prop: Property, opts: _Opts
+) -> dict[str, Any]:
+    """Baselines for the judges: a random labeller's expected agreement (Beyond Correlation
+    Fig. 1-2) and the agreement among each judge's samples (machine vs machine)."""
+    kw = opts.kw
+    random_rows = pd.concat(
+        [agreement.random_labeller(lc, distribution=d, **kw) for d in ("human", "uniform")],
+        ignore_index=True,
+    )
+    out: dict[str, Any] = {
+        "random_labeller": _records(random_rows),
+        "random_source": "Beyond Correlation Section 3.1, Fig. 1-2 (closed-form expectation)",
+    }
+    if jud is None or not len(jud):
+        out["samples_reason"] = "no judge labels for this property"
+        return out
+    level = "ordinal" if prop.kind == "ordinal" else "nominal"
+    samples = agreement.judge_sample_agreement(jud, labels=list(prop.labels), level=level, **kw)
+    out["samples"] = _records(samples)
+    out["samples_source"] = (
+        f"several samples of one judge per item as raters: percentage agreement (A.4 Eq. 3), "
+        f"Krippendorff's alpha ({level}) (Beyond Correlation Section 2)"
+    )
+    return out
+
+
+def _workers(ann: pd.DataFrame, lc: LabelCounts, opts: _Opts) -> dict[str, Any]:
+    """Dawid-Skene and MACE labels beside the majority, with each worker's reliability."""
+    if not crowd_kit_available():
+        return {"reason": CROWD_KIT_MISSING}
+    maj = majority_vote(lc)
+    unique = maj.loc[~maj["tied"]].set_index("item")["label"].astype(object)
+    models = {
+        "dawid_skene": ("Dawid-Skene", "Dawid & Skene 1979 (crowd-kit)", dawid_skene(ann)),
+        "mace": ("MACE", "Hovy et al. 2013 (crowd-kit)", mace(ann, seed=opts.seed)),
+    }
+    methods, reliab = [], {}
+    for key, (title, source, model) in models.items():
+        got = model.labels.set_index("item")["label"]
+        both = unique.index.intersection(got.index)
+        same = (
+            float((got.loc[both].astype(object) == unique.loc[both]).mean()) if len(both) else None
+        )
+        counts = got.value_counts()
+        methods.append(
+            {
+                "method": key,
+                "title": title,
+                "source": source,
+                "n_items": int(len(got)),
+                "agreement_with_majority": same,
+                "items_with_majority": int(len(both)),
+                "distribution": [
+                    {"label": lab, "count": int(counts.get(lab, 0))} for lab in lc.labels
+                ],
+            }
+        )
+        reliab[key] = model.workers.set_index("worker")
+    n = reliab["dawid_skene"]["n_labels"]
+    workers = [
+        {
+            "worker": w,
+            "n_labels": int(n[w]),
+            "dawid_skene": float(reliab["dawid_skene"].at[w, "reliability"]),
+            "mace": float(reliab["mace"].at[w, "reliability"]),
+        }
+        for w in n.index
+    ]
+    workers.sort(key=lambda r: (r["dawid_skene"], r["worker"]))
+    return {
+        "methods": methods,
+        "workers": workers,
+        "reliability": "Dawid-Skene: prior-weighted diagonal of the worker's confusion matrix; "
+        "MACE: posterior probability that the worker is not spamming",
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -280,9 +280,84 @@ def test_randolph_counts_declared_labels_not_observed():
     assert ag.fleiss_kappa(data, labels=[1, 2, 3, 4, 5]).value == pytest.approx(-1 / 3)
 
 
-def test_fleiss_needs_equal_rater_counts():
-    est = ag.fleiss_kappa(long_frame({"a": [1, 1, 2], "b": [1, 2]}))
-    assert est.value is None and "same number of labels" in est.reason
+def gwet_reference(items: dict, k_labels: list, method: str = "fleiss") -> Fraction:
+    """Gwet (2014) Eq. 2.8-2.9 in exact fractions: p_a over items with >= 2 labels, pi_k over
+    all labelled items."""
+    rated = [labs for labs in items.values() if len(labs) >= 2]
+    p_a = sum(
+        (Fraction(sum(c * (c - 1) for c in Counter(labs).values()), len(labs) * (len(labs) - 1)))
+        for labs in rated
+    ) / len(rated)
+    seen = [labs for labs in items.values() if labs]
+    if method == "fleiss":
+        pi = [
+            sum(Fraction(labs.count(c), len(labs)) for labs in seen) / len(seen) for c in k_labels
+        ]
+        p_e = sum(p * p for p in pi)
+    else:
+        p_e = Fraction(1, len(k_labels))
+    return (p_a - p_e) / (1 - p_e)
+
+
+def test_generalised_fleiss_worked_example():
+    # {1,1,2}, {1,2}: p_a = (1/3 + 0) / 2 = 1/6; pi = (7/12, 5/12); p_e = 74/144; kappa = -5/7
+    data = {"a": [1, 1, 2], "b": [1, 2]}
+    est = ag.fleiss_kappa(long_frame(data))
+    assert est.value == pytest.approx(-5 / 7, abs=1e-12)
+    assert gwet_reference(data, [1, 2]) == Fraction(-5, 7)
+    assert ag.randolph_kappa(long_frame(data)).value == pytest.approx(-2 / 3, abs=1e-12)
+
+
+# Gwet (2014), Handbook of Inter-Rater Reliability, 4th ed.: 12 units, 4 raters, 5 categories
+# with missing ratings (irrCAC's ``datasets.raw_4raters``). irrCAC 0.4.4 ``CAC(d).fleiss()``
+# reports kappa 0.76117 (pa 0.81818, pe 0.23872) and ``bp()`` 0.77273 with categories 1..5.
+GWET_4RATERS = {
+    1: [1, 1, 1],
+    2: [2, 2, 3, 2],
+    3: [3, 3, 3, 3],
+    4: [3, 3, 3, 3],
+    5: [2, 2, 2, 2],
+    6: [1, 2, 3, 4],
+    7: [4, 4, 4, 4],
+    8: [1, 1, 2, 1],
+    9: [2, 2, 2, 2],
+    10: [5, 5, 5],
+    11: [1, 1],
+    12: [3],
+}
+
+
+def test_generalised_fleiss_matches_irrcac_on_gwets_handbook_data():
+    frame = long_frame(GWET_4RATERS)
+    fleiss = ag.fleiss_kappa(frame, labels=[1, 2, 3, 4, 5])
+    bp = ag.randolph_kappa(frame, labels=[1, 2, 3, 4, 5])
+    assert round(fleiss.value, 5) == 0.76117
+    assert round(bp.value, 5) == 0.77273
+    assert fleiss.value == pytest.approx(float(gwet_reference(GWET_4RATERS, [1, 2, 3, 4, 5])))
+    assert bp.value == pytest.approx(
+        float(gwet_reference(GWET_4RATERS, [1, 2, 3, 4, 5], "randolph"))
+    )
+    assert fleiss.n == 11  # unit 12 has one label: in pi, not in p_a
+    assert fleiss.low < fleiss.value <= fleiss.high
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generalised_fleiss_on_random_unequal_items(seed):
+    human, _ = random_study(seed, 40, (1, 2, 3, 5))
+    est = ag.fleiss_kappa(long_frame(human), labels=[1, 2, 3, 4, 5])
+    assert est.value == pytest.approx(float(gwet_reference(human, [1, 2, 3, 4, 5])), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_generalised_fleiss_equals_classic_with_equal_rater_counts(seed):
+    human, _ = random_study(seed, 30, (4,))
+    table = LabelCounts.from_frames(long_frame(human), labels=[1, 2, 3, 4, 5]).human
+    assert float(gwet_reference(human, [1, 2, 3, 4, 5])) == pytest.approx(
+        sm_fleiss_kappa(table), abs=1e-12
+    )
+    reduce = ag._gwet_reducer("fleiss", 5)
+    mine = reduce(ag._gwet_terms(table).sum(axis=0)[None, :])[0]
+    assert mine == pytest.approx(sm_fleiss_kappa(table), abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -469,3 +544,75 @@ def test_stratified_delta_interval_and_unique_strata():
     assert row["hh"] == pytest.approx(alpha.value, abs=1e-12)
     n = res.set_index(["stratum", "metric"]).xs("alpha", level="metric")["n_items"]
     assert n.drop("all").sum() == n["all"] == 400
+
+
+# ---------------------------------------------------- peers' statistics: p-values, baselines
+
+
+def test_judge_correlations_with_the_human_mean_carry_scipys_p_values():
+    human, machine = random_study(3, 60, (3, 4))
+    lc = LabelCounts.from_frames(long_frame(human), judge_frame(machine), labels=[1, 2, 3, 4, 5])
+    got = ag.judge_correlations(lc, aggregate="mean", n_boot=0).set_index("metric")
+    x = [np.mean(human[i]) for i in sorted(human)]
+    y = [np.mean(machine[i]) for i in sorted(human)]
+    for method, fn in (
+        ("pearson", stats.pearsonr),
+        ("spearman", stats.spearmanr),
+        ("kendall", stats.kendalltau),
+    ):
+        ref = fn(x, y)
+        assert got.loc[method, "value"] == pytest.approx(ref.statistic, abs=1e-12)
+        assert got.loc[method, "p_value"] == pytest.approx(ref.pvalue, rel=1e-12)
+    assert ag.correlation_p_value([1, 2, 3], [2, 2, 2]) is None
+
+
+def test_random_labeller_worked_example_and_simulation():
+    frame = long_frame({"a": ["A", "A"], "b": ["A", "B"]})
+    got = ag.random_labeller(frame, labels=["A", "B"], n_boot=0).set_index("metric")
+    # pi = (3/4, 1/4). accuracy: a -> 3/4, b (tie) -> 1/2. LOO: a -> 3/4, b -> (1/4 + 3/4) / 2.
+    assert got.loc["accuracy", "value"] == pytest.approx(0.625)
+    assert got.loc["loo_outer", "value"] == pytest.approx(0.625)
+    uni = ag.random_labeller(frame, labels=["A", "B"], distribution="uniform", n_boot=0)
+    assert uni.set_index("metric").loc["accuracy", "value"] == pytest.approx(0.5)
+    # the closed form is the mean of judge_vs_majority over many seeded random labellers
+    human, _ = random_study(5, 50, (2, 3, 4))
+    lc = LabelCounts.from_frames(long_frame(human), labels=[1, 2, 3, 4, 5])
+    pi = lc.human.sum(axis=0) / lc.human.sum()
+    rng = np.random.default_rng(0)
+    sims = []
+    for _ in range(400):
+        draw = {i: [int(rng.choice([1, 2, 3, 4, 5], p=pi))] for i in human}
+        vs = ag.judge_vs_majority(
+            long_frame(human), judge_frame(draw), labels=[1, 2, 3, 4, 5], n_boot=0
+        )
+        sims.append(vs.set_index("metric").loc["accuracy", "value"])
+    closed = ag.random_labeller(lc, n_boot=0).set_index("metric").loc["accuracy", "value"]
+    assert np.mean(sims) == pytest.approx(closed, abs=3 * np.std(sims) / 20)
+
+
+def test_judge_sample_agreement_treats_samples_as_raters():
+    rows = [
+        ("llm", "i1", 0, "A"),
+        ("llm", "i1", 1, "A"),
+        ("llm", "i1", 2, "B"),
+        ("llm", "i2", 0, "B"),
+        ("llm", "i2", 1, "B"),
+        ("llm", "i2", 2, "B"),
+        ("one", "i1", 0, "A"),
+        ("one", "i2", 0, "B"),
+    ]
+    frame = pd.DataFrame(rows, columns=["judge", "input", "sample", "label"])
+    got = ag.judge_sample_agreement(frame, key=("input",), labels=["A", "B"], n_boot=0)
+    llm = got[got["judge"] == "llm"].set_index("metric")
+    assert llm.loc["percentage_agreement", "value"] == pytest.approx((2 / 3 + 1) / 2)
+    wide = np.array([["A", "A", "B"], ["B", "B", "B"]], dtype=object)
+    ref = krippendorff.alpha(
+        reliability_data=np.vectorize({"A": 0, "B": 1}.get)(wide).T.astype(float),
+        level_of_measurement="nominal",
+    )
+    assert llm.loc["krippendorff_alpha", "value"] == pytest.approx(ref, abs=1e-12)
+    assert (llm["n_samples"] == 3).all()
+    one = got[got["judge"] == "one"]
+    assert one["value"].isna().all() and one["reason"].str.contains("two or more samples").all()
+    with pytest.raises(ValueError, match="more than once"):
+        ag.judge_sample_agreement(pd.concat([frame, frame]), key=("input",))

@@ -1,0 +1,66 @@
+"""Dawid-Skene and MACE (crowd-kit) on synthetic crowds with a known spammer."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import aggregation
+
+
+def crowd(seed: int = 0, n_items: int = 60, accuracy: float = 0.9) -> tuple[pd.DataFrame, dict]:
+    """Three careful workers right with probability ``accuracy``; w3 answers at random."""
+    rng = np.random.default_rng(seed)
+    truth = {i: ["A", "B"][int(rng.integers(0, 2))] for i in range(n_items)}
+    rows = []
+    for i, t in truth.items():
+        for w in range(4):
+            careful = w < 3 and rng.random() < accuracy
+            label = t if careful else ["A", "B"][int(rng.integers(0, 2))]
+            rows.append((i, f"w{w}", label))
+    return pd.DataFrame(rows, columns=["item", "annotator", "label"]), truth
+
+
+@pytest.mark.parametrize("fit", [aggregation.dawid_skene, aggregation.mace])
+def test_spammer_gets_the_lowest_reliability_and_truth_is_recovered(fit):
+    frame, truth = crowd()
+    model = fit(frame)
+    rel = model.workers.set_index("worker")["reliability"]
+    assert rel.idxmin() == "w3"
+    assert rel["w3"] < 0.65 and min(rel[["w0", "w1", "w2"]]) > 0.8
+    assert (model.workers["n_labels"] == 60).all()
+    got = model.labels.set_index("item")["label"]
+    assert (got == pd.Series(truth)).mean() >= 0.95
+
+
+def test_dawid_skene_reliability_is_the_prior_weighted_confusion_diagonal():
+    from crowdkit.aggregation import DawidSkene
+
+    frame, _ = crowd(1)
+    model = aggregation.dawid_skene(frame)
+    ds = DawidSkene(n_iter=100).fit(frame.rename(columns={"item": "task", "annotator": "worker"}))
+    for worker, rel in model.workers.set_index("worker")["reliability"].items():
+        conf = ds.errors_.loc[worker]
+        expected = sum(ds.priors_[c] * conf.loc[c, c] for c in ("A", "B"))
+        assert rel == pytest.approx(expected, abs=1e-12)
+    # the unanimous crowd: every label is right, every worker fully reliable
+    unanimous = frame.assign(label=frame["item"].map(lambda i: "A" if i % 2 else "B"))
+    same = aggregation.dawid_skene(unanimous)
+    assert (same.workers["reliability"] > 0.99).all()
+    assert (same.labels["label"] == same.labels["item"].map(lambda i: "A" if i % 2 else "B")).all()
+
+
+def test_mace_is_deterministic_for_a_seed():
+    frame, _ = crowd(2, accuracy=0.7)
+    a, b = aggregation.mace(frame, seed=3), aggregation.mace(frame, seed=3)
+    pd.testing.assert_frame_equal(a.workers, b.workers)
+    pd.testing.assert_frame_equal(a.labels, b.labels)
+
+
+def test_missing_crowd_kit_gives_the_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "crowdkit", None)
+    with pytest.raises(ImportError, match=r"humeval\[crowd\]"):
+        aggregation.dawid_skene(crowd()[0])
