@@ -14,8 +14,11 @@ __all__ = ["ranking_chart", "score_ticks"]
 
 
 def score_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
-    """Round ticks covering ``[lo, hi]``: steps of 1, 2 or 5 times a power of ten."""
-    span = max(hi - lo, 1e-9)
+    """Round ticks covering ``[lo, hi]``: steps of 1, 2 or 5 times a power of ten; at least
+    two (equal ends are widened by 1 each way)."""
+    if hi - lo < 1e-6:
+        lo, hi = lo - 1, hi + 1
+    span = hi - lo
     step = 10 ** math.floor(math.log10(span / most))
     for mult in (1, 2, 5, 10):
         if span / (step * mult) <= most:

@@ -478,3 +478,17 @@ def test_ranking_without_system_names_or_intervals_says_why():
                for r in plain_rank)  # fmt: skip
     scores = [r["score"] for r in plain_rank]
     assert [r["rank"] for r in plain_rank] == [1 + sum(s > x for s in scores) for x in scores]
+
+
+def test_ranking_chart_of_equal_scores_has_an_axis():
+    """Systems that only tied score 1000 each with no spread; the chart still has two ticks."""
+    from charts.ranking import ranking_chart, score_ticks
+
+    assert score_ticks(1000.0, 1000.0) == [999.0, 999.5, 1000.0, 1000.5, 1001.0]
+    assert score_ticks(938.1, 1044.8) == [920, 940, 960, 980, 1000, 1020, 1040, 1060]
+    rows = [{"system": s, "score": 1000.0, "low": 1000.0, "high": 1000.0, "rank": 1} for s in "ab"]
+    svg = ranking_chart(rows)
+    assert svg is not None and any(
+        s.get("text") == "1000.00 [1000.00, 1000.00]" for s in svg["shapes"]
+    )
+    assert ranking_chart([]) is None
