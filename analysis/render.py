@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis import charts
 from analysis.formatting import interval, num, pct, plain, short
+from charts.ranking import ranking_chart
 
 if TYPE_CHECKING:
     from django.template import Engine
@@ -182,6 +183,8 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
             )
         else:
             out.append(f"  Win rates: undefined -- {pw.get('pairs_reason', '')}")
+    if "ranking" in prop:
+        out.extend(_text_ranking(prop))
     if "likert" in prop:
         lk = prop["likert"]
         out.append("")
@@ -267,6 +270,34 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
                     ],
                 )
             )
+    return out
+
+
+def _ranking_heading(method: dict[str, Any]) -> str:
+    return (
+        f"Ranking: Bradley-Terry scores ({method['scale']}; {method['ties']}); "
+        f"{method['interval']}, {method.get('n_boot', 0)} resamples; rank = {method['rank']}"
+    )
+
+
+def _text_ranking(prop: dict[str, Any]) -> list[str]:
+    method = prop.get("ranking_method", {})
+    out = ["", plain(_ranking_heading(method))]
+    if not prop["ranking"]:
+        return [*out, f"  undefined -- {plain(method.get('reason', ''))}"]
+    if method.get("reason"):
+        out.append(f"  Note: {plain(method['reason'])}")
+    out.append(
+        _text_table(
+            ["rank", "system", "score", "low", "high", "wins", "ties", "losses", "comparisons"],
+            [
+                [num(r["rank"]), r["system"], num(r["score"], 1), num(r["low"], 1)]
+                + [num(r["high"], 1), num(r["wins"]), num(r["ties"]), num(r["losses"])]
+                + [num(r["n"])]
+                for r in prop["ranking"]
+            ],
+        )
+    )
     return out
 
 
@@ -555,6 +586,8 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
     )
     if "pairwise" in prop:
         out["pairwise"] = _pairwise(prop["pairwise"], conf)
+    if "ranking" in prop:
+        out["ranking"] = _ranking(prop, conf)
     if "likert" in prop:
         out["likert"] = _likert(prop["likert"])
     out["judges"] = _judges(prop, conf)
@@ -632,6 +665,37 @@ def _pairwise(pw: dict[str, Any], conf: float) -> dict[str, Any]:
         "note": pw.get("pairs_note") or "",
         "table": _table(headers, rows, text_cols=(0, 1, 10)),
         "source": pw["source"],
+    }
+
+
+def _ranking(prop: dict[str, Any], conf: float) -> dict[str, Any]:
+    """The ranking section: heading, interval chart and table (``analysis/_ranking.html``)."""
+    method = prop.get("ranking_method", {})
+    rows = prop["ranking"]
+    out: dict[str, Any] = {"heading": _ranking_heading(method), "note": method.get("reason", "")}
+    if not rows:
+        return out | {"reason": method.get("reason") or "no ranking"}
+    headers = ["rank", "system", "score", f"{round(100 * conf)}% interval", "wins", "ties"]
+    headers += ["losses", "comparisons"]
+    table = [
+        [
+            _value(r["rank"], r.get("reason", "")),
+            r["system"],
+            _value(r["score"], r.get("reason", ""), digits=1),
+            f"[{num(r['low'], 1)}, {num(r['high'], 1)}]"
+            if r.get("low") is not None and r.get("high") is not None
+            else _undefined(r.get("reason", "")),
+            num(r["wins"]),
+            num(r["ties"]),
+            num(r["losses"]),
+            num(r["n"]),
+        ]
+        for r in rows
+    ]
+    return out | {
+        "chart": ranking_chart(rows, "Bradley-Terry scores with bootstrap intervals"),
+        "table": _table(headers, table, text_cols=(1,)),
+        "source": f"{method.get('model', '')}; {method.get('source', '')}",
     }
 
 

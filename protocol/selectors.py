@@ -355,3 +355,57 @@ def dashboard(study: Study) -> dict[str, Any]:
         "rounds": rounds,
         "partial_order": partial_order(study),
     }
+
+
+#: Bootstrap resamples of the dashboard's ranking (computed on each page view).
+DASHBOARD_N_BOOT = 200
+_OUTCOME_OF_INDEX = ("A", "tie", "B")
+
+
+def ranking_comparisons(study: Study) -> list[dict[str, Any]]:
+    """The human preferences of every system pair as comparisons ``input, system_a,
+    system_b, outcome`` ("A", "tie", "B"), counted as the protocol counts them: every human
+    label of a pairwise study, one derived label per input of a Likert study."""
+    likert = likert_ratings(study) if study.kind == StudyKind.LIKERT else None
+    rows = []
+    pairs = SystemPair.objects.filter(study=study).select_related("system_a", "system_b")
+    for pair in pairs.order_by("pk"):
+        humans = likert_labels(pair, likert) if likert else human_labels(study, pair)
+        for input_id, labels in sorted(humans.items()):
+            rows += [
+                {
+                    "input": input_id,
+                    "system_a": pair.system_a.name,
+                    "system_b": pair.system_b.name,
+                    "outcome": _OUTCOME_OF_INDEX[index],
+                }
+                for index in labels
+            ]
+    return rows
+
+
+def ranking(study: Study, n_boot: int = DASHBOARD_N_BOOT, seed: int = 0) -> dict[str, Any]:
+    """Bradley-Terry scores of the study's systems from its human labels so far
+    (:func:`ranking.bradley_terry.bradley_terry`: a tie is half a win to each side, Elo-like
+    scale, percentile bootstrap over inputs): ``rows`` best first, ``reason`` when undefined."""
+    import pandas as pd
+
+    from ranking.bradley_terry import bradley_terry
+
+    comparisons = ranking_comparisons(study)
+    out: dict[str, Any] = {"rows": [], "n_boot": n_boot, "n_comparisons": len(comparisons)}
+    if not comparisons:
+        return out | {"reason": "no human labels yet"}
+    table = bradley_terry(pd.DataFrame(comparisons), n_boot=n_boot, seed=seed)
+    rows = table.astype(object).where(table.notna(), None).to_dict("records")
+    for row in rows:
+        for key in ("score", "low", "high"):
+            row[key] = None if row[key] is None else float(row[key])
+        for key in ("rank", "wins", "losses", "ties", "n"):
+            row[key] = None if row[key] is None else int(row[key])
+        row["reason"] = table.attrs["reason"] if row["score"] is None else ""
+    return out | {
+        "rows": rows,
+        "reason": table.attrs["reason"],
+        "n_inputs": table.attrs["n_inputs"],
+    }

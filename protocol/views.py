@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from annotator.selectors import studies_visible_to, study_progress
+from charts.ranking import ranking_chart
 
 from . import charts, selectors
 from .outcome import protocol_outcome
@@ -29,9 +30,12 @@ def dashboard(request: HttpRequest, pk: int) -> HttpResponse:
         }
         for row in systems
     ]
+    ranking = selectors.ranking(study)
     context = {
         "study": study,
         "data": data,
+        "ranking": ranking,
+        "ranking_chart": ranking_chart(ranking["rows"], "Bradley-Terry ranking from the labels"),
         "systems": systems,
         "matrix": matrix,
         "outcome": protocol_outcome(data),

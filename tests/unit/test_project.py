@@ -134,7 +134,7 @@ def test_the_embedded_sqlite_file_keeps_a_write_ahead_log_and_syncs_every_commit
 def _project_modules() -> list[Path]:
     return sorted(
         f
-        for pkg in ("annotator", "protocol", "analysis", "config")
+        for pkg in ("annotator", "protocol", "analysis", "config", "ranking")
         for f in (ROOT / pkg).rglob("*.py")
     )
 
@@ -176,7 +176,13 @@ PURE_CORE_LAYERS = {
     "analysis.aggregation": set(),
     "analysis.perception": {"analysis.aggregation"},
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
-    "analysis.report": {"analysis.aggregation", "analysis.perception", "analysis.agreement"},
+    "analysis.report": {
+        "analysis.aggregation",
+        "analysis.perception",
+        "analysis.agreement",
+        "ranking.bradley_terry",
+    },
+    "ranking.bradley_terry": set(),
     "protocol.settings": set(),
     "protocol.outcome": set(),
     "protocol.decision": set(),
@@ -203,14 +209,15 @@ def test_the_pure_core_imports_no_django_and_only_the_modules_below_it():
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = f"{package}.{node.module or ''}".rstrip(".") if node.level else node.module
-                bare = base in ("analysis", "protocol", "annotator")
+                bare = base in ("analysis", "protocol", "annotator", "ranking")
                 names = [f"{base}.{a.name}" for a in node.names] if bare else [base]
             else:
                 continue
             for name in names:
                 top = name.split(".")[0]
                 if top == "django" or (
-                    top in ("analysis", "protocol", "annotator", "config") and name not in allowed
+                    top in ("analysis", "protocol", "annotator", "config", "ranking")
+                    and name not in allowed
                 ):
                     wrong.append(f"{module} imports {name}")
     assert wrong == []
@@ -227,7 +234,7 @@ def test_no_html_or_svg_is_written_in_python():
     """Pages and charts are templates (autoescaped); the apps' Python builds data only."""
     found = [
         f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-        for app in ("annotator", "protocol", "analysis", "charts")
+        for app in ("annotator", "protocol", "analysis", "charts", "ranking")
         for path in sorted((ROOT / app).rglob("*.py"))
         if "migrations" not in path.parts
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)

@@ -14,7 +14,7 @@ from annotator import services
 from protocol.charts import budget_chart, partial_order_chart
 from protocol.models import ProtocolConfig
 from protocol.outcome import protocol_outcome
-from protocol.selectors import dashboard, partial_order
+from protocol.selectors import dashboard, partial_order, ranking, ranking_comparisons
 from tests.conftest import active_markup
 from tests.protocol_sim import adaptive_bundle, run_workers
 
@@ -70,7 +70,7 @@ def test_dashboard_page_needs_login_and_draws_svg(finished_study):
     client = Client()
     client.login(username="boss", password="x" * 12)
     page = client.get(url).content.decode()
-    assert page.count("<svg") == 2 and "Partial order" in page and "θ=" in page
+    assert page.count("<svg") == 3 and "Partial order" in page and "θ=" in page
     assert "on all inputs: s1 wins" in page
     assert active_markup(page) == []
 
@@ -182,3 +182,44 @@ def test_budget_chart_has_a_labelled_y_axis(spent, budget):
     assert len(steps) == 1 and str(steps.pop())[0] in "125"  # even, round steps
     assert ys == sorted(ys, reverse=True)  # higher values drawn higher up
     assert ">annotations</text>" in svg and ">round</text>" in svg
+
+
+def test_dashboard_ranks_every_system_from_the_labels_beside_the_partial_order(finished_study):
+    """The ranking counts the labels the pairs count (each pair's human counts, in system
+    order), equals the core function on them, and puts the decided winner s1 above s3."""
+    import pandas as pd
+
+    from ranking import bradley_terry
+
+    data = dashboard(finished_study)
+    comparisons = pd.DataFrame(ranking_comparisons(finished_study))
+    for p in data["pairs"]:
+        got = comparisons[
+            (comparisons["system_a"] == p["system_a"]) & (comparisons["system_b"] == p["system_b"])
+        ]["outcome"].value_counts()
+        assert [int(got.get(o, 0)) for o in ("A", "tie", "B")] == p["human_counts"]
+    result = ranking(finished_study, n_boot=100, seed=3)
+    core = bradley_terry(comparisons, n_boot=100, seed=3)
+    assert [r["system"] for r in result["rows"]] == core["system"].tolist()
+    assert [r["score"] for r in result["rows"]] == pytest.approx(core["score"].tolist())
+    assert [r["high"] for r in result["rows"]] == pytest.approx(core["high"].tolist())
+    score = {r["system"]: r["score"] for r in result["rows"]}
+    assert score["s1"] > score["s3"]
+    json.dumps(result, allow_nan=False)
+    page = boss_client().get(f"/studies/{finished_study.pk}/protocol/").content.decode()
+    section = re.search(r'<section class="ranking" id="ranking".*?</section>', page, re.S)
+    assert section is not None and "<svg" in section.group(0)
+    assert page.index("Partial order") < page.index('id="ranking"') < page.index("<h2>Pairs")
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section.group(0)))
+    top = ranking(finished_study)["rows"][0]  # the page's: 200 resamples, seed 0
+    assert f"{top['system']} {top['score']:.1f} [{top['low']:.1f}, {top['high']:.1f}]" in text
+    assert "a tie counts as half a win to each side" in text
+    assert active_markup(page) == []
+
+
+def test_dashboard_without_labels_has_no_ranking_yet(transactional_db):
+    study = services.study_import(adaptive_bundle(), filename="a.jsonl")
+    assert ranking(study) == {"rows": [], "n_boot": 200, "n_comparisons": 0,
+                              "reason": "no human labels yet"}  # fmt: skip
+    page = boss_client().get(f"/studies/{study.pk}/protocol/").content.decode()
+    assert 'id="no-ranking"' in page and "no human labels yet" in page

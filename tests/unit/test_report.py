@@ -341,3 +341,24 @@ def test_fleiss_is_defined_for_unequal_label_counts(make_study, researcher, clie
     client.force_login(researcher)
     html = client.get(f"/studies/{study.pk}/report/", {"n_boot": 0}).content.decode()
     assert "Gwet 2014" in html
+
+
+def test_api_and_page_carry_the_ranking_per_property(pairwise, researcher, client):
+    """The report API's ``ranking``: one row per system with score, interval and rank, as
+    the pure report computes it from the study's frames; the page draws it."""
+    from analysis.report import build_report
+
+    body = client_for(researcher).get(f"/api/studies/{pairwise.pk}/report/", {"n_boot": 50})
+    prop = body.json()["properties"][0]
+    assert {r["system"] for r in prop["ranking"]} == {"s1", "s2", "s3"}
+    for row in prop["ranking"]:
+        assert set(row) >= {"system", "score", "low", "high", "rank"}
+        assert row["rank"] >= 1
+    assert prop["ranking_method"]["n_inputs"] == 3 and prop["ranking_method"]["n_boot"] == 50
+    data = selectors.study_dataset(pairwise)
+    props = selectors.study_properties(pairwise)
+    pure = build_report(data.annotations, props, items=data.items, n_boot=50)
+    assert prop["ranking"] == pure["properties"][0]["ranking"]
+    client.force_login(researcher)
+    html = client.get(f"/studies/{pairwise.pk}/report/", {"n_boot": 50}).content.decode()
+    assert "Ranking (Bradley–Terry)" in html and active_markup(html) == []

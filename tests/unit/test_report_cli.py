@@ -428,3 +428,67 @@ def test_api_json_page_names_the_next_page(tmp_path):
     other.write_text(json.dumps({"rows": []}))
     with pytest.raises(ValueError, match="neither a label export .* nor a Judge-Bench file"):
         loaders.load_dataset(other)
+
+
+def test_report_ranks_systems_by_bradley_terry_from_soft_voted_items():
+    """The report's ``ranking`` equals the core function on the items' soft-voted outcomes,
+    resampled over inputs with the report's seed and n_boot; text and HTML show it."""
+    from ranking import bradley_terry
+
+    ann, items, judges = pairwise_frames(n_items=60)
+    items["input_id"] = [f"in{i // 3}" for i in range(60)]  # three items (pairs) per input
+    report = build_report(ann, [PREF], judges=judges, items=items, n_boot=200, seed=4)
+    prop = report["properties"][0]
+    outcomes = soft_vote(ann, threshold=0.1)
+    frame = items.set_index("item").loc[outcomes["item"], ["input_id", "system_a", "system_b"]]
+    frame = frame.rename(columns={"input_id": "input"}).assign(
+        outcome=outcomes["outcome"].to_numpy()
+    )
+    core = bradley_terry(frame.reset_index(drop=True), n_boot=200, seed=4)
+    ranking = prop["ranking"]
+    assert [r["system"] for r in ranking] == core["system"].tolist()
+    assert [r["score"] for r in ranking] == pytest.approx(core["score"].tolist(), abs=1e-9)
+    assert [r["low"] for r in ranking] == pytest.approx(core["low"].tolist(), abs=1e-9)
+    assert [r["rank"] for r in ranking] == core["rank"].tolist()
+    assert set(ranking[0]) >= {"system", "score", "low", "high", "rank"}
+    method = prop["ranking_method"]
+    assert method["n_inputs"] == 20 and method["n_comparisons"] == 60
+    assert method["ties"] == "a tie counts as half a win to each side"
+    assert sum(r["wins"] + r["ties"] + r["losses"] for r in ranking) == 2 * 60
+    text = render_text(report)
+    assert "Ranking: Bradley-Terry scores (Elo-like" in text
+    first = ranking[0]
+    line = next(x for x in text.splitlines() if x.strip().startswith(f"{first['rank']}  "))
+    assert first["system"] in line and f"{first['score']:.1f}" in line
+    html = render_html(report)
+    assert "Ranking (Bradley–Terry)" in html
+    assert f"[{first['low']:.1f}, {first['high']:.1f}]" in html
+    assert "Bradley-Terry scores with bootstrap intervals" in html  # the chart's label
+    assert_undefined_explained(report)
+
+
+def test_ranking_without_system_names_or_intervals_says_why():
+    ann, items, _ = pairwise_frames(n_items=12)
+    no_names = build_report(ann, [PREF], n_boot=0)["properties"][0]
+    assert no_names["ranking"] == []
+    assert no_names["ranking_method"]["reason"].startswith("no system names")
+    assert "undefined -- no system names" in render_text(build_report(ann, [PREF], n_boot=0))
+    plain_rank = build_report(ann, [PREF], items=items, n_boot=0)["properties"][0]["ranking"]
+    assert all(r["low"] is None and r["reason"] == "no bootstrap interval: n_boot=0"
+               for r in plain_rank)  # fmt: skip
+    scores = [r["score"] for r in plain_rank]
+    assert [r["rank"] for r in plain_rank] == [1 + sum(s > x for s in scores) for x in scores]
+
+
+def test_ranking_chart_of_equal_scores_has_an_axis():
+    """Systems that only tied score 1000 each with no spread; the chart still has two ticks."""
+    from charts.ranking import ranking_chart, score_ticks
+
+    assert score_ticks(1000.0, 1000.0) == [999.0, 999.5, 1000.0, 1000.5, 1001.0]
+    assert score_ticks(938.1, 1044.8) == [920, 940, 960, 980, 1000, 1020, 1040, 1060]
+    rows = [{"system": s, "score": 1000.0, "low": 1000.0, "high": 1000.0, "rank": 1} for s in "ab"]
+    svg = ranking_chart(rows)
+    assert svg is not None and any(
+        s.get("text") == "1000.00 [1000.00, 1000.00]" for s in svg["shapes"]
+    )
+    assert ranking_chart([]) is None
