@@ -534,7 +534,7 @@ def scan_study_file(
 
 #: The most characters of a file's first line read to tell its format (a longer first
 #: line, such as a whole Judge-Bench document on one line, is not held).
-SNIFF_CHARS = 1 << 20
+SNIFF_CHARS = 1 << 18
 
 
 def _sniff(stream: Stream) -> tuple[str | None, bool]:
@@ -1172,7 +1172,7 @@ class _JudgeBenchFile:
         found again by feeding the chunk a pass stopped in (``self.chunk``) a byte at a
         time: ``line L: not valid JSON (… at column C)``. ``NaN`` and ``±Infinity`` (which
         Python writes for non-finite floats) are named as numbers that are not finite."""
-        failing, line, column, near = self.chunk, 1, 1, b""
+        failing, line, column, near, at_fault = self.chunk, 1, 1, b"", False
         guard = _depth_guard()
         next(guard)
         parser = self._backend.basic_parse_coro(guard, use_float=False)
@@ -1192,14 +1192,15 @@ class _JudgeBenchFile:
                     advance(chunk)
                     continue
                 for at in range(len(chunk)):
-                    near = chunk[max(0, at - 1) : at + 9]
+                    near, at_fault = chunk[max(0, at - 1) : at + 9], at > 0
                     parser.send(chunk[at : at + 1])
                     advance(chunk[at : at + 1])
                 near = b""
             parser.close()
         except Exception as exc:
-            if word := _NON_FINITE.search(near):
-                where = f"{word.group().decode()} at column {column}"
+            if word := _NON_FINITE.search(near):  # near: from the byte before the fault
+                start = column - (1 if at_fault else 0) + word.start()
+                where = f"{word.group().decode()} at column {start}"
                 return f"line {line}: a number is not finite ({where})"
             return f"line {line}: not valid JSON ({_syntax_problem(exc)} at column {column})"
         return "not valid JSON"  # pragma: no cover - a fault found once is found again
@@ -1383,6 +1384,7 @@ def _judged_properties(properties: Any, errors: _Errors) -> dict[str, dict]:
     if not isinstance(properties, list) or not properties:
         raise ImportRejected(["a Judge-Bench file declares its judged properties in 'annotations'"])
     specs: dict[str, dict] = {}
+    before = errors.total
     for i, prop in enumerate(properties):
         where = f"annotations[{i}]"
         if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
@@ -1404,7 +1406,7 @@ def _judged_properties(properties: Any, errors: _Errors) -> dict[str, dict]:
             errors.add(f"{where} ('{prop['metric']}'): unknown category {category!r}")
             continue
         specs[prop["metric"]] = prop
-    if errors:  # the instances are checked against the judged properties
+    if errors.total > before:  # the instances are checked against the judged properties
         raise ImportRejected(list(errors))
     return specs
 
