@@ -100,8 +100,8 @@ def _status(field: str) -> int | None:
 
 def _baseline() -> int:
     """Resident memory now, with the peak mark reset to it (Linux: ``clear_refs`` 5), so
-    the peak read later is the import's. ``ru_maxrss`` is not used where ``/proc`` is:
-    after ``fork`` and ``exec`` it starts at the parent's resident size."""
+    the peak read later is the import's. ``ru_maxrss`` is the fallback only: after ``fork``
+    and ``exec`` it can start at the parent's resident size."""
     try:
         with open("/proc/self/clear_refs", "w") as refs:
             refs.write("5")
