@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.core.files.uploadedfile import UploadedFile
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
@@ -258,9 +259,11 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         )
 
     def _upload(self, request, form_class, store, result) -> Response:
-        """Validate the upload form, hand the file to ``store``; a rejected file answers 400
-        with every reason and nothing stored. A file above the import size limit answers 413,
-        before the request body is parsed when its declared length already says so."""
+        """Validate the upload form, hand the uploaded file itself to ``store`` (the service
+        reads it, in chunks for a study); a rejected file answers 400 with every reason and
+        nothing stored. A file above the import size limit answers 413: before the request
+        body is parsed when its declared length already says so, else before the file is
+        read (its size is known once uploaded)."""
         limit = importers.max_import_bytes()
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -272,8 +275,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             form = form_class(data=request.data)
             form.is_valid(raise_exception=True)
             upload = form.validated_data["file"]
-            data = importers.read_limited(upload, limit)
-            stored = store(data, upload.name, form.validated_data)
+            stored = store(upload, upload.name, form.validated_data)
         except ImportRejected as exc:
             return Response(
                 {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
@@ -294,7 +296,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         serializer_class=ImportSerializer,
     )
     def import_study(self, request):
-        def store(data: bytes, name: str, fields: dict):
+        def store(data: UploadedFile, name: str, fields: dict):
             overrides = {k: fields[k] for k in ("name", "kind") if k in fields}
             return services.study_import(
                 data, filename=name, overrides=overrides, owner=request.user
@@ -319,7 +321,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         """Add metric or LLM-judge ratings to a study you may read."""
         study = self.get_object()
 
-        def store(data: bytes, name: str, fields: dict) -> int:
+        def store(data: UploadedFile, name: str, fields: dict) -> int:
             return services.judge_ratings_import(
                 study, data, filename=name, judge=fields.get("judge", "")
             )

@@ -21,6 +21,7 @@ import codecs
 import csv
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -30,7 +31,10 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import IO, Any
+
+import ijson
 
 from .choices import Preference, StudyKind
 from .errors import ImportRejected, ImportTooLarge
@@ -345,23 +349,21 @@ class Stream:
         while chunk := self._file.read(CHUNK):
             yield chunk
 
-    def lines(self, newline: str = "\n") -> Iterator[str]:
+    def lines(self, newline: str = "\n", limit: int = -1) -> Iterator[str]:
         """The file's text, a line at a time (each with its line break; a BOM dropped).
-        ``newline``: as for :func:`open`; ``"\n"`` breaks lines at LF only."""
+        ``newline``: as for :func:`open`; ``"\n"`` breaks lines at LF only. ``limit``:
+        the most characters given at once (a longer line comes in pieces)."""
         self._file.seek(self._start)
         reader = io.BufferedReader(_Raw(self._file), CHUNK)
         text = io.TextIOWrapper(reader, encoding="utf-8-sig", newline=newline)
         try:
-            yield from text
+            if limit < 0:
+                yield from text
+            else:
+                while piece := text.readline(limit):
+                    yield piece
         finally:
             text.close()
-
-    def text(self) -> str:
-        """The whole text (Judge-Bench JSON is one document)."""
-        self._file.seek(self._start)
-        reader = io.BufferedReader(_Raw(self._file), CHUNK)
-        with io.TextIOWrapper(reader, encoding="utf-8-sig", newline="") as text:
-            return text.read()
 
 
 def _seekable(source: IO[bytes]) -> bool:
@@ -500,10 +502,10 @@ def scan_study_file(
     ``overrides``; also by ``check_options``) and every record are checked before anything
     is refused, so one :class:`ImportRejected` names every fault (up to ``MAX_ERRORS``).
 
-    Memory stays small whatever the size of a JSONL or CSV file: the first pass keeps only
-    each input's id, place and system names, and ``spec.inputs`` reads the file again,
-    one input at a time, each time it is iterated (the open file must stay open until
-    then). A Judge-Bench file is one JSON document and is held whole.
+    Memory stays small whatever the size of the file: the first pass keeps only each
+    input's id, place and system names (and a Judge-Bench file's labels and members
+    other than ``instances``), and ``spec.inputs`` reads the file again, one input at a
+    time, each time it is iterated (the open file must stay open until then).
     """
     stream = Stream(data)
     first, more = _sniff(stream)
@@ -530,16 +532,22 @@ def scan_study_file(
     return spec
 
 
+#: The most characters of a file's first line read to tell its format (a longer first
+#: line, such as a whole Judge-Bench document on one line, is not held).
+SNIFF_CHARS = 1 << 18
+
+
 def _sniff(stream: Stream) -> tuple[str | None, bool]:
-    """The first line with text (without leading white space), and whether any other line
-    has text; ``(None, False)`` for a file of white space only."""
-    first = None
-    for line in stream.lines():
-        if not line.strip():
+    """The first line with text (without leading white space; at most ``SNIFF_CHARS`` of
+    it), and whether any other line has text; ``(None, False)`` for white space only."""
+    first, fresh = None, True
+    for piece in stream.lines(limit=SNIFF_CHARS):
+        starts, fresh = fresh, piece.endswith("\n")
+        if not starts or not piece.strip():
             continue
         if first is not None:
             return first, True
-        first = line.lstrip()
+        first = piece.lstrip()
     return first, False
 
 
@@ -991,31 +999,392 @@ def _preference_of(label: str, labels: list[str]) -> str | None:
     return None
 
 
-def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySpec, _Index]:
-    text = stream.text()
+#: Deepest nesting of arrays and objects in a Judge-Bench file (the document is level 1).
+MAX_DEPTH = 500
+#: An escape of half a surrogate pair: ``\uD800`` to ``\uDFFF``.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HIGH_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_LOW_ESCAPE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_NON_FINITE = re.compile(rb"-?Infinity|NaN")
+#: UTF-8 continuation bytes (a character's bytes after its first).
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def _json_backend():
+    """ijson's C backend (yajl2_c), else the fastest one available."""
     try:
-        doc, suspect = _loads(text)
-    except json.JSONDecodeError as exc:
-        raise ImportRejected(
-            [f"line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"]
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise ImportRejected([_json_problem(exc)]) from None
-    del text  # only the parsed document is kept
-    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
+        return ijson.get_backend("yajl2_c")
+    except ImportError:  # pragma: no cover - wheels carry the C backend
+        return ijson
+
+
+class _Sink(list):
+    """The events of one chunk, as ijson's push parser sends them."""
+
+    send = list.append
+
+
+class _BadJSON(Exception):
+    """The parser refused the chunk with this number (or the end of the file)."""
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _depth_guard():
+    """A push target that refuses nesting deeper than ``MAX_DEPTH``."""
+    depth = 0
+    while True:
+        event, _ = yield
+        if event == "start_map" or event == "start_array":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _TooDeep
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+
+
+def _chars(data: bytes) -> int:
+    """The number of UTF-8 characters that start in ``data``."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+def _syntax_problem(exc: BaseException) -> str:
+    """What the JSON parser refused, in words."""
+    chain = [exc]
+    while chain[-1].__context__ is not None and len(chain) < 5:
+        chain.append(chain[-1].__context__)
+    if any(isinstance(e, _TooDeep) for e in chain):
+        return "nested too deeply"
+    if any("integer string conversion" in str(e) for e in chain):
+        return "a number has too many digits"
+    text = exc.args[0] if exc.args else str(exc)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    reason = str(text).split("\n", 1)[0].strip().rstrip(".")
+    reason = reason.removeprefix("lexical error: ").removeprefix("parse error: ")
+    return {
+        "premature EOF": "the file ends before the document is complete",
+        "trailing garbage": "more text after the end of the document",
+        "invalid char in json text": "unexpected character (NaN, Infinity, comments are not JSON)",
+        "invalid string in json text": "unexpected word (JSON knows true, false and null)",
+    }.get(reason, reason)
+
+
+class _JudgeBenchFile:
+    """A Judge-Bench document read as a stream of parser events (ijson), one chunk of the
+    file at a time; each reading starts again from the file's start.
+
+    The bytes go to the parser with a BOM dropped and each escaped lone surrogate
+    (``"\\ud800"``, which no database stores and yajl would turn into ``?``) replaced by
+    ``\\ufffd`` of the same length; the first reading names each one by its line."""
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+        self._backend = _json_backend()
+        self.lone: list[str] = []  # the lone surrogates found by the first reading
+        self.twice: list[str] = []  # and the keys the document names twice
+        self._readings = 0
+        self.chunk = 0  # the chunk being parsed
+
+    def _chunks(self, collect: bool) -> Iterator[bytes]:
+        """The bytes for the parser (see the class). The last 12 bytes of each piece are
+        held back until the next one is read, so an escape is judged with its neighbours;
+        ``run`` counts the backslashes just before ``view`` (their parity decides whether
+        a backslash starts an escape)."""
+        hold, context = 12, 16
+        view, ctx, run, lines = b"", 0, 0, 0
+        first = True
+        for chunk in itertools.chain(self._stream.chunks(), [b""]):
+            final = not chunk
+            if first and chunk:
+                chunk, first = chunk.removeprefix(codecs.BOM_UTF8), False
+            view += chunk
+            end = len(view) if final else max(ctx, len(view) - hold)
+            if _SURROGATE_ESCAPE.search(view, ctx):
+                fixed = bytearray(view)
+                for match in _SURROGATE_ESCAPE.finditer(view, ctx):
+                    at = match.start()
+                    if at >= end:
+                        break
+                    if not self._lone(view, at, run):
+                        continue
+                    fixed[at : at + 6] = b"\\ufffd"
+                    if collect and len(self.lone) < MAX_ERRORS:
+                        line = lines + view.count(b"\n", ctx, at) + 1
+                        code = match.group()[2:].decode().lower()
+                        self.lone.append(
+                            f"line {line}: text contains an unpaired surrogate (\\u{code})"
+                        )
+                view = bytes(fixed)
+            if end > ctx:
+                yield view[ctx:end]
+                lines += view.count(b"\n", ctx, end)
+            cut = max(0, end - context)
+            start = cut
+            while start > 0 and view[start - 1] == 0x5C:  # backslash
+                start -= 1
+            run = cut - start + (run if start == 0 else 0)
+            view, ctx = view[cut:], end - cut
+
+    @staticmethod
+    def _lone(view: bytes, at: int, run: int) -> bool:
+        """Whether the surrogate escape at ``at`` is real (an odd run of backslashes)
+        and has no other half next to it."""
+
+        def real(i: int) -> bool:
+            j = i
+            while j > 0 and view[j - 1] == 0x5C:
+                j -= 1
+            return (i - j + (run if j == 0 else 0)) % 2 == 0
+
+        if not real(at):
+            return False
+        if _HIGH_ESCAPE.match(view, at):
+            return not _LOW_ESCAPE.match(view, at + 6)
+        return not (at >= 6 and _HIGH_ESCAPE.match(view, at - 6) and real(at - 6))
+
+    def events(self) -> Iterator[tuple[str, Any]]:
+        """The parser's events (numbers as ``int`` or ``Decimal``); :class:`_BadJSON`
+        when it refuses the file (``self.chunk``: where)."""
+        collect = self._readings == 0
+        self._readings += 1
+        sink = _Sink()
+        parser = self._backend.basic_parse_coro(sink, use_float=False)
+        self.chunk = 0
+        for chunk in self._chunks(collect):
+            try:
+                parser.send(chunk)
+            except Exception:
+                raise _BadJSON from None
+            yield from sink
+            sink.clear()
+            self.chunk += 1
+        try:
+            parser.close()
+        except Exception:
+            raise _BadJSON from None
+        yield from sink
+
+    def fault(self) -> str:
+        """The first fault of the file (a syntax error or nesting beyond ``MAX_DEPTH``),
+        found again by feeding the chunk a pass stopped in (``self.chunk``) a byte at a
+        time: ``line L: not valid JSON (… at column C)``. ``NaN`` and ``±Infinity`` (which
+        Python writes for non-finite floats) are named as numbers that are not finite."""
+        failing, line, column, near, at_fault = self.chunk, 1, 1, b"", False
+        guard = _depth_guard()
+        next(guard)
+        parser = self._backend.basic_parse_coro(guard, use_float=False)
+
+        def advance(data: bytes) -> None:
+            nonlocal line, column
+            if (newline := data.rfind(b"\n")) >= 0:
+                line += data.count(b"\n")
+                column = 1 + _chars(data[newline + 1 :])
+            else:
+                column += _chars(data)
+
+        try:
+            for number, chunk in enumerate(self._chunks(collect=False)):
+                if number < failing:
+                    parser.send(chunk)
+                    advance(chunk)
+                    continue
+                for at in range(len(chunk)):
+                    near, at_fault = chunk[max(0, at - 1) : at + 9], at > 0
+                    parser.send(chunk[at : at + 1])
+                    advance(chunk[at : at + 1])
+                near = b""
+            parser.close()
+        except Exception as exc:
+            if word := _NON_FINITE.search(near):  # near: from the byte before the fault
+                start = column - (1 if at_fault else 0) + word.start()
+                where = f"{word.group().decode()} at column {start}"
+                return f"line {line}: a number is not finite ({where})"
+            return f"line {line}: not valid JSON ({_syntax_problem(exc)} at column {column})"
+        return "not valid JSON"  # pragma: no cover - a fault found once is found again
+
+    def members(self) -> Iterator[tuple[str, int | None, Any, str | None]]:
+        """The document's members: ``(key, None, value, duplicate)`` for each key but
+        ``instances``, and ``("instances", i, instance, duplicate)`` for each instance when
+        ``instances`` is a list (``duplicate``: a key named twice in one object of the
+        value), after ``("instances", None, [], None)``. A document that is not an object
+        yields ``("", None, value, None)``; a key it names twice is skipped (noted in
+        ``twice``)."""
+        events = self.events()
+        event, value = next(events)
+        if event != "start_map":
+            yield "", None, _build(event, value, events, 0)[0], None
+            for _ in events:  # the parser checks that nothing follows
+                pass
+            return
+        seen: set[str] = set()
+        for event, key in events:
+            if event == "end_map":
+                break
+            event, value = next(events)
+            if key in seen:
+                _skip(event, events)
+                if self._readings == 1:
+                    self.twice.append(f"the key '{key}' appears twice in the document")
+                continue
+            seen.add(key)
+            if key == "instances" and event == "start_array":
+                yield key, None, [], None
+                index = 0
+                for event, value in events:
+                    if event == "end_array":
+                        break
+                    item, duplicate = _build(event, value, events, 2)
+                    yield key, index, item, duplicate
+                    index += 1
+                continue
+            value, duplicate = _build(event, value, events, 1)
+            yield key, None, value, duplicate
+        for _ in events:
+            pass
+
+    def instances(self) -> Iterator[tuple[int, Any]]:
+        """Each instance with its number."""
+        for _key, index, item, _ in self.members():
+            if index is not None:
+                yield index, item
+
+
+def _skip(event: str, events: Iterator[tuple[str, Any]]) -> None:
+    """Consume the value that starts with ``event``, keeping nothing."""
+    depth = 1 if event == "start_map" or event == "start_array" else 0
+    while depth:
+        event, _ = next(events)
+        if event == "start_map" or event == "start_array":
+            depth += 1
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+
+
+def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int):
+    """The value that starts with ``event`` (inside ``depth`` containers), built from the
+    events that follow, and the first key named twice in one of its objects (or ``None``).
+    Non-integral numbers become ``float`` (``1e999``: ``inf``, refused later as
+    unstorable); nesting beyond ``MAX_DEPTH`` raises :class:`_TooDeep`."""
+    if event == "number":
+        return (float(value) if isinstance(value, Decimal) else value), None
+    if event != "start_map" and event != "start_array":
+        return value, None
+    root: Any = {} if event == "start_map" else []
+    stack: list[Any] = []
+    current, key, duplicate = root, None, None
+    for event, value in events:
+        if event == "map_key":
+            if value in current and duplicate is None:
+                duplicate = value
+            key = value
+            continue
+        if event == "end_map" or event == "end_array":
+            if not stack:
+                return root, duplicate and f"the key '{duplicate}' appears twice in one object"
+            current = stack.pop()
+            continue
+        if event == "start_map" or event == "start_array":
+            if depth + len(stack) + 2 > MAX_DEPTH:
+                raise _TooDeep
+            value = {} if event == "start_map" else []
+        elif event == "number" and isinstance(value, Decimal):
+            value = float(value)
+        if type(current) is dict:
+            current[key] = value
+        else:
+            current.append(value)
+        if event == "start_map" or event == "start_array":
+            stack.append(current)
+            current = value
+    raise _BadJSON  # pragma: no cover - the parser ends every value it starts
+
+
+_PAIR = frozenset(("output_a", "output_b"))
+
+
+def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySpec, _Index]:
+    """A Judge-Bench file in three readings of the stream: the document's members other
+    than ``instances`` and the shape of every instance (is it pairwise?); then each
+    instance is checked; ``spec.inputs`` reads them again when iterated. Only the
+    members other than ``instances``, the labels and a compact index are kept."""
+    document = _JudgeBenchFile(stream)
+    top: dict[str, Any] = {}
+    count, pairwise = 0, True
+    try:
+        for key, index, value, duplicate in document.members():
+            where = f"'{key}'" if index is None else f"instances[{index}]"
+            if duplicate:
+                errors.add(f"{where}: {duplicate}")
+            if bad := _unstorable(value):
+                errors.add(f"{where}: {bad}")
+            if index is None:
+                top.setdefault(key, value)
+                continue
+            count += 1
+            body = value.get("instance") if isinstance(value, dict) else None
+            pairwise = (
+                pairwise and isinstance(body, dict) and {"output_a", "output_b"} <= body.keys()
+            )
+    except (_BadJSON, _TooDeep):
+        raise ImportRejected([document.fault()]) from None
+    for message in document.twice + document.lone:
+        errors.add(message)
+    if "" in top or not isinstance(top.get("instances"), list):
         raise ImportRejected(["a Judge-Bench file is an object with an 'instances' list"])
     if config.criteria is not None or config.systems is not None:
         raise ImportRejected(["config: a Judge-Bench file sets its own criteria and systems"])
-    for key, value in doc.items() if suspect else ():
-        where = "instances" if key == "instances" else f"'{key}'"
-        items = enumerate(value) if key == "instances" else [(None, value)]
-        for index, item in items:
-            if bad := _unstorable(item):
-                errors.add(f"{where}{'' if index is None else f'[{index}]'}: {bad}")
-    properties = doc.get("annotations")
+    specs = _judged_properties(top.get("annotations"), errors)
+    pairwise = pairwise and count > 0
+    name = str(top.get("dataset") or "Judge-Bench import")
+    options = {"name": name, "description": str(top.get("dataset_url") or "")}
+    criteria: list[CriterionSpec] = []
+    read: InstanceReader | None
+    if pairwise:
+        read, allow_tie = _pairwise_reader(specs, errors)
+        prompt = next(iter(specs.values())).get("prompt", "")
+        options |= {"kind": StudyKind.PAIRWISE.value, "allow_tie": allow_tie}
+        if prompt and isinstance(prompt, str):
+            options["instructions"] = _prompt_as_instructions(prompt)
+        declared = ["output_a", "output_b"]
+    else:
+        read, criteria = _likert_reader(specs, errors)
+        options |= {"kind": StudyKind.LIKERT.value}
+        declared = ["response"]
+    index = _Index("instances[{}]", "instances[{}] (id '{}')")
+    annotations: list[AnnotationSpec] = []
+    if read is not None:
+        seen: dict[str, int] = {}
+        try:
+            for place, inst in document.instances():
+                record = read(place, inst, errors, annotations, seen)
+                if record is not None and seen[record.external_id] == place:
+                    index.add(record.external_id, place, record.outputs, record.is_gold)
+        except (_BadJSON, _TooDeep):  # pragma: no cover - the file changed under us
+            raise ImportRejected([document.fault()]) from None
+
+    def inputs() -> Iterator[InputSpec]:
+        assert read is not None  # spec.inputs is read only once the file is valid
+        scratch = _Errors()
+        for place, inst in document.instances():
+            if (record := read(place, inst, scratch, None, None)) is not None:
+                yield record
+
+    spec = _assemble(
+        {**options, **config.options}, criteria, declared, Inputs(inputs, index.valid), annotations
+    )
+    return spec, index
+
+
+def _judged_properties(properties: Any, errors: _Errors) -> dict[str, dict]:
+    """The judged properties declared in ``annotations``, by metric; a file whose
+    properties have a fault is refused here (its instances are checked against them)."""
     if not isinstance(properties, list) or not properties:
         raise ImportRejected(["a Judge-Bench file declares its judged properties in 'annotations'"])
     specs: dict[str, dict] = {}
+    before = errors.total
     for i, prop in enumerate(properties):
         where = f"annotations[{i}]"
         if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
@@ -1037,40 +1406,9 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
             errors.add(f"{where} ('{prop['metric']}'): unknown category {category!r}")
             continue
         specs[prop["metric"]] = prop
-    if errors:  # the instances are checked against the judged properties
+    if errors.total > before:  # the instances are checked against the judged properties
         raise ImportRejected(list(errors))
-    instances = doc["instances"]
-    pairwise = bool(instances) and all(
-        isinstance(inst, dict)
-        and isinstance(inst.get("instance"), dict)
-        and {"output_a", "output_b"} <= inst["instance"].keys()
-        for inst in instances
-    )
-    name = str(doc.get("dataset") or "Judge-Bench import")
-    options = {"name": name, "description": str(doc.get("dataset_url") or "")}
-    if pairwise:
-        spec = _judgebench_pairwise(instances, specs, errors)
-        prompt = next(iter(specs.values())).get("prompt", "")
-        options |= {"kind": StudyKind.PAIRWISE.value, "allow_tie": spec[2]}
-        if prompt and isinstance(prompt, str):
-            options["instructions"] = _prompt_as_instructions(prompt)
-        inputs = spec[0]
-        result = _assemble(
-            {**options, **config.options}, [], ["output_a", "output_b"], inputs, spec[1]
-        )
-    else:
-        inputs, annotations, criteria = _judgebench_single(instances, specs, errors)
-        options |= {"kind": StudyKind.LIKERT.value}
-        result = _assemble(
-            {**options, **config.options}, criteria, ["response"], inputs, annotations
-        )
-    index, seen = _Index("instances[{}]", "instances[{}] (id '{}')"), set()
-    for record in inputs:  # a duplicate id is named already, at its instance
-        if record.external_id not in seen:
-            seen.add(record.external_id)
-            place = int(record.where.split("]", 1)[0].removeprefix("instances["))
-            index.add(record.external_id, place, record.outputs, record.is_gold)
-    return result, index
+    return specs
 
 
 def _prompt_as_instructions(prompt: str) -> str:
@@ -1078,11 +1416,13 @@ def _prompt_as_instructions(prompt: str) -> str:
     return re.sub(r"\{\{.*?\}\}", "…", prompt).strip()
 
 
-def _instance_id(inst: dict, index: int, seen: dict[str, int], errors: _Errors) -> str:
+def _instance_id(inst: dict, index: int, seen: dict[str, int] | None, errors: _Errors) -> str:
     raw = inst.get("id", index)
     if not isinstance(raw, str | int) or isinstance(raw, bool) or str(raw) == "":
         errors.add(f"instances[{index}]: 'id' must be text or a whole number")
     ident = str(raw)
+    if seen is None:
+        return ident
     if ident in seen:
         errors.add(
             f"instances[{index}]: duplicate id '{ident}' (first at instances[{seen[ident]}])"
@@ -1116,29 +1456,38 @@ def _judged(inst: dict, where: str, errors: _Errors) -> dict[str, tuple[Any, lis
     return judged
 
 
-def _judgebench_pairwise(instances: list, specs: dict, errors: _Errors):
+#: Reads one instance: (its number, the instance, errors, labels to add to or ``None``,
+#: ids seen by number or ``None``) → its input, or ``None`` when it has a fault.
+InstanceReader = Callable[
+    [int, Any, _Errors, list[AnnotationSpec] | None, dict[str, int] | None], InputSpec | None
+]
+
+
+def _pairwise_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader | None, bool]:
+    """Reads the instances of a pairwise file (``output_a``/``output_b``), whose one
+    categorical property's labels each prefer A, B or neither."""
     if len(specs) != 1 or next(iter(specs.values()))["category"] != "categorical":
         errors.add("a pairwise Judge-Bench file must judge exactly one categorical property")
-        return [], [], False
+        return None, False
     metric, prop = next(iter(specs.items()))
     labels = [str(x) for x in prop["labels_list"]]
     mapping = {label: _preference_of(label, labels) for label in labels}
     unmapped = [label for label, pref in mapping.items() if pref is None]
     if unmapped:
         errors.add(f"'{metric}': cannot tell which output label(s) {unmapped} prefer")
-        return [], [], False
-    inputs, annotations, seen = [], [], {}
-    for index, inst in enumerate(instances):
+        return None, False
+
+    def read(index, inst, errors, annotations, seen) -> InputSpec | None:
         ident = _instance_id(inst, index, seen, errors)
         body = inst["instance"]
         where = f"instances[{index}] (id '{ident}')"
         outs = {"output_a": body["output_a"], "output_b": body["output_b"]}
         if not all(isinstance(v, str) and v.strip() for v in outs.values()):
             errors.add(f"{where}: output_a and output_b must be non-empty text")
-            continue
+            return None
         if not isinstance(body.get("input", ""), str):
             errors.add(f"{where}: 'input' must be text")
-            continue
+            return None
         majority, scores = _judged(inst, where, errors).get(metric, (None, []))
         for position, score in enumerate(scores):
             if score is None:
@@ -1146,27 +1495,28 @@ def _judgebench_pairwise(instances: list, specs: dict, errors: _Errors):
             if str(score) not in mapping:
                 errors.add(f"{where}: human score {score!r} is not in labels_list {labels}")
                 continue
-            annotations.append(AnnotationSpec(ident, str(position), value=mapping[str(score)]))
+            if annotations is not None:
+                annotations.append(AnnotationSpec(ident, str(position), value=mapping[str(score)]))
         extra = {k: v for k, v in body.items() if k not in ("input", "output_a", "output_b")}
-        inputs.append(
-            InputSpec(
-                ident,
-                body.get("input", ""),
-                outs,
-                where,
-                metadata=extra,
-                expected_answer=mapping.get(str(majority), "") if majority is not None else "",
-            )
+        return InputSpec(
+            ident,
+            body.get("input", ""),
+            outs,
+            where,
+            metadata=extra,
+            expected_answer=mapping.get(str(majority), "") if majority is not None else "",
         )
-    allow_tie = any(pref == Preference.TIE.value for pref in mapping.values())
-    return inputs, annotations, allow_tie
+
+    return read, any(pref == Preference.TIE.value for pref in mapping.values())
 
 
 _OUTPUT_KEYS = ("output", "response", "hypothesis", "summary", "candidate", "text")
 _INPUT_KEYS = ("input", "source", "context", "instruction", "question", "prompt")
 
 
-def _judgebench_single(instances: list, specs: dict, errors: _Errors):
+def _likert_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader, list[CriterionSpec]]:
+    """Reads the instances of a file that judges one output each: a criterion per
+    property (labels, or a scale of 2 to 21 whole points)."""
     criteria = []
     for metric, prop in specs.items():
         name = re.sub(r"[^A-Za-z0-9_-]+", "_", metric)[:60] or "property"
@@ -1189,11 +1539,11 @@ def _judgebench_single(instances: list, specs: dict, errors: _Errors):
                 )
             )
     by_metric = {c.label: c.name for c in criteria}
-    inputs, annotations, seen = [], [], {}
-    for index, inst in enumerate(instances):
+
+    def read(index, inst, errors, annotations, seen) -> InputSpec | None:
         if not isinstance(inst, dict):
             errors.add(f"instances[{index}]: each instance must be an object")
-            continue
+            return None
         ident = _instance_id(inst, index, seen, errors)
         where = f"instances[{index}] (id '{ident}')"
         body = inst.get("instance")
@@ -1204,15 +1554,15 @@ def _judgebench_single(instances: list, specs: dict, errors: _Errors):
             in_key = next((k for k in _INPUT_KEYS if isinstance(body.get(k), str)), None)
             if out_key is None:
                 errors.add(f"{where}: no output text (one of {', '.join(_OUTPUT_KEYS)})")
-                continue
+                return None
             text, output = (body[in_key] if in_key else ""), body[out_key]
             extra = {k: v for k, v in body.items() if k not in (in_key, out_key)}
         else:
             errors.add(f"{where}: 'instance' must be text or an object")
-            continue
+            return None
         if not output.strip():
             errors.add(f"{where}: the judged text is empty")
-            continue
+            return None
         per_position: dict[int, dict[str, Any]] = {}
         for metric, (_, scores) in _judged(inst, where, errors).items():
             if metric not in by_metric:
@@ -1227,12 +1577,14 @@ def _judgebench_single(instances: list, specs: dict, errors: _Errors):
                     )
                     continue
                 per_position.setdefault(position, {})[by_metric[metric]] = score
-        annotations += [
-            AnnotationSpec(ident, str(position), scores=scores)
-            for position, scores in sorted(per_position.items())
-        ]
-        inputs.append(InputSpec(ident, text, {"response": output}, where, metadata=extra))
-    return inputs, annotations, criteria
+        if annotations is not None:
+            annotations += [
+                AnnotationSpec(ident, str(position), scores=scores)
+                for position, scores in sorted(per_position.items())
+            ]
+        return InputSpec(ident, text, {"response": output}, where, metadata=extra)
+
+    return read, criteria
 
 
 def _score_fits(score: Any, prop: dict) -> bool:

@@ -360,7 +360,7 @@ def test_escaped_nul_in_judgebench_and_in_the_config_is_refused(existing):
 
 def test_json_nested_ten_thousand_deep_is_refused_not_a_crash(existing):
     assert one_error(b"[" * 10_000 + b"]" * 10_000, "deep.json") == (
-        "not valid JSON (nested too deeply)"
+        f"line 1: not valid JSON (nested too deeply at column {importers.MAX_DEPTH + 1})"
     )
     deep = b'{"id": "x", "metadata": ' + b'{"a": ' * 10_000 + b"1" + b"}" * 10_001
     errors = rejected(jsonl(records(1), PAIRWISE) + deep + b"\n")
@@ -892,7 +892,7 @@ def test_judgebench_of_the_wrong_shape_is_named(existing, data, message):
         (
             {"metric": "fluency", "category": "graded", "worst": 1, "best": 1e999},
             "a text",
-            "'annotations': a number is not finite (inf)",
+            "line 1: a number is not finite (Infinity at column 82)",
         ),
         (
             {"metric": "fluency", "category": "graded", "worst": 1.5, "best": 5},

@@ -195,7 +195,7 @@ def test_wrong_encoding_is_rejected_with_line():
         (
             b'{"instances": [], "annotations": [{"metric": "m", "category": "graded"}]',
             "e.json",
-            "line 1: not valid JSON (Expecting ',' delimiter at column 73)",
+            "line 1: not valid JSON (the file ends before the document is complete at column 73)",
         ),
     ],
 )
