@@ -369,7 +369,7 @@ def test_rope_probability_matches_dirichlet_monte_carlo() -> None:
         assert r == pytest.approx(mc, abs=0.005)
 
 
-# bench cases (bench/decision.py, seed 0) whose windows are wide enough for coarse lattices:
+# bench cases (bench/decision.py, seed 0) with wide windows of latent totals:
 # weakly identified (3), well identified (4, 12, 24), posteriors reaching t= = 0 where the second
 # factor is sharp (7, 11) and reaching t> = 0 and t< = 0 (15)
 _WIDE_CASES = [
