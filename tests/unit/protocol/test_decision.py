@@ -203,14 +203,10 @@ def test_binomial_cdf_bands_equal_betainc_and_stand_for_0_and_1_outside() -> Non
                 assert 1.0 - betainc(float(size - b), b + 1.0, 0.5) < 1e-15
 
 
-@pytest.mark.parametrize("direct_cells", [0, 10**9])  # band sums / every cell's CDF
-def test_exact_band_theta_equals_direct_betainc_sum(monkeypatch, direct_cells) -> None:
-    # _theta_sum sums binomial CDFs only in a band around N'/2 (or, in small boxes, reads the
-    # CDF of every cell from the bands); check against betainc everywhere (rows: t=, columns: t>)
-    from protocol import decision
+def test_exact_band_theta_equals_direct_betainc_sum() -> None:
+    # _theta_sum reads every cell's binomial CDF from the bands around N'/2 (0 and 1 outside);
+    # check against betainc everywhere (rows: t=, columns: t>)
     from protocol.decision import _theta_sum
-
-    monkeypatch.setattr(decision, "_THETA_DIRECT_CELLS", direct_cells)
 
     rng = np.random.default_rng(5)
     for n, big_m, shape, lo in [
@@ -241,10 +237,8 @@ def test_exact_band_theta_equals_direct_betainc_sum(monkeypatch, direct_cells) -
 def test_exact_window_equals_whole_grid(monkeypatch, n, conf, m) -> None:
     # the default computes a window of latent totals by a cyclic convolution of its size; the
     # whole grid (a linear convolution, nothing left out or folded in) gives the same posterior
-    # (both on the lattice of every total; coarse lattices are tested below)
     from protocol import decision
 
-    _every_total(monkeypatch)
     args = (np.array(n, float), np.array(conf, float), np.array(m, float))
     t_w, th_w, mean_w, err_w = decision._exact_latent_totals(*args, np.random.default_rng(0))
     monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)  # every latent total
@@ -255,35 +249,6 @@ def test_exact_window_equals_whole_grid(monkeypatch, n, conf, m) -> None:
     # the resampled latent totals are draws of the same posterior, on the simplex
     assert np.all(t_w >= 0) and np.all(t_w.sum(axis=1) == sum(m))
     np.testing.assert_allclose(t_w.mean(axis=0), mean_f, rtol=0.02, atol=1.0)
-
-
-@pytest.mark.parametrize(
-    "totals", [(60, 50, 40), (173, 80, 159), (300, 5, 5), (0, 0, 120), (101, 0, 0)]
-)
-def test_simplex_convolution_equals_the_linear_convolution(totals) -> None:
-    # the convolution on the simplex's lattice (P x Q, about 0.75 of the square) equals the
-    # linear 2-D convolution on every cell of the simplex, read on the whole square and on a
-    # window from the origin; (300, 5, 5) has a table wider than the lattice along both axes
-    # (folded first)
-    from scipy.signal import fftconvolve
-
-    from protocol.decision import _simplex_convolution
-
-    rng = np.random.default_rng(sum(totals))
-    tables = []
-    for m in totals:
-        i, j = np.meshgrid(np.arange(m + 1), np.arange(m + 1), indexing="ij")
-        tables.append(np.where(i + j <= m, rng.random((m + 1, m + 1)) + 0.1, 0.0))
-    big_m = sum(totals)
-    linear = fftconvolve(fftconvolve(tables[0], tables[1]), tables[2])  # [t>, t=]
-    x, y = np.meshgrid(np.arange(big_m + 1), np.arange(big_m + 1), indexing="xy")  # [t=, t>]
-    for rows, cols in ((big_m + 1, big_m + 1), (big_m + 1, big_m), (big_m - 3, big_m + 1)):
-        out = _simplex_convolution(tables, big_m, rows, cols)
-        assert out.shape == (rows, cols)
-        on = (x + y <= big_m)[:rows, :cols]
-        np.testing.assert_allclose(
-            out[on], linear.T[:rows, :cols][on], rtol=0, atol=1e-12 * linear.max()
-        )
 
 
 def test_systematic_cells_follow_the_weights() -> None:
@@ -404,29 +369,7 @@ def test_rope_probability_matches_dirichlet_monte_carlo() -> None:
         assert r == pytest.approx(mc, abs=0.005)
 
 
-@pytest.fixture
-def lattice_steps(monkeypatch) -> list[int]:
-    """The lattice steps of every posterior level computed while the test runs."""
-    from protocol import decision
-
-    steps: list[int] = []
-    level = decision._latent_level
-
-    def spy(tables, e, big_m, window, step, *margin):
-        steps.append(step)
-        return level(tables, e, big_m, window, step, *margin)
-
-    monkeypatch.setattr(decision, "_latent_level", spy)
-    return steps
-
-
-def _every_total(monkeypatch) -> None:
-    from protocol import decision
-
-    monkeypatch.setattr(decision, "_COARSE_MIN_CELLS", 10**12)
-
-
-# bench cases (bench/decision.py, seed 0) whose windows are wide enough for coarse lattices:
+# bench cases (bench/decision.py, seed 0) with wide windows of latent totals:
 # weakly identified (3), well identified (4, 12, 24), posteriors reaching t= = 0 where the second
 # factor is sharp (7, 11) and reaching t> = 0 and t< = 0 (15)
 _WIDE_CASES = [
@@ -438,50 +381,6 @@ _WIDE_CASES = [
     ([73, 69, 77], [[53, 4, 4], [2, 61, 9], [18, 4, 64]], [175, 220, 281]),
     ([91, 70, 49], [[60, 13, 1], [2, 27, 20], [29, 30, 28]], [204, 136, 249]),
 ]
-
-
-@pytest.mark.parametrize(("n", "conf", "m"), _WIDE_CASES)
-def test_coarse_lattices_give_theta_within_their_estimate(
-    monkeypatch, lattice_steps, n, conf, m
-) -> None:
-    # wide posteriors are computed on lattices of step h and 2h and extrapolated; the result
-    # must be within the returned error estimate (and 2e-4) of the lattice of every total
-    from protocol import decision
-
-    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
-    t_c, th_c, mean_c, err_c = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert min(lattice_steps) >= 2  # the coarse path was taken
-    _every_total(monkeypatch)
-    t_f, th_f, mean_f, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert err_f < 1e-5
-    assert abs(th_c - th_f) <= err_c + err_f
-    assert abs(th_c - th_f) < 2e-4
-    np.testing.assert_allclose(mean_c, mean_f, rtol=1e-3, atol=0.05)
-    # the components are latent totals on the simplex, drawn from the same posterior
-    assert np.all(t_c >= 0) and np.all(t_c.sum(axis=1) == sum(m))
-    np.testing.assert_allclose(t_c.mean(axis=0), mean_f, rtol=0.02, atol=2.0)
-
-
-@pytest.mark.parametrize(
-    ("n", "conf", "m"),
-    [
-        # random wide pairs (bench/coarse_lattice.py, seeds 5 and 2) with few human labels and
-        # much mass near the faces, whose three lattices (8, 16, 32) converge as h^2 predicts:
-        # their spread alone once made estimates of 1.6e-4 and 2.2e-5 for errors of 1.4e-4
-        # and 3.2e-5
-        ([5, 9, 11], [[4, 0, 0], [1, 8, 0], [0, 1, 11]], [129, 190, 243]),
-        ([15, 13, 26], [[4, 0, 5], [6, 10, 10], [5, 3, 11]], [72, 298, 262]),
-    ],
-)
-def test_a_third_lattice_counts_what_the_faces_do_to_it(monkeypatch, n, conf, m) -> None:
-    from protocol import decision
-
-    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
-    _, th_c, _, err_c = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    _every_total(monkeypatch)
-    _, th_f, _, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert abs(th_c - th_f) <= err_c + err_f
-    assert err_c > 4 * abs(th_c - th_f)
 
 
 def test_scratch_buffers_carry_nothing_between_pairs_or_threads() -> None:
@@ -525,48 +424,20 @@ def test_scratch_buffers_carry_nothing_between_pairs_or_threads() -> None:
     ("n", "conf", "m"),
     [
         # bench case 19: much mass at all three faces, where the second factor is sharp (one
-        # or two human labels each) and a coarse lattice would move mass off the simplex
+        # or two human labels each)
         ([2, 2, 1], [[2, 1, 0], [0, 0, 0], [0, 1, 1]], [173, 80, 159]),
     ],
 )
-def test_a_posterior_at_the_faces_is_computed_on_every_total(
-    monkeypatch, lattice_steps, n, conf, m
-) -> None:
+def test_a_posterior_at_the_faces_is_computed_on_every_total(monkeypatch, n, conf, m) -> None:
     from protocol import decision
 
     args = (np.array(n, float), np.array(conf, float), np.array(m, float))
     _, th, _, err = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert lattice_steps == [1] and err < 1e-7
+    assert err < 1e-7
     # the same as the whole grid by a linear convolution
-    _every_total(monkeypatch)
     monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)
     _, th_full, _, _ = decision._exact_latent_totals(*args, np.random.default_rng(0))
     assert th == pytest.approx(th_full, abs=1e-9)
-
-
-def test_a_sharp_face_on_one_axis_keeps_every_total_along_that_axis(monkeypatch) -> None:
-    # bench case 23: much mass at t> = 0 with two human labels >, none near t= = 0 or t< = 0:
-    # coarse along t= only, every total along t>
-    from protocol import decision
-
-    directions = []
-    level = decision._latent_level
-
-    def spy(tables, e, big_m, window, step, margin=(0, 0), direction=(1, 1)):
-        directions.append((step, direction))
-        return level(tables, e, big_m, window, step, margin, direction)
-
-    monkeypatch.setattr(decision, "_latent_level", spy)
-    args = (np.array([2.0, 8, 11]), np.array([[2.0, 1, 2], [0, 7, 1], [0, 0, 8]]))
-    args += (np.array([54.0, 143, 140]),)
-    t_c, th_c, mean_c, err_c = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert min(step for step, _ in directions) >= 2
-    assert {direction for _, direction in directions} == {(1, 0)}
-    _every_total(monkeypatch)
-    _, th_f, mean_f, err_f = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert abs(th_c - th_f) <= err_c + err_f and abs(th_c - th_f) < 1e-5
-    np.testing.assert_allclose(mean_c, mean_f, rtol=1e-3)
-    assert np.all(t_c >= 0) and np.all(t_c.sum(axis=1) == 337)
 
 
 def test_the_floor_bound_uses_the_margins_where_the_second_factor_peaks_off_the_mass() -> None:
@@ -599,87 +470,31 @@ def test_fold_margin_is_the_smallest_that_leaves_the_budget_outside() -> None:
     [
         # weakly identified pairs (2-9 confusion counts) whose second factor is so much larger at
         # the window's edges that the bound on what a cyclic convolution of the window's size
-        # folds in was above 1e-5: they were computed again, then on the whole grid
+        # folds in was above 1e-5: a larger one (a margin round the window) is computed instead
         ([27, 24, 40], [[5, 0, 1], [0, 2, 0], [0, 0, 1]], [232, 375, 384]),
         ([23, 23, 19], [[1, 0, 0], [0, 1, 0], [0, 0, 0]], [343, 269, 197]),
     ],
 )
-def test_a_larger_cyclic_convolution_replaces_the_whole_grid(
-    monkeypatch, lattice_steps, n, conf, m
-) -> None:
+def test_a_larger_cyclic_convolution_replaces_the_whole_grid(monkeypatch, n, conf, m) -> None:
     from protocol import decision
 
+    windows: list[tuple] = []
+    level = decision._latent_level
+
+    def spy(tables, e, big_m, window, margin=(0, 0)):
+        windows.append((window, margin))
+        return level(tables, e, big_m, window, margin)
+
+    monkeypatch.setattr(decision, "_latent_level", spy)
     args = (np.array(n, float), np.array(conf, float), np.array(m, float))
     _, th, _, err = decision._exact_latent_totals(*args, np.random.default_rng(0))
-    assert min(lattice_steps) > 1 and err < decision._COARSE_TOL  # no second attempt
-    _every_total(monkeypatch)
+    # one window, then the same window with a margin; no second attempt, no whole grid
+    assert len(windows) == 2 and windows[0][0] == windows[1][0] and max(windows[1][1]) > 0
+    assert err < decision._EXACT_TOL
+    monkeypatch.setattr(decision, "_latent_level", level)
     monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)
     _, th_full, _, err_full = decision._exact_latent_totals(*args, np.random.default_rng(0))
     assert abs(th - th_full) <= err + err_full
-
-
-def test_coarse_lattices_stay_within_their_estimate_on_random_wide_pairs(monkeypatch) -> None:
-    # pairs with 250-1,200 metric-only inputs, few to many human labels, sharp to vague metrics
-    from protocol import decision
-
-    rng = np.random.default_rng(11)
-    coarse = 0
-    for _ in range(24):
-        n_h = int(rng.choice([rng.integers(0, 15), rng.integers(15, 60), rng.integers(60, 400)]))
-        draw, share = rng.uniform(0.02, 0.6), rng.uniform(0.2, 0.8)
-        p = np.array([(1 - draw) * share, draw, (1 - draw) * (1 - share)])
-        conc = rng.choice([2.0, 8.0, 30.0])
-        mu = np.stack([rng.dirichlet(np.where(np.arange(3) == c, conc, 1.5)) for c in range(3)], 1)
-        true = rng.choice(3, size=n_h + int(rng.integers(250, 1200)), p=p)
-        met = np.array([rng.choice(3, p=mu[:, c]) for c in true])
-        n = np.bincount(true[:n_h], minlength=3).astype(float)
-        conf = np.zeros((3, 3))
-        np.add.at(conf, (met[:n_h], true[:n_h]), 1.0)
-        m = np.bincount(met[n_h:], minlength=3).astype(float)
-        monkeypatch.setattr(decision, "_COARSE_MIN_CELLS", 40_000)
-        _, th, _, err = decision._exact_latent_totals(n, conf, m, np.random.default_rng(0))
-        monkeypatch.setattr(decision, "_COARSE_MIN_CELLS", 10**12)
-        _, th_f, _, err_f = decision._exact_latent_totals(n, conf, m, np.random.default_rng(0))
-        coarse += err > 1e-6
-        assert abs(th - th_f) <= err + err_f
-    assert coarse >= 6  # the coarse path was exercised
-
-
-def test_face_estimates_tell_a_sharp_second_factor_from_a_smooth_one() -> None:
-    from scipy.special import gammaln
-
-    from protocol.decision import _Faces, _interpolation_error
-
-    t = np.arange(401.0)
-    # linear interpolation is exact on a line and at the lattice points (offset or not)
-    assert np.abs(_interpolation_error(1.0 + 0.01 * t, 8)).max() < 1e-14
-    wavy = np.exp(np.sin(t / 7.0))
-    for offset in (0, 3, 401):
-        err = _interpolation_error(wavy, 4, offset)
-        assert np.all(err[offset % 4 :: 4] == 0.0) and np.abs(err).max() > 1e-3
-    # second factors Gamma(n + t + 1) / Gamma(A + t): one human label (pole at t = -2) or 200
-    sharp = np.exp(gammaln(t + 2.0) - gammaln(t + 5.0))
-    smooth = np.exp(gammaln(t + 201.0) - gammaln(t + 204.0))
-    near_face = np.exp(-t / 10.0)
-    away = np.exp(-0.5 * ((t - 250.0) / 30.0) ** 2)
-    weight = [w / w.sum() for w in (near_face, away)]
-
-    def faces(second_gt: np.ndarray, weight_gt: np.ndarray) -> _Faces:
-        return _Faces([second_gt, smooth, smooth], [weight_gt, weight[1], weight[1]])
-
-    assert faces(sharp, weight[0]).sharp(4) > 0.1  # mass where the factor is sharp
-    assert faces(sharp, weight[1]).sharp(4) < 1e-5  # the same factor, mass away from the face
-    assert faces(smooth, weight[0]).sharp(4) < 2e-5  # many labels: smooth at the face too
-    assert faces(sharp, weight[0]).sharp(2) < faces(sharp, weight[0]).sharp(4) / 4
-    # a lattice coarse along t= only keeps every t>: the sharp t> face does not count there
-    assert faces(sharp, weight[0]).sharp(4, (1, 0)) < 2e-5
-    assert faces(sharp, weight[0]).sharp(4, (0, 1)) == pytest.approx(
-        faces(sharp, weight[0]).sharp(4), rel=1e-5
-    )
-    # the spill past t< = 0: none far from that face, some near it
-    assert faces(smooth, weight[1]).spill(4) < 1e-10
-    lt_heavy = _Faces([smooth] * 3, [weight[1], weight[1], weight[0]])
-    assert lt_heavy.spill(4) > 0.1
 
 
 def _move_tail(offsets: np.ndarray, step: int, d: int) -> float:
@@ -696,144 +511,94 @@ def _move_tail(offsets: np.ndarray, step: int, d: int) -> float:
     return sum(p for x, p in dist.items() if x >= d + 1)
 
 
-def test_spill_bounds_the_mass_a_coarse_lattice_moves_past_t_lt_0() -> None:
-    # on the lattice of step 2h each of the three tables moves every entry to a neighbouring
-    # lattice point along t> and along t= with linear weights: t< moves by a sum of six
-    # independent moves; the exact chance that a total at t< = d lands past the face must stay
-    # within what spill() counts for it, for any offsets from the lattice
-    from protocol.decision import _Faces
-
-    rng = np.random.default_rng(3)
-    flat = np.ones(401)
-    for step in (2, 4, 8):
-        rough = 2 * step
-        weight_of = 1.0 + 2.0 * (step * step - 1.0) / (3.0 * step * step)
-        for d in (0, 1, rough // 2, rough, 2 * rough, 4 * rough):
-            at_d = np.zeros(401)
-            at_d[d] = 1.0
-            bound = _Faces([flat] * 3, [at_d] * 3).spill(step) / weight_of
-            offsets = [np.full(6, rough // 2), np.full(6, rough - 1), np.ones(6, dtype=int)]
-            offsets += [rng.integers(0, rough, 6) for _ in range(30)]
-            worst = max(_move_tail(u, rough, d) for u in offsets)
-            assert worst <= bound
-            if d >= 2 * rough:
-                assert bound < 0.3  # not the whole mass within six moves of the face
-
-
-def test_coarsen_keeps_mass_and_mean_and_nests() -> None:
-    from protocol.decision import _coarsen
-
-    rng = np.random.default_rng(2)
-    for size in (1, 2, 7, 40, 41):
-        table = rng.random((size, size))
-        once = _coarsen(table)
-        i = np.arange(size)
-        q = np.arange(once.shape[0])
-        assert once.sum() == pytest.approx(table.sum(), rel=1e-13)
-        assert (2 * q) @ once.sum(axis=1) == pytest.approx(i @ table.sum(axis=1), rel=1e-13)
-        assert (2 * q) @ once.sum(axis=0) == pytest.approx(i @ table.sum(axis=0), rel=1e-13)
-        # twice is the linear move onto the lattice of step 4, computed directly
-        twice = _coarsen(once)
-        direct = np.zeros((size // 4 + 2, size // 4 + 2))
-        for a in range(size):
-            for b in range(size):
-                qa, ra = divmod(a, 4)
-                qb, rb = divmod(b, 4)
-                for da, wa in ((0, 1 - ra / 4), (1, ra / 4)):
-                    for db, wb in ((0, 1 - rb / 4), (1, rb / 4)):
-                        direct[qa + da, qb + db] += wa * wb * table[a, b]
-        rows, cols = min(direct.shape[0], twice.shape[0]), min(direct.shape[1], twice.shape[1])
-        np.testing.assert_allclose(twice[:rows, :cols], direct[:rows, :cols], atol=1e-12)
-        assert twice[rows:].sum() == 0 and direct[rows:].sum() == 0
-
-
-def test_anti_diagonal_sums_of_a_row_table() -> None:
-    from protocol.decision import _anti_diagonal_sums
-
-    rng = np.random.default_rng(4)
-    for size in (1, 2, 5, 60):
-        i, j = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
-        table = np.where(i + j < size, rng.random((size, size)), 0.0)
-        expected = np.array([table[i + j == s].sum() for s in range(size)])
-        np.testing.assert_allclose(_anti_diagonal_sums(table), expected, rtol=1e-13, atol=0)
-
-
-def test_row_tables_margins_and_halved_tables_equal_the_table_of_every_total() -> None:
-    # _Lattices builds each row table from its three factors: its margins by 1-D convolutions,
-    # its step-2 table without the unit table, and (where the product would underflow) from
-    # the summed logarithms
-    from protocol.decision import (
-        _anti_diagonal_sums,
-        _coarsen,
-        _coarsen_cols,
-        _coarsen_rows,
-        _Lattices,
-    )
+def test_row_table_margins_and_the_logarithm_path_equal_the_table_of_every_total() -> None:
+    # each row table is a product of its three factors with margins by 1-D convolutions, or
+    # (where that product would underflow) the exponential of the summed logarithms
+    from protocol.decision import _row_table
 
     rng = np.random.default_rng(8)
-    totals = np.array([0, 1, 2, 7, 40, 41])
-    for steep in (False, True):  # steep: w0 w1 w2 <= exp(-24 m) underflows, the logarithm path
-        log_w = [
-            [
-                12.0 * np.arange(m + 1.0) if steep else np.cumsum(rng.normal(0.0, 0.3, m + 1))
-                for j in range(3)
-            ]
-            for m in totals
-        ]
-        first = _Lattices(log_w, totals)
-        assert [e is None for e in first.factors] == [steep and m >= 40 for m in totals]
-        halved = first[2, 2]  # built before the unit tables
-        second = _Lattices(log_w, totals)
-        for c, m in enumerate(totals):
+    for steep in (False, True):  # steep: w0 w1 w2 <= exp(-24 m) underflows for m = 40, 41
+        for m in (0, 1, 2, 7, 40, 41):
+            log_w = np.array(
+                [
+                    12.0 * np.arange(m + 1.0) if steep else np.cumsum(rng.normal(0.0, 0.3, m + 1))
+                    for _ in range(3)
+                ]
+            )
+            table, over_gt, over_eq = _row_table(log_w, m)
             i, j = np.meshgrid(np.arange(m + 1), np.arange(m + 1), indexing="ij")
-            lp = log_w[c][0][i] + log_w[c][1][j] + log_w[c][2][np.maximum(m - i - j, 0)]
-            lp = np.where(i + j <= m, lp, -np.inf)
-            direct = np.exp(lp - lp.max())
-            unit = first[1, 1][c]
-            scale = unit.max() / direct.max()
-            np.testing.assert_allclose(unit, direct * scale, rtol=1e-12, atol=1e-300)
-            over_gt, over_eq = first.margins[c]
-            np.testing.assert_allclose(over_gt, unit.sum(1), rtol=1e-12)
-            np.testing.assert_allclose(over_eq, unit.sum(0), rtol=1e-12)
-            # the table's largest row sum is 1 (the product path) or its largest entry
-            assert over_gt.max() == pytest.approx(1.0) or unit.max() == 1.0
-            np.testing.assert_allclose(halved[c], _coarsen(unit), rtol=1e-12, atol=1e-300)
-            np.testing.assert_allclose(second[2, 2][c], halved[c], rtol=1e-12, atol=1e-300)
-            np.testing.assert_allclose(first[4, 4][c], _coarsen(_coarsen(unit)), rtol=1e-12)
-            # along one axis: (steps along t>, along t=)
-            np.testing.assert_allclose(first[1, 4][c], _coarsen_cols(_coarsen_cols(unit)))
-            np.testing.assert_allclose(first[2, 1][c], _coarsen_rows(unit))
-        # the convolution's marginal along t<: the tables' anti-diagonal sums, convolved
-        over_lt = [_anti_diagonal_sums(unit)[::-1] for unit in first[1, 1]]
-        expected = np.convolve(np.convolve(over_lt[0], over_lt[1]), over_lt[2])
-        np.testing.assert_allclose(first.marginal_lt(), expected, rtol=1e-12, atol=1e-300)
+            lp = log_w[0][i] + log_w[1][j] + log_w[2][np.maximum(m - i - j, 0)]
+            direct = np.exp(np.where(i + j <= m, lp, -np.inf) - lp.max())
+            np.testing.assert_allclose(table, direct * (table.max() / direct.max()), rtol=1e-12)
+            np.testing.assert_allclose(over_gt, table.sum(1), rtol=1e-12)
+            np.testing.assert_allclose(over_eq, table.sum(0), rtol=1e-12)
 
 
-@pytest.mark.parametrize("direct_cells", [0, 10**9])  # band sums / every cell's CDF
-def test_strided_band_theta_equals_direct_betainc_sum(monkeypatch, direct_cells) -> None:
-    # _theta_sum on a coarse lattice (every step-th latent total), including cells just off
-    # the simplex (t< < 0), where the binomial CDF goes on (and is 1 once N' - k < 1)
+# ---------------------------------------------------------------------------------------------
+# theta is exact: against a plain sum over every latent table of the metric-only inputs
+# ---------------------------------------------------------------------------------------------
+
+
+def plain_posterior_sums(n, conf, m) -> tuple[float, np.ndarray]:
+    """theta and the posterior mean of p from the model's definition (Deriu et al. 2023,
+    Sections 3.1-3.3; Dir(1) priors on p and on every column of mu), summed over every latent
+    table z of the metric-only inputs' true labels (row c: the m_c inputs the metric labelled
+    c; t = z.sum(axis=0)), with p and mu integrated out in closed form:
+
+        P(z | data) ∝ prod_c m_c! / prod_c' z[c, c']!  *  B(n + t + 1)
+                      * prod_c' B(conf[:, c'] + z[:, c'] + 1)
+
+    P(p> > p< | z) = P(Beta(n> + t> + 1, n< + t< + 1) > 1/2), E[p | z] = (n + t + 1) / (N + M + 3).
+    Vectorised over the product of the three rows' compositions; slow, for small |M| only."""
+    n, conf, m = np.asarray(n, float), np.asarray(conf, float), np.asarray(m, int)
+    rows = [_compositions(int(mc)).astype(float) for mc in m]
+    z = np.zeros((len(rows[0]), len(rows[1]), len(rows[2]), 3, 3))
+    z[:, :, :, 0] = rows[0][:, None, None, :]
+    z[:, :, :, 1] = rows[1][None, :, None, :]
+    z[:, :, :, 2] = rows[2][None, None, :, :]
+    z = z.reshape(-1, 3, 3)  # every latent table: [table, metric label c, true label c']
+    t = z.sum(axis=1)
+    log_w = -gammaln(z + 1.0).sum(axis=(1, 2)) + _log_beta(n + t + 1.0)
+    log_w += sum(_log_beta(conf[:, c] + z[:, :, c] + 1.0) for c in range(3))
+    w = np.exp(log_w - log_w.max())
+    theta = betainc(n[2] + t[:, 2] + 1.0, n[0] + t[:, 0] + 1.0, 0.5)
+    mean_p = (n + t + 1.0) / (n.sum() + m.sum() + 3.0)
+    return float(w @ theta / w.sum()), (w @ mean_p) / w.sum()
+
+
+@pytest.mark.parametrize(
+    ("n", "conf", "m"),
+    [
+        # weakly identified: few human labels, a vague metric (about 1.5 million latent tables)
+        ([2, 1, 2], [[1, 0, 0], [0, 1, 0], [0, 0, 1]], [15, 12, 14]),
+        # many human labels (a strong tilt) and a sharp metric
+        ([250, 40, 120], [[20, 3, 1], [2, 10, 2], [1, 4, 15]], [14, 9, 16]),
+        # lopsided, no metric label > and no human label >
+        ([0, 3, 9], [[0, 1, 0], [0, 2, 1], [0, 0, 8]], [0, 11, 25]),
+        # one-sided humans, metric labels at both ends only
+        ([30, 0, 0], [[5, 0, 0], [0, 0, 0], [0, 0, 0]], [20, 0, 10]),
+        # a bench-like pair (the simulated metric of Appendix E), scaled down
+        ([9, 6, 7], [[6, 2, 1], [1, 3, 0], [1, 1, 5]], [13, 8, 12]),
+    ],
+)
+def test_theta_is_exact_against_a_plain_sum_over_every_latent_total(n, conf, m) -> None:
+    theta, mean_p = plain_posterior_sums(n, conf, m)
+    post = sample_posterior([n], [conf], [m], seed=0)
+    assert abs(post.theta()[0] - theta) <= 1e-9
+    np.testing.assert_allclose(post.mean_p()[0], mean_p, rtol=0, atol=1e-9)
+    assert post.mcse[0] < 1e-5
+
+
+@pytest.mark.parametrize(("n", "conf", "m"), _WIDE_CASES)
+def test_wide_posteriors_equal_the_whole_grid_of_latent_totals(monkeypatch, n, conf, m) -> None:
+    # the bench's wide posteriors (once computed on coarse lattices, error up to 1e-3): the
+    # window equals the whole grid of latent totals (a linear convolution) to 1e-9
     from protocol import decision
-    from protocol.decision import _theta_sum
 
-    monkeypatch.setattr(decision, "_THETA_DIRECT_CELLS", direct_cells)
-
-    rng = np.random.default_rng(6)
-    # (steps along t= and along t>: equal, or 1 along one axis)
-    for n, big_m, shape, lo, step_eq, step_gt in [
-        ((3, 4, 5), 300, (70, 80), (30, 40), 4, 4),
-        ((90, 5, 1), 80, (30, 30), (0, 0), 3, 3),
-        ((1, 0, 40), 500, (80, 200), (10, 60), 2, 2),
-        ((2, 8, 11), 337, (85, 278), (0, 0), 4, 1),
-        ((6, 9, 6), 397, (381, 50), (0, 0), 1, 8),
-    ]:
-        prob = rng.random(shape)
-        t1 = lo[0] + step_eq * np.arange(shape[0])[:, None]
-        t0 = lo[1] + step_gt * np.arange(shape[1])[None, :]
-        t2 = big_m - t0 - t1
-        prob = np.where(t2 >= -3 * max(step_eq, step_gt), prob, 0.0)
-        a_lt = n[2] + t2 + 1.0  # the binomial CDF continued: 1 once N' - k < 1
-        h = np.where(a_lt > 0, betainc(np.maximum(a_lt, 1e-300), n[0] + t0 + 1.0, 0.5), 1.0)
-        direct = (prob * h).sum()
-        band = _theta_sum(prob, lo[0], lo[1], np.array(n, float), big_m, step_eq, step_gt)
-        assert band == pytest.approx(direct, rel=1e-12, abs=1e-12)
+    args = (np.array(n, float), np.array(conf, float), np.array(m, float))
+    t, th, mean_t, err = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    monkeypatch.setattr(decision, "_WINDOW_TAIL", -1.0)  # every latent total
+    _, th_full, mean_full, _ = decision._exact_latent_totals(*args, np.random.default_rng(0))
+    assert err < 1e-5 and abs(th - th_full) <= 1e-9
+    np.testing.assert_allclose(mean_t, mean_full, rtol=0, atol=1e-6)
+    assert np.all(t >= 0) and np.all(t.sum(axis=1) == sum(m))
