@@ -376,8 +376,11 @@ def _property_section(
             f"were left out, e.g. {[str(b) for b in bad]}"
         )
         ann = ann.loc[known]
+    samples = None  # every sample of every judge: the agreement among a judge's samples
     if jud is not None:
         jud = jud.loc[jud["label"].notna() & jud["label"].isin(prop.labels)]
+        if "sample" in jud.columns:
+            samples, jud = jud, jud.loc[jud["sample"] == 0].drop(columns="sample")
         if not len(jud):
             jud = None
     section["excluded"] = {"flagged": excluded.get("flagged", 0), "gold": excluded.get("gold", 0)}
@@ -407,7 +410,7 @@ def _property_section(
     if prop.kind == "ordinal":
         section["likert"] = _likert(lc, items)
     section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
-    section["judges_extra"] = _judges_extra(lc, jud, prop, opts)
+    section["judges_extra"] = _judges_extra(lc, jud if samples is None else samples, prop, opts)
     section["workers"] = _workers(ann, lc, opts)
     section["perception"] = _perception(lc, lc_pw, prop)
     return section

@@ -130,8 +130,9 @@ def study_dataset(study: Study) -> Dataset:
 def study_judges(study: Study, dataset: Dataset) -> tuple[pd.DataFrame, list[str]]:
     """The study's judge and metric ratings mapped onto its items (see the module docstring).
 
-    Only sample 0 of each rating enters; answers ``run_judge`` could not parse are counted in
-    a note, never used."""
+    Every parsed sample enters, with its ``sample`` number (the report reads sample 0, and
+    all samples for the agreement among a judge's samples); answers ``run_judge`` could not
+    parse are counted in a note, never used."""
     unparsed = (
         JudgeRating.objects.filter(study=study, sample=0, parse_ok=False)
         .values("judge")
@@ -143,7 +144,7 @@ def study_judges(study: Study, dataset: Dataset) -> tuple[pd.DataFrame, list[str
         for row in unparsed
     ]
     records = pd.DataFrame.from_records(
-        JudgeRating.objects.filter(study=study, sample=0, parse_ok=True)
+        JudgeRating.objects.filter(study=study, parse_ok=True)
         .order_by("id")
         .values_list(
             "judge",
@@ -153,17 +154,29 @@ def study_judges(study: Study, dataset: Dataset) -> tuple[pd.DataFrame, list[str
             "criterion",
             "label",
             "score",
+            "sample",
             "pk",
         )
         .iterator(_CHUNK),
-        columns=["judge", "input_id", "system", "system_b", "criterion", "label", "score", "pk"],
-    )
+        columns=[
+            "judge", "input_id", "system", "system_b", "criterion", "label", "score", "sample",
+            "pk",
+        ],
+    )  # fmt: skip
     if not len(records):
-        return pd.DataFrame(columns=["item", "judge", "label", "property"]), unparsed_notes
+        return pd.DataFrame(columns=["item", "judge", "label", "property", "sample"]), (
+            unparsed_notes
+        )
     records["item"] = None
     records["where"] = [f"rating {pk}" for pk in records.pop("pk")]
-    frame, notes = attach_judges(records, dataset.items, dataset.properties)
-    return frame, notes + unparsed_notes
+    frames, notes = [], []
+    for sample, group in records.groupby("sample", sort=True):
+        frame, sample_notes = attach_judges(
+            group.drop(columns="sample"), dataset.items, dataset.properties
+        )
+        frames.append(frame.assign(sample=int(sample)))
+        notes += sample_notes if sample == 0 else []
+    return pd.concat(frames, ignore_index=True), notes + unparsed_notes
 
 
 def study_report(

@@ -310,3 +310,22 @@ def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db):
     )
     assert JudgeRating.objects.filter(study=pairwise, judge=MODEL).count() == 9
     assert {r["headers"]["Authorization"] for r in server.requests()} == {f"Bearer {KEY}"}
+
+
+def test_the_report_reads_every_sample_for_the_judges_self_agreement(
+    pairwise, judge_server, monkeypatch
+):
+    """``--samples 3``: the human-vs-judge figures read sample 0 alone; the agreement among
+    the judge's samples reads all three (the stand-in server answers alike every time)."""
+    monkeypatch.setenv(judging.API_KEY_ENV, KEY)
+    annotate(pairwise)
+    run(pairwise, judge_server(), "--samples", "3")
+    assert JudgeRating.objects.filter(study=pairwise, parse_ok=True).count() == 3 * 6
+    prop = report_selectors.study_report(pairwise, n_boot=0)["properties"][0]
+    judges = {j["judge"]: j for j in prop["judges"]}
+    n_items = pairwise.items.exclude(input__external_id="in1").count()
+    assert judges[MODEL]["n_items"] == n_items  # one label per item, not three
+    rows = [r for r in prop["judges_extra"]["samples"] if r["judge"] == MODEL]
+    assert rows and all(r["n_samples"] == 3 for r in rows)
+    percent = next(r for r in rows if "percent" in r["metric"].lower())
+    assert percent["value"] == pytest.approx(1.0)
