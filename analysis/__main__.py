@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
         help="also report Krippendorff's alpha at the interval level for numeric properties",
     )
     rep.add_argument(
+        "--worker-models",
+        action="store_true",
+        help="also report Dawid-Skene and MACE labels with each worker's reliability",
+    )
+    rep.add_argument(
         "--labels",
         action="append",
         default=[],
@@ -84,6 +89,7 @@ def report_for_file(
     seed: int = 0,
     confidence: float = 0.95,
     interval: bool = False,
+    worker_models: bool = False,
 ) -> dict:
     """Load a label file (and judge files) and build its report."""
     dataset = loaders.load_dataset(path)
@@ -101,6 +107,7 @@ def report_for_file(
         seed=seed,
         confidence=confidence,
         interval=interval,
+        worker_models=worker_models,
         title=dataset.title,
         source=dataset.source,
         notes=[*dataset.notes, *judge_notes],
@@ -120,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             confidence=args.confidence,
             interval=args.interval,
+            worker_models=args.worker_models,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

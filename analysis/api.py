@@ -80,6 +80,11 @@ class ReportQuerySerializer(serializers.Serializer):
         default=False,
         help_text="Also report Krippendorff's alpha at the interval level (numeric scales).",
     )
+    worker_models = StrictBooleanField(
+        default=False,
+        help_text="Also report Dawid-Skene and MACE labels with each worker's reliability "
+        "(seconds to minutes on a large study).",
+    )
 
 
 class StudyReportView(APIView):

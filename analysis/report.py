@@ -170,6 +170,7 @@ def build_report(
     seed: int = 0,
     confidence: float = 0.95,
     interval: bool = False,
+    worker_models: bool = False,
     title: str = "",
     source: str = "",
     notes: Sequence[str] = (),
@@ -180,7 +181,9 @@ def build_report(
     model families, 0.2 within one); ``include_flagged``: keep labels of blocked workers;
     ``n_boot``: bootstrap resamples per interval (0: none), also the random orders of the
     prioritisation check; ``seed``: one set of resamples per property; ``interval``: also
-    alpha at the interval level. Returns a JSON-serialisable dict (:data:`REPORT_SCHEMA`).
+    alpha at the interval level; ``worker_models``: also Dawid-Skene and MACE labels with
+    each worker's reliability (seconds to minutes: MACE's restarts). Returns a
+    JSON-serialisable dict (:data:`REPORT_SCHEMA`).
     """
     started = time.perf_counter()
     if not 0 <= threshold <= 1:
@@ -204,7 +207,7 @@ def build_report(
     item_meta = _item_meta(items)
     ann_by_prop = _split(ann, properties)
     judge_by_prop = _split(judges, properties) if judges is not None and len(judges) else {}
-    opts = _Opts(threshold, n_boot, seed, confidence, interval)
+    opts = _Opts(threshold, n_boot, seed, confidence, interval, worker_models)
 
     sections = []
     for prop in properties:  # loop over the few properties
@@ -246,6 +249,7 @@ def build_report(
             "seed": seed,
             "confidence": confidence,
             "interval": interval,
+            "worker_models": worker_models,
         },
         "counts": {
             "annotations": _n_annotations(ann),
@@ -286,6 +290,7 @@ class _Opts:
     seed: int
     confidence: float
     interval: bool
+    worker_models: bool = False
 
     @property
     def kw(self) -> dict[str, Any]:
@@ -817,8 +822,18 @@ def _judges_extra(
     return out
 
 
+WORKER_MODELS_OFF = (
+    "not computed: ask for worker-weighted labels (the report page's option, the API's "
+    "worker_models=true, the CLI's --worker-models); MACE takes seconds to minutes"
+)
+
+
 def _workers(ann: pd.DataFrame, lc: LabelCounts, opts: _Opts) -> dict[str, Any]:
     """Dawid-Skene and MACE labels beside the majority, with each worker's reliability."""
+    if not opts.worker_models:
+        return {"reason": WORKER_MODELS_OFF}
+    if not (lc.human.sum(axis=1) >= 2).any():
+        return {"reason": "no item has two or more labels: a worker's reliability cannot be told"}
     if not crowd_kit_available():
         return {"reason": CROWD_KIT_MISSING}
     maj = majority_vote(lc)

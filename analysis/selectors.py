@@ -187,6 +187,7 @@ def study_report(
     n_boot: int = 1000,
     seed: int = 0,
     interval: bool = False,
+    worker_models: bool = False,
 ) -> dict[str, Any]:
     """The report of one study (see :func:`analysis.report.build_report`)."""
     dataset = study_dataset(study)
@@ -203,6 +204,7 @@ def study_report(
         n_boot=n_boot,
         seed=seed,
         interval=interval,
+        worker_models=worker_models,
         title=dataset.title,
         source=dataset.source,
         notes=notes,

@@ -50,6 +50,13 @@ class ReportOptionsForm(forms.Form):
         "(Likert scores) as equally spaced numbers. Undefined for categorical labels.",
     )
 
+    worker_models = forms.BooleanField(
+        required=False,
+        label="also compute worker-weighted labels (Dawid-Skene, MACE)",
+        help_text="Labels weighted by each worker's estimated reliability, with that "
+        "reliability per worker. Takes seconds to minutes on a large study.",
+    )
+
     def options(self) -> dict:
         data = self.cleaned_data
         return {
@@ -57,6 +64,7 @@ class ReportOptionsForm(forms.Form):
             "include_flagged": bool(data.get("include_flagged")),
             "n_boot": 1000 if data.get("n_boot") is None else data["n_boot"],
             "interval": bool(data.get("interval")),
+            "worker_models": bool(data.get("worker_models")),
         }
 
 

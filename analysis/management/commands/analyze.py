@@ -27,6 +27,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--interval", action="store_true", help="Also report interval-level alpha."
         )
+        parser.add_argument(
+            "--worker-models",
+            action="store_true",
+            help="Also report Dawid-Skene and MACE labels with each worker's reliability.",
+        )
         parser.add_argument("--html", metavar="OUT", help="Also write a standalone HTML report.")
 
     def handle(self, *args, study, **options):
@@ -42,6 +47,7 @@ class Command(BaseCommand):
                 n_boot=options["n_boot"],
                 seed=options["seed"],
                 interval=options["interval"],
+                worker_models=options["worker_models"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -103,5 +104,6 @@ class Command(BaseCommand):
         out("The adaptive study works in rounds. Let a simulated crowd run them (in another")
         out("terminal, or before starting the server), then watch the rounds and the decided")
         out("order of the four systems on its protocol page:")
-        out(f"  python manage.py simulate_crowd {adaptive.pk} --until-done")
+        python = os.path.relpath(sys.executable) if sys.executable else "python"
+        out(f"  {python} manage.py simulate_crowd {adaptive.pk} --until-done")
         out(f"  {host}/studies/{adaptive.pk}/protocol/")

@@ -28,7 +28,7 @@ def study(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
 def test_report_sections_match_the_analysis_functions():
     ann, jud = study()
     prop = Property("q", "ordinal", (1, 2, 3, 4, 5))
-    rep = build_report(ann, [prop], judges=jud, n_boot=20)
+    rep = build_report(ann, [prop], judges=jud, n_boot=20, worker_models=True)
     sec = rep["properties"][0]
     fleiss = next(r for r in sec["reliability"] if r["metric"] == "fleiss_kappa")
     assert fleiss["value"] == pytest.approx(
@@ -68,9 +68,24 @@ def test_one_sample_per_judge_and_missing_crowd_kit_are_explained(monkeypatch):
     jud = jud.drop_duplicates(["item"])
     monkeypatch.setitem(sys.modules, "crowdkit", None)
     monkeypatch.setattr("analysis.report.crowd_kit_available", lambda: False)
-    rep = build_report(ann, [Property("q", "ordinal", (1, 2, 3, 4, 5))], judges=jud, n_boot=0)
+    rep = build_report(
+        ann, [Property("q", "ordinal", (1, 2, 3, 4, 5))], judges=jud, n_boot=0, worker_models=True
+    )
     sec = rep["properties"][0]
     assert all("two or more samples" in r["reason"] for r in sec["judges_extra"]["samples"])
     assert "humeval[crowd]" in sec["workers"]["reason"]
     html = render_html(rep)
     assert "humeval[crowd]" in html
+
+
+def test_worker_models_are_computed_on_request_only():
+    """MACE's restarts take seconds to minutes: the report runs them only when asked, and
+    says how to ask; with one label per item there is no reliability to tell."""
+    ann, jud = study(1)
+    sec = build_report(ann, [Property("q", "ordinal", (1, 2, 3, 4, 5))], n_boot=0)["properties"][0]
+    assert "worker_models=true" in sec["workers"]["reason"] and "methods" not in sec["workers"]
+    single = ann.drop_duplicates(["item"])
+    rep = build_report(
+        single, [Property("q", "ordinal", (1, 2, 3, 4, 5))], n_boot=0, worker_models=True
+    )
+    assert "two or more labels" in rep["properties"][0]["workers"]["reason"]
