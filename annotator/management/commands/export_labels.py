@@ -22,6 +22,12 @@ class Command(BaseCommand):
         "dataset, or as a Hugging Face dataset (--format hf DIR)."
     )
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        """Options and arguments in any order: ``STUDY --format hf DIR``."""
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.parse_args = parser.parse_intermixed_args
+        return parser
+
     def add_arguments(self, parser):
         parser.add_argument("study", type=int, help="Study id.")
         parser.add_argument(
