@@ -338,8 +338,13 @@ def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = No
                     "system_b": sys_b,
                 }
             else:
-                yield {"id": pk, "input": text, "response": out_a, "input_id": input_id,
-                       "system": sys_a}
+                yield {
+                    "id": pk,
+                    "input": text,
+                    "response": out_a,
+                    "input_id": input_id,
+                    "system": sys_a,
+                }
 
     if annotations is None:
         annotations = Annotation.objects.filter(study=study)

@@ -128,8 +128,10 @@ def _resolve(mapping: Mapping[str, str], columns: list[str]) -> dict[str, str]:
     full = dict(mapping)
     taken = set(mapping.values())
     for name in FIELDS:
-        if name in columns and name not in taken and not any(
-            t == name or t.startswith(name + ".") for t in full
+        if (
+            name in columns
+            and name not in taken
+            and not any(t == name or t.startswith(name + ".") for t in full)
         ):
             full[name] = name
     if not any(t == "outputs" or t.startswith("outputs.") for t in full):
@@ -216,8 +218,14 @@ def dataset_card(settings: Mapping[str, Any], n_rows: int) -> str:
     header = {
         "pretty_name": str(settings.get("name") or "humeval labels"),
         "tags": ["human-evaluation", "humeval", str(settings.get("kind") or "")],
-        "size_categories": ["n<1K"] if n_rows < 1000 else ["1K<n<10K"] if n_rows < 10_000
-        else ["10K<n<100K"] if n_rows < 100_000 else ["100K<n<1M"] if n_rows < 1_000_000
+        "size_categories": ["n<1K"]
+        if n_rows < 1000
+        else ["1K<n<10K"]
+        if n_rows < 10_000
+        else ["10K<n<100K"]
+        if n_rows < 100_000
+        else ["100K<n<1M"]
+        if n_rows < 1_000_000
         else ["n>1M"],
         "configs": [{"config_name": "default", "data_files": "data/*"}],
         "humeval": dict(settings),

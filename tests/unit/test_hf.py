@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 
+import datasets
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -13,8 +14,6 @@ from django.core.management.base import CommandError
 from annotator.models import Output, Study
 from tests.conftest import pairwise_bundle
 from tests.unit.test_report import annotate
-
-datasets = pytest.importorskip("datasets", reason="the hf extra: pip install 'humeval[hf]'")
 
 ROWS = {
     "qid": ["q1", "q2", "q3"],
@@ -121,7 +120,7 @@ def test_export_hf_gives_the_jsonl_rows_and_a_card_with_the_settings(make_study,
     header = card.split("---\n")[1]
     for text in ("kind: pairwise", "redundancy: 2", "collection:", "config_version: 1", "- s1"):
         assert text in header, text
-    assert "**systems**: [\"s1\", \"s2\"]" in card
+    assert '**systems**: ["s1", "s2"]' in card
     with pytest.raises(CommandError, match="not empty"):
         call_command("export_labels", study.pk, "--format", "hf", str(tmp_path / "ds"))
 
@@ -135,3 +134,15 @@ def test_likert_scores_survive_the_hf_export(make_study, tmp_path):
     rows = datasets.load_from_disk(str(tmp_path / "ds")).to_list()
     assert len(rows) == 4 and all(1 <= json.loads(r["scores"])["fluency"] <= 5 for r in rows)
     assert "fluency" in (tmp_path / "ds" / "README.md").read_text()
+
+
+@pytest.mark.django_db
+def test_without_the_library_the_error_names_the_extra(tmp_path, monkeypatch, make_study):
+    datasets.Dataset.from_dict(ROWS).save_to_disk(str(tmp_path / "saved"))
+    monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # as if not installed
+    with pytest.raises(CommandError, match=r"pip install 'humeval\[hf\]'"):
+        _import(tmp_path / "saved", "--map", MAP)
+    assert not Study.objects.exists()
+    study = make_study()
+    with pytest.raises(CommandError, match=r"pip install 'humeval\[hf\]'"):
+        call_command("export_labels", study.pk, "--format", "hf", str(tmp_path / "out"))
