@@ -30,7 +30,7 @@ from .choices import AnnotationSource
 from .errors import ImportRejected
 from .filters import PAIR_PATTERN, TEXT_PATTERN, LabelFilter
 from .models import Annotation
-from .openapi import ApiSchema
+from .openapi import JUDGEBENCH_SCHEMA, ApiSchema
 from .renderers import CSVRenderer, JSONLinesRenderer
 from .serializers import (
     REJECTED_FILE_SCHEMA,
@@ -305,6 +305,18 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return self._upload(
             request, ImportSerializer, store, lambda s: ImportResultSerializer(s).data
         )
+
+    @extend_schema(
+        description="The study's labels as one Judge-Bench dataset (`dataset`, `annotations` "
+        "declaring each property, `instances` with `individual_human_scores` and "
+        "`majority_human`), unpaged; flagged labels are left out, as in the report. "
+        "`python -m analysis report` and `import_study` read it back.",
+        responses={200: JUDGEBENCH_SCHEMA},
+    )
+    @action(detail=True, methods=["get"], url_path="judgebench", pagination_class=None)
+    def judgebench(self, request, pk=None):
+        """A study's labels as a Judge-Bench dataset."""
+        return Response(selectors.study_judgebench(self.get_object()))
 
     @extend_schema(
         request={"multipart/form-data": RatingsImportSerializer},

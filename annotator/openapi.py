@@ -95,3 +95,56 @@ class ApiSchema(AutoSchema):
             **({"headers": headers} if headers else {}),
             "content": content,
         }
+
+
+#: ``GET /api/studies/{id}/judgebench/``: the study's labels as one Judge-Bench document
+#: (:mod:`formats.judgebench_export`), not paged.
+JUDGEBENCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["dataset", "annotations", "instances"],
+    "properties": {
+        "dataset": {"type": "string", "description": "The study's name."},
+        "annotations": {
+            "type": "array",
+            "description": "One entry per judged property: a pairwise study's `preference` "
+            "(categorical, `labels_list`), a Likert criterion (graded with `worst`/`best`, "
+            "or categorical).",
+            "items": {
+                "type": "object",
+                "required": ["metric", "category"],
+                "properties": {
+                    "metric": {"type": "string"},
+                    "category": {"type": "string", "enum": ["categorical", "graded"]},
+                    "labels_list": {"type": "array", "items": {"type": "string"}},
+                    "worst": {"type": "integer"},
+                    "best": {"type": "integer"},
+                    "description": {"type": "string"},
+                },
+            },
+        },
+        "instances": {
+            "type": "array",
+            "description": "One per item. Position k of `individual_human_scores` is the same "
+            "worker in every instance (null where that worker gave no label); "
+            "`majority_human` is the most frequent label, null on a tie.",
+            "items": {
+                "type": "object",
+                "required": ["id", "instance", "annotations"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "instance": {"type": "object", "additionalProperties": True},
+                    "annotations": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "object",
+                            "properties": {
+                                "individual_human_scores": {"type": "array", "items": {}},
+                                "majority_human": {},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}

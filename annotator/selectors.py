@@ -291,3 +291,99 @@ def participation_stats(participation: Participation) -> dict[str, float | int |
         "strikes": participation.strikes,
         "left_rate": sides["left"] / sides["n"] if sides["n"] else None,
     }
+
+
+def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = None) -> dict:
+    """The study's labels as a Judge-Bench document (:mod:`formats.judgebench_export`): every
+    item an instance, the labels of ``annotations`` (default: all of the study's) without
+    flagged ones, as the report leaves them out."""
+    from formats.judgebench_export import PREFERENCE, JudgeBenchProperty, judgebench_document
+
+    pairwise = study.kind == "pairwise"
+    if pairwise:
+        raw = {"left": "A", "right": "B"}
+        allowed = [raw.get(str(a), str(a)) for a in study.pairwise_answers()]
+        properties = [JudgeBenchProperty(PREFERENCE, tuple(allowed), description=study.question)]
+    else:
+        properties = [
+            JudgeBenchProperty(c.name, tuple(map(str, c.labels)), description=c.label)
+            if c.labels
+            else JudgeBenchProperty(c.name, (), c.scale_min, c.scale_max, c.label)
+            for c in study.criteria.all()
+        ]
+    items = (
+        Item.objects.filter(study=study)
+        .order_by("id")
+        .values_list(
+            "pk",
+            "input__external_id",
+            "input__text",
+            "output_a__system__name",
+            "output_a__text",
+            "output_b__system__name",
+            "output_b__text",
+        )
+    )
+
+    def instances():
+        for pk, input_id, text, sys_a, out_a, sys_b, out_b in items.iterator(2000):
+            if pairwise:
+                yield {
+                    "id": pk,
+                    "input": text,
+                    "output_a": out_a,
+                    "output_b": out_b,
+                    "input_id": input_id,
+                    "system_a": sys_a,
+                    "system_b": sys_b,
+                }
+            else:
+                yield {
+                    "id": pk,
+                    "input": text,
+                    "response": out_a,
+                    "input_id": input_id,
+                    "system": sys_a,
+                }
+
+    if annotations is None:
+        annotations = Annotation.objects.filter(study=study)
+    labels = (
+        annotations.filter(is_flagged=False)
+        .order_by("id")
+        .values_list("item_id", "annotator__pseudonym", "value", "scores")
+    )
+    if pairwise:  # a label no longer allowed (the study was reconfigured) is still declared
+        given = set(labels.exclude(value="").values_list("value", flat=True).distinct())
+        if extra := given - set(properties[0].labels):
+            properties[0] = JudgeBenchProperty(
+                PREFERENCE, properties[0].labels + tuple(sorted(extra)), description=study.question
+            )
+
+    def values():
+        for item, who, value, scores in labels.iterator(2000):
+            yield item, who, ({PREFERENCE: value} if pairwise else scores or {})
+
+    return judgebench_document(study.name, properties, instances(), values())
+
+
+def study_settings(study: Study) -> dict[str, Any]:
+    """The settings a dataset card of the study's labels states."""
+    settings: dict[str, Any] = {
+        "name": study.name,
+        "study_id": study.pk,
+        "kind": study.kind,
+        "systems": list(study.systems.order_by("id").values_list("name", flat=True)),
+        "redundancy": study.redundancy,
+        "collection": study.collection,
+        "config_version": study.config_version,
+        "question": study.question,
+    }
+    if study.kind == "pairwise":
+        settings["answers"] = [str(a) for a in study.pairwise_answers()]
+    settings["criteria"] = [
+        {"name": c.name, "label": c.label}
+        | ({"labels": c.labels} if c.labels else {"scale": [c.scale_min, c.scale_max]})
+        for c in study.criteria.all()
+    ]
+    return settings

@@ -1,4 +1,6 @@
+import json
 import sys
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
@@ -6,24 +8,48 @@ from rest_framework.exceptions import ValidationError
 from annotator.filters import LabelFilter
 from annotator.models import Study
 from annotator.renderers import csv_text, jsonl_lines
-from annotator.selectors import annotations_for_export, label_rows
+from annotator.selectors import (
+    annotations_for_export,
+    label_rows,
+    study_judgebench,
+    study_settings,
+)
 
 
 class Command(BaseCommand):
-    help = "Write a study's labels with provenance as CSV, JSON Lines or JSON."
+    help = (
+        "Write a study's labels with provenance as CSV, JSON Lines or JSON, as a Judge-Bench "
+        "dataset, or as a Hugging Face dataset (--format hf DIR)."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        """Options and arguments in any order: ``STUDY --format hf DIR``."""
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.parse_args = parser.parse_intermixed_args
+        return parser
 
     def add_arguments(self, parser):
         parser.add_argument("study", type=int, help="Study id.")
-        parser.add_argument("--format", choices=["csv", "jsonl", "json"], default="csv")
+        parser.add_argument(
+            "--format", choices=["csv", "jsonl", "json", "judgebench", "hf"], default="csv"
+        )
+        parser.add_argument("directory", nargs="?", help="With --format hf: the directory.")
         parser.add_argument("--output", "-o", help="File to write (default: standard output).")
+        parser.add_argument(
+            "--push-to-hub",
+            metavar="REPO",
+            help="With --format hf: also push the dataset and its card to this Hub repository.",
+        )
         for name in LabelFilter.base_filters:
             parser.add_argument(f"--{name.replace('_', '-')}", dest=f"filter_{name}")
 
-    def handle(self, *args, study, format, output, **options):
+    def handle(self, *args, study, format, output, directory, push_to_hub, **options):
         try:
             study_obj = Study.objects.get(pk=study)
         except Study.DoesNotExist:
             raise CommandError(f"no study with id {study}") from None
+        if format != "hf" and (directory or push_to_hub):
+            raise CommandError("a directory and --push-to-hub go with --format hf")
         data = {
             k.removeprefix("filter_"): v
             for k, v in options.items()
@@ -33,12 +59,17 @@ class Command(BaseCommand):
         if not filterset.is_valid():
             raise CommandError(f"bad filter: {filterset.errors.as_text()}")
         try:
+            if format == "hf":
+                return self._hf(study_obj, filterset.qs, directory or output, push_to_hub)
             rows = label_rows(filterset.qs.iterator(chunk_size=2000))
             if format == "csv":
                 criteria = list(study_obj.criteria.values_list("name", flat=True))
                 chunks = csv_text(rows, criteria)
             elif format == "jsonl":
                 chunks = jsonl_lines(rows)
+            elif format == "judgebench":
+                document = study_judgebench(study_obj, filterset.qs)
+                chunks = [json.dumps(document, ensure_ascii=False, indent=1), "\n"]
             else:
                 chunks = _json_array(rows)
             out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
@@ -51,10 +82,26 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(f"bad filter: {exc.detail}") from None
 
+    def _hf(self, study: Study, annotations, directory: str | None, repo: str | None) -> None:
+        from formats import hf
+
+        if not directory:
+            raise CommandError("--format hf needs a directory: export_labels STUDY --format hf DIR")
+        target = Path(directory)
+        if target.exists() and any(target.iterdir()):
+            raise CommandError(f"{target} is not empty; name a new or empty directory")
+        try:
+            data = hf.save_labels(
+                label_rows(annotations.iterator(chunk_size=2000)), target, study_settings(study)
+            )
+        except ImportError as exc:
+            raise CommandError(str(exc)) from None
+        if repo:  # needs the network and a Hub token (HF_TOKEN); not exercised by the tests
+            hf.push_labels(data, repo, (target / "README.md").read_text(encoding="utf-8"))
+        self.stderr.write(f"wrote {len(data)} labels to {target}")
+
 
 def _json_array(rows):
-    import json
-
     yield "["
     for i, row in enumerate(rows):
         yield ("," if i else "") + "\n" + json.dumps(row, ensure_ascii=False)

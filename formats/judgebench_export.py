@@ -1,0 +1,126 @@
+"""Write a study's labels as a Judge-Bench dataset (pure: plain data in, a JSON document out).
+
+The document is what both Judge-Bench readers take (``annotator.importers`` for
+``import_study``, ``analysis.loaders`` for ``python -m analysis report``):
+
+* ``dataset`` -- the study's name;
+* ``annotations`` -- one entry per judged property: a pairwise study's ``preference``
+  (``category: categorical``, ``labels_list`` of the allowed answers ``A``, ``B``, ``tie``,
+  ``both_good``, ``both_bad``), a Likert criterion with a scale (``category: graded``,
+  ``worst``/``best``) or with labels (``categorical``, ``labels_list``);
+* ``instances`` -- one per item: ``id``, ``instance`` (pairwise: ``input``, ``output_a``,
+  ``output_b``, ``system_a``, ``system_b``, ``input_id``; Likert: ``input``, ``response``,
+  ``system``, ``input_id``) and, per property, ``individual_human_scores`` and
+  ``majority_human``.
+
+Position *k* of ``individual_human_scores`` is the same worker in every instance (``null``
+where that worker gave no label), so per-worker figures survive the round trip. The
+majority is the most frequent label (score), ``null`` when several tie for first. The
+readers map ``both_good`` and ``both_bad`` to a tie (any label naming neither output).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["JudgeBenchProperty", "judgebench_document", "majority"]
+
+#: The property name of a pairwise study's preference (as in the report).
+PREFERENCE = "preference"
+#: The platform's pairwise labels in system order, as both readers map them.
+PAIRWISE_LABELS = ("A", "B", "tie", "both_good", "both_bad")
+
+
+@dataclass(frozen=True)
+class JudgeBenchProperty:
+    """One judged property: categorical with ``labels``, or graded from ``worst`` to ``best``."""
+
+    metric: str
+    labels: tuple[str, ...] = ()
+    worst: int | None = None
+    best: int | None = None
+    description: str = ""
+
+    def declaration(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metric": self.metric}
+        if self.labels:
+            out |= {"category": "categorical", "labels_list": list(self.labels)}
+        else:
+            out |= {"category": "graded", "worst": self.worst, "best": self.best}
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+@dataclass
+class _Instance:
+    ident: str
+    body: dict[str, Any]
+    scores: dict[str, dict[int, Any]] = field(default_factory=dict)
+
+
+def majority(scores: Iterable[Any]) -> Any:
+    """The most frequent non-null score; ``None`` without scores or when several tie."""
+    counts = Counter(s for s in scores if s is not None).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+def judgebench_document(
+    name: str,
+    properties: list[JudgeBenchProperty],
+    items: Iterable[Mapping[str, Any]],
+    labels: Iterable[tuple[Any, str, Mapping[str, Any]]],
+) -> dict[str, Any]:
+    """The Judge-Bench document of a study.
+
+    ``items``: one mapping per item with ``id`` and the instance fields (see the module
+    docstring), in order. ``labels``: ``(item id, worker, {property: label or score})``
+    per label, in submission order; a worker's place in ``individual_human_scores`` is the
+    order in which workers first appear. A worker with a second label on one item takes a
+    place of its own for it, so no label is lost.
+    """
+    declared = {p.metric for p in properties}
+    instances: dict[Any, _Instance] = {}
+    for item in items:
+        body = {k: v for k, v in item.items() if k != "id" and v is not None}
+        instances[item["id"]] = _Instance(str(item["id"]), body)
+    places: dict[str, int] = {}
+    extra = 0
+    for item_id, worker, values in labels:
+        inst = instances.get(item_id)
+        if inst is None:
+            raise ValueError(f"a label of worker {worker!r} names an unknown item {item_id!r}")
+        place = places.setdefault(worker, len(places) + extra)
+        for metric, value in values.items():
+            if metric not in declared or value is None or value == "":
+                continue
+            by_place = inst.scores.setdefault(metric, {})
+            where = place
+            if where in by_place:  # the same worker twice on one item: a place of its own
+                extra += 1
+                where = len(places) + extra - 1
+            by_place[where] = value
+    return {
+        "dataset": name,
+        "annotations": [p.declaration() for p in properties],
+        "instances": [_instance(inst, properties) for inst in instances.values()],
+    }
+
+
+def _instance(inst: _Instance, properties: list[JudgeBenchProperty]) -> dict[str, Any]:
+    judged = {}
+    for prop in properties:
+        by_place = inst.scores.get(prop.metric)
+        if not by_place:
+            continue
+        scores = [by_place.get(k) for k in range(max(by_place) + 1)]
+        judged[prop.metric] = {
+            "individual_human_scores": scores,
+            "majority_human": majority(scores),
+        }
+    return {"id": inst.ident, "instance": inst.body, "annotations": judged}

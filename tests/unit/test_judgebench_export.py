@@ -1,0 +1,137 @@
+"""Judge-Bench out: ``export_labels --format judgebench`` and ``GET
+/api/studies/<id>/judgebench/`` write a document both Judge-Bench readers take back, with
+the same report and, through ``import_study``, the same labels."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from analysis import selectors
+from analysis.__main__ import report_for_file
+from annotator.models import Annotation, Study
+from formats.judgebench_export import majority
+from tests.conftest import pairwise_bundle
+from tests.unit.test_report import annotate, client_for
+
+SAME = ("counts", "excluded", "kind", "label_distribution", "labels", "level", "perception")
+
+
+def _close(a, b) -> bool:
+    """Equal, numbers to 1e-9 (the items are summed in another order)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def _same_report(study, path) -> None:
+    from_db = selectors.study_report(study, n_boot=50)
+    from_file = report_for_file(path, n_boot=50)
+    assert from_file["counts"] == from_db["counts"]
+    for a, b in zip(from_db["properties"], from_file["properties"], strict=True):
+        assert a["name"] == b["name"]
+        for key in SAME:
+            assert a[key] == b[key], key
+        assert _close(a["reliability"], b["reliability"])
+        # position k of individual_human_scores is one worker: per-worker figures survive
+        ds = sorted(round(w["dawid_skene"], 9) for w in a["workers"]["workers"])
+        assert ds == sorted(round(w["dawid_skene"], 9) for w in b["workers"]["workers"])
+
+
+@pytest.mark.django_db
+def test_pairwise_study_round_trip(make_study, tmp_path):
+    study = make_study(pairwise_bundle(n_inputs=4, systems=("s1", "s2", "s3")), redundancy=3)
+    annotate(study, workers=("w1", "w2", "w3", "w4"))
+    out = tmp_path / "study.judgebench.json"
+    call_command("export_labels", study.pk, format="judgebench", output=str(out))
+    doc = json.loads(out.read_text())
+    assert doc["annotations"] == [
+        {"metric": "preference", "category": "categorical", "labels_list": ["A", "B", "tie"]}
+    ]
+    assert len(doc["instances"]) == study.items.count() == 12
+    first = doc["instances"][0]["instance"]
+    assert {"input", "output_a", "output_b", "system_a", "system_b", "input_id"} <= first.keys()
+    _same_report(study, out)
+    # import_study recreates it, the labels as imported labels, one per label
+    buf = io.StringIO()
+    call_command("import_study", str(out), stdout=buf)
+    again = Study.objects.get(pk=int(buf.getvalue()))
+    assert again.kind == "pairwise" and again.inputs.count() == 12
+    mine = Annotation.objects.filter(study=study)
+    theirs = Annotation.objects.filter(study=again)
+    assert theirs.count() == mine.count() and set(theirs.values_list("source", flat=True)) == {
+        "import"
+    }
+    for label in ("A", "B", "tie"):
+        assert theirs.filter(value=label).count() == mine.filter(value=label).count()
+    workers = theirs.order_by().values("annotator").distinct().count()
+    assert workers == mine.order_by().values("annotator").distinct().count() == 3
+
+
+@pytest.mark.django_db
+def test_likert_study_round_trip(make_study, tmp_path):
+    criteria = [
+        {"name": "fluency", "label": "How fluent?", "scale": [1, 5]},
+        {"name": "safe", "label": "Is it safe?", "labels": ["yes", "no"]},
+    ]
+    study = make_study(
+        pairwise_bundle(n_inputs=3, systems=("m1", "m2"), kind="likert", criteria=criteria),
+        redundancy=3,
+    )
+    annotate(
+        study,
+        workers=("a", "b", "c"),
+        likert=lambda rng: {"fluency": rng.randint(1, 5), "safe": rng.choice(["yes", "no"])},
+    )
+    out = tmp_path / "likert.json"
+    call_command("export_labels", study.pk, format="judgebench", output=str(out))
+    doc = json.loads(out.read_text())
+    assert doc["annotations"][0] == {
+        "metric": "fluency",
+        "category": "graded",
+        "worst": 1,
+        "best": 5,
+        "description": "How fluent?",
+    }
+    assert doc["annotations"][1]["labels_list"] == ["yes", "no"]
+    _same_report(study, out)
+    buf = io.StringIO()
+    call_command("import_study", str(out), stdout=buf)
+    again = Study.objects.get(pk=int(buf.getvalue()))
+    scores = sorted(
+        json.dumps(s, sort_keys=True) for s in again.annotations.values_list("scores", flat=True)
+    )
+    assert scores == sorted(
+        json.dumps(s, sort_keys=True) for s in study.annotations.values_list("scores", flat=True)
+    )
+
+
+def test_majority_is_the_most_frequent_label_or_none_on_a_tie():
+    assert majority(["A", "B", "A", None]) == "A"
+    assert majority(["A", "B"]) is None and majority([None]) is None
+
+
+@pytest.mark.django_db
+def test_api_route_serves_the_document_to_researchers_only(make_study, tmp_path):
+    study = make_study(pairwise_bundle(n_inputs=2), redundancy=2)
+    annotate(study, workers=("w1", "w2"))
+    owner = User.objects.create_user("owner", password="x" * 12)
+    study.researchers.add(owner)
+    response = client_for(owner).get(f"/api/studies/{study.pk}/judgebench/")
+    assert response.status_code == 200
+    out = tmp_path / "api.json"
+    out.write_bytes(response.content)
+    call_command("export_labels", study.pk, format="judgebench", output=str(tmp_path / "cli.json"))
+    assert json.loads(out.read_text()) == json.loads((tmp_path / "cli.json").read_text())
+    stranger = User.objects.create_user("stranger", password="x" * 12)
+    assert client_for(stranger).get(f"/api/studies/{study.pk}/judgebench/").status_code == 404
+    assert client_for().get(f"/api/studies/{study.pk}/judgebench/").status_code == 401
