@@ -78,3 +78,18 @@ def _fresh_throttle_counts():
 
     cache.clear()
     yield
+
+
+@pytest.fixture
+def frozen_throttle_window(monkeypatch):
+    """The throttle's wall clock held in the middle of a minute, so requests that a test
+    counts never straddle a window boundary on a slow machine (the windows are fixed)."""
+    import time
+    from types import SimpleNamespace
+
+    from annotator import throttle
+
+    now = (time.time() // 3600) * 3600 + 30.0
+    monkeypatch.setattr(
+        throttle, "time", SimpleNamespace(time=lambda: now, monotonic=time.monotonic)
+    )

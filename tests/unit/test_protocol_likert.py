@@ -440,4 +440,4 @@ def test_dashboard_and_api_of_a_likert_study():
     client.login(username="boss", password="x" * 12)
     page = client.get(f"/studies/{study.pk}/protocol/").content.decode()
     assert "Likert study: a pair's n counts inputs" in page and "mean over the criteria" in page
-    assert page.count("<svg") == 2
+    assert page.count("<svg") == 3  # the partial order, the ranking, the budget

@@ -563,7 +563,7 @@ def test_worker_pages_send_a_strict_csp(world):
 
 
 @override_settings(HUMEVAL_THROTTLE_ENTRY="3/min", HUMEVAL_THROTTLE_SUBMIT="2/min")
-def test_entry_and_submit_are_throttled(world):
+def test_entry_and_submit_are_throttled(world, frozen_throttle_window):
     from django.core.cache import cache
 
     cache.clear()

@@ -16,7 +16,7 @@ from annotator.models import Annotation, Assignment
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counters():
+def _fresh_counters(frozen_throttle_window):
     cache.clear()
     throttle._local.clear()
     throttle._redis_down_until = 0.0
