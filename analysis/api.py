@@ -75,7 +75,9 @@ class ReportQuerySerializer(serializers.Serializer):
         default=1000,
         help_text="Bootstrap resamples over items for every interval (0: none).",
     )
-    seed = StrictIntegerField(min_value=0, default=0, help_text="Bootstrap seed.")
+    seed = StrictIntegerField(  # MACE seeds numpy's RandomState: 32 bits
+        min_value=0, max_value=2**32 - 1, default=0, help_text="Bootstrap seed."
+    )
     interval = StrictBooleanField(
         default=False,
         help_text="Also report Krippendorff's alpha at the interval level (numeric scales).",

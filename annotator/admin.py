@@ -123,7 +123,10 @@ class PrepareChecksForm(forms.Form):
         return data
 
 
-@admin.action(description="Prepare gold checks and a qualification test from known answers")
+@admin.action(
+    description="Prepare gold checks and a qualification test from known answers",
+    permissions=["change"],
+)
 def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
     """Ask how many, then call ``services.study_prepare_checks`` for each selected study."""
     form = PrepareChecksForm(request.POST if "apply" in request.POST else None)

@@ -25,7 +25,8 @@ class RunJudgeForm(forms.Form):
         max_length=100,
         initial=judging.API_KEY_ENV,
         required=False,
-        help_text="Environment variable holding the key on the server (never the key itself).",
+        help_text="Environment variable holding the key on the server (never the key itself); "
+        "one of HUMEVAL_JUDGE_API_KEY_ENVS.",
     )
     samples = forms.IntegerField(min_value=1, max_value=20, initial=1)
     criterion = forms.CharField(max_length=60, required=False, help_text="Likert: only this one.")
@@ -35,6 +36,9 @@ class RunJudgeForm(forms.Form):
         name = self.cleaned_data["api_key_env"].strip()
         if name and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise forms.ValidationError("Give the name of an environment variable.")
+        allowed = settings.HUMEVAL_JUDGE_API_KEY_ENVS
+        if name and name not in allowed:  # the key goes to a URL the researcher chose
+            raise forms.ValidationError(f"The key variable must be one of: {', '.join(allowed)}.")
         return name
 
 

@@ -333,6 +333,9 @@ HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
 HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
     "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
 )
+# Environment variables the admin's "Rate with an LLM judge" may send as the key (to the
+# URL the researcher enters): only these, never the server's own secrets.
+HUMEVAL_JUDGE_API_KEY_ENVS = _env_list("HUMEVAL_JUDGE_API_KEY_ENVS", "HUMEVAL_JUDGE_API_KEY")
 
 LOGGING = {
     "version": 1,

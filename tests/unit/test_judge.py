@@ -279,8 +279,9 @@ def test_report_and_protocol_use_the_judges_ratings(pairwise, judge_server, monk
     assert by_input == {"in0": 2, "in2": 1}
 
 
-def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db):
+def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db, settings):
     monkeypatch.setenv("ADMIN_JUDGE_KEY", KEY)
+    settings.HUMEVAL_JUDGE_API_KEY_ENVS = [judging.API_KEY_ENV, "ADMIN_JUDGE_KEY"]
     server = judge_server()
     User.objects.create_superuser("boss", "b@example.org", "x" * 12)
     client = Client()
@@ -329,3 +330,29 @@ def test_the_report_reads_every_sample_for_the_judges_self_agreement(
     assert rows and all(r["n_samples"] == 3 for r in rows)
     percent = next(r for r in rows if "percent" in r["metric"].lower())
     assert percent["value"] == pytest.approx(1.0)
+
+
+def test_the_admin_sends_only_a_judge_key_variable(pairwise, judge_server, monkeypatch, db):
+    """The researcher names the key's variable and the URL it is sent to: a variable outside
+    ``HUMEVAL_JUDGE_API_KEY_ENVS`` (the server's secret key, the database URL…) is refused
+    before any call, so no secret of the server's reaches a URL a researcher chose."""
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "the-servers-own-secret-key")
+    server = judge_server()
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client = Client()
+    client.login(username="boss", password="x" * 12)
+    form = {
+        "action": "run_judge",
+        "_selected_action": [pairwise.pk],
+        "apply": "1",
+        "base_url": server.url,
+        "model": MODEL,
+        "samples": "1",
+        "concurrency": "1",
+        "criterion": "",
+    }
+    for name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "PATH"):
+        page = client.post("/admin/annotator/study/", {**form, "api_key_env": name})
+        assert page.status_code == 200
+        assert "HUMEVAL_JUDGE_API_KEY" in page.context["form"].errors["api_key_env"][0]
+    assert server.requests() == [] and not JudgeRating.objects.exists()

@@ -84,3 +84,25 @@ def test_action_is_listed_on_the_study_changelist(llmbar, db):
     client = _admin(db)
     page = client.get("/admin/annotator/study/").content.decode()
     assert "Prepare gold checks and a qualification test from known answers" in page
+
+
+def test_a_researcher_who_may_only_view_studies_prepares_nothing(llmbar, db):
+    """The action writes (gold items, a test): it needs the change permission, like the
+    study's change form; a researcher of the study with view permission only is refused."""
+    from django.contrib.auth.models import Permission
+
+    viewer = User.objects.create_user("viewer", password="x" * 12, is_staff=True)
+    viewer.user_permissions.set(Permission.objects.filter(codename="view_study"))
+    llmbar.researchers.add(viewer)
+    client = Client()
+    client.force_login(viewer)
+    url = "/admin/annotator/study/"
+    assert client.get(url).status_code == 200  # they do see the study
+    client.post(
+        url,
+        {"action": "prepare_checks", "_selected_action": [llmbar.pk], "apply": "1",
+         "gold": "4", "qualification": "5"},
+    )  # fmt: skip
+    assert not Item.objects.filter(study=llmbar, is_gold=True).exists()
+    llmbar.refresh_from_db()
+    assert llmbar.qualification is None

@@ -253,6 +253,17 @@ def test_api_permissions_and_parameters(pairwise, researcher, make_study):
     assert "/api/studies/{id}/report/" in schema.json()["paths"]
 
 
+def test_a_seed_beyond_32_bits_is_a_400_not_a_500(pairwise, researcher):
+    """MACE (crowd-kit, numpy's RandomState) takes seeds below 2**32 only: the API refuses a
+    larger one with a 400 instead of failing inside the report."""
+    url = f"/api/studies/{pairwise.pk}/report/"
+    client = client_for(researcher)
+    query = {"n_boot": 0, "worker_models": "true"}
+    assert client.get(url, {**query, "seed": 2**32 - 1}).status_code == 200
+    response = client.get(url, {**query, "seed": 2**32})
+    assert response.status_code == 400 and "seed" in response.json()
+
+
 def test_page_renders_svg_and_escapes_hostile_names(make_study, researcher, client):
     study = make_study(pairwise_bundle(n_inputs=3, systems=(HOSTILE, "beta")), redundancy=2)
     study.researchers.add(researcher)
