@@ -134,7 +134,9 @@ def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
         gold, questions = form.cleaned_data["gold"], form.cleaned_data["qualification"]
         for study in queryset:
             try:
-                test = services.study_prepare_checks(study, n_gold=gold, n_qualification=questions)
+                test = services.study_prepare_checks(
+                    study, n_gold=gold, n_qualification=questions, owner=request.user
+                )
             except ServiceError as exc:
                 modeladmin.message_user(
                     request, f"{study.name}: nothing was made. {exc.message}", messages.ERROR

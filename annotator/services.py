@@ -259,11 +259,17 @@ def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
 
 
 def study_prepare_checks(
-    study: Study, *, n_gold: int = 0, n_qualification: int = 0, seed: int | None = None
+    study: Study,
+    *,
+    n_gold: int = 0,
+    n_qualification: int = 0,
+    seed: int | None = None,
+    owner: AbstractBaseUser | None = None,
 ) -> QualificationTest | None:
     """Turn items whose better output is known (e.g. expert labels) into gold checks and a
-    qualification test. Items used for the test leave the work pool, so no worker sees a
-    test question again as work; gold items are shown to workers at random."""
+    qualification test (written by ``owner``, who may then edit it). Items used for the test
+    leave the work pool, so no worker sees a test question again as work; gold items are
+    shown to workers at random."""
     rng = random.Random(seed)
     with transaction.atomic():
         known = list(
@@ -293,6 +299,7 @@ def study_prepare_checks(
             name=f"Qualification for {study.name}"[:200],
             instructions=study.instructions,
             pass_threshold=max(1, round(0.9 * len(questions))),
+            created_by=owner if owner is not None and owner.pk else None,
         )
         QualificationQuestion.objects.bulk_create(
             QualificationQuestion(

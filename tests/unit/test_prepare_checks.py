@@ -78,6 +78,7 @@ def test_admin_action_asks_then_prepares(llmbar, make_study, db):
     assert not Item.objects.filter(study=plain, is_gold=True).exists()
     llmbar.refresh_from_db()
     assert llmbar.qualification.questions.count() == 5
+    assert llmbar.qualification.created_by.username == "boss"  # its author may edit it
 
 
 def test_action_is_listed_on_the_study_changelist(llmbar, db):
