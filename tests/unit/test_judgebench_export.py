@@ -34,8 +34,8 @@ def _close(a, b) -> bool:
 
 
 def _same_report(study, path) -> None:
-    from_db = selectors.study_report(study, n_boot=50)
-    from_file = report_for_file(path, n_boot=50)
+    from_db = selectors.study_report(study, n_boot=50, worker_models=True)
+    from_file = report_for_file(path, n_boot=50, worker_models=True)
     assert from_file["counts"] == from_db["counts"]
     for a, b in zip(from_db["properties"], from_file["properties"], strict=True):
         assert a["name"] == b["name"]
