@@ -38,6 +38,8 @@ import pandas as pd
 
 from analysis.aggregation import PAIRWISE_LABELS
 from analysis.report import Property
+from formats.ratings import rating_records
+from formats.vocab import FLIP, PAIRWISE_WORDS
 
 __all__ = [
     "JUDGE_COLUMNS",
@@ -608,39 +610,13 @@ def read_judges(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     text = _read_text(path)
     errors = _Errors(path)
-    records: list[tuple[str, dict]] = []
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        try:
-            for row in reader:
-                if None in row:
-                    errors.add(f"line {reader.line_num}", "wrong number of fields")
-                    continue
-                records.append(
-                    (f"line {reader.line_num}", {k: v for k, v in row.items() if v != ""})
-                )
-        except csv.Error as exc:
-            errors.add(f"line {reader.line_num}", f"malformed CSV ({exc})")
-    elif path.suffix.lower() == ".json":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(doc, list):
-            raise ValueError(f"{path}: a JSON judge file is a list of objects")
-        records = [(f"record {i}", r) for i, r in enumerate(doc)]
-    else:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((f"line {number}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                errors.add(f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+    records, faults = rating_records(text, path.name)
+    if faults:
+        raise ValueError(f"{path}: {faults[0]}")
     out = []
     for where, record in records:
-        if not isinstance(record, dict):
-            errors.add(where, "not an object")
+        if isinstance(record, str):
+            errors.add(where, record)
             continue
         row = _judge_record(record, where, errors)
         if row is not None:
@@ -699,16 +675,6 @@ def _judge_record(record: dict, where: str, errors: _Errors) -> dict | None:
     }
 
 
-_PREFERENCE_WORDS = {
-    "a": "A",
-    "b": "B",
-    "tie": "tie",
-    "draw": "tie",
-    "=": "tie",
-    "both_good": "both_good",
-    "both_bad": "both_bad",
-}
-_FLIP = {"A": "B", "B": "A"}
 
 
 def _preference(label: str | None, system: str | None, system_b: str | None, prop: Property):
@@ -718,8 +684,8 @@ def _preference(label: str | None, system: str | None, system_b: str | None, pro
     if label in prop.label_map:
         return prop.label_map[label]
     low = label.strip().lower()
-    if low in _PREFERENCE_WORDS:
-        return _PREFERENCE_WORDS[low]
+    if low in PAIRWISE_WORDS:
+        return PAIRWISE_WORDS[low]
     if system and low == system.lower():
         return "A"
     if system_b and low == system_b.lower():
@@ -828,7 +794,7 @@ def attach_judges(
             if prop.kind == "pairwise":
                 value = _preference(label, system, system_b, prop)
                 if value is not None and system is not None and str(system) == str(sb):
-                    value = _FLIP.get(value, value)
+                    value = FLIP.get(value, value)
             else:
                 value = _scale_value(label, score, prop)
             if value is None or value not in prop.labels:
@@ -850,7 +816,7 @@ def attach_judges(
                 problem(judge, "no item shows this input with these two systems", where)
                 continue
             for it in matches:
-                emit(it, judge, value if info[it][1] == system else _FLIP.get(value, value), prop)
+                emit(it, judge, value if info[it][1] == system else FLIP.get(value, value), prop)
             continue
         if crit is None and label is None and score is not None:
             metric.setdefault((judge, str(r["input_id"])), {})[system] = (float(score), where)
