@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.aggregation import PAIRWISE_LABELS
-from analysis.report import Property
+from analysis.properties import Property
+from formats import judgebench
 from formats.ratings import rating_records
 from formats.vocab import FLIP, PAIRWISE_WORDS
 
@@ -432,20 +433,6 @@ def with_labels(dataset: Dataset, overrides: Mapping[str, Sequence[Hashable]]) -
 # Judge-Bench
 # --------------------------------------------------------------------------------------------
 
-_TIE_WORDS = ("tie", "equal", "same", "both", "draw", "neither")
-
-
-def _preference_of(label: str) -> str | None:
-    """Which output a Judge-Bench pairwise label prefers (the platform importer's rule)."""
-    low = str(label).strip().lower()
-    if low in ("a", "model_a", "output_a", "response_a", "system_a") or low.endswith("_a"):
-        return "A"
-    if low in ("b", "model_b", "output_b", "response_b", "system_b") or low.endswith("_b"):
-        return "B"
-    if any(word in low for word in _TIE_WORDS):
-        return "tie"
-    return None
-
 
 def _judgebench(doc: Any, path: Path) -> Dataset:
     errors = _Errors(path)
@@ -455,29 +442,11 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
             "with a 'results' list) nor a Judge-Bench file (an object with an 'instances' list)"
         )
     declared = doc.get("annotations")
-    if not isinstance(declared, list) or not declared:
-        raise ValueError(f"{path}: a Judge-Bench file declares its properties in 'annotations'")
-    specs: dict[str, dict] = {}
-    for i, prop in enumerate(declared):
-        where = f"annotations[{i}]"
-        if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
-            errors.add(where, "each judged property needs a 'metric' name")
-            continue
-        category = prop.get("category")
-        if category == "categorical":
-            if not isinstance(prop.get("labels_list"), list) or len(prop["labels_list"]) < 2:
-                errors.add(where, f"'{prop['metric']}': categorical needs a 'labels_list'")
-                continue
-        elif category in ("graded", "continuous"):
-            if not all(_is_num(prop.get(k)) for k in ("worst", "best")):
-                errors.add(where, f"'{prop['metric']}': graded needs numeric 'worst' and 'best'")
-                continue
-        else:
-            errors.add(where, f"'{prop['metric']}': unknown category {category!r}")
-            continue
-        if prop["metric"] in specs:
-            errors.add(where, f"property '{prop['metric']}' declared twice")
-        specs[prop["metric"]] = prop
+    try:
+        specs, faults = judgebench.judged_properties(declared)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    errors.messages += [f"{path}: {fault}" for fault in faults]
     errors.raise_if_any()
     instances = doc["instances"]
     pairwise = (
@@ -494,7 +463,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     label_map: dict[str, str] = {}
     if pairwise:
         prop = next(iter(specs.values()))
-        label_map = {str(x): _preference_of(x) for x in prop["labels_list"]}
+        label_map = judgebench.label_preferences(prop)
         pairwise = all(v is not None for v in label_map.values())
     items, rows, seen = [], [], {}
     for index, inst in enumerate(instances):
@@ -509,17 +478,12 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
         seen[ident] = index
         system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
         items.append({"item": ident, "input_id": ident, "system_a": system_a, "system_b": system_b})
-        judged = inst.get("annotations") or {}
-        if not isinstance(judged, dict):
-            errors.add(where, "'annotations' must be an object of property -> scores")
-            continue
-        for metric, entry in judged.items():
+        judged = judgebench.human_scores(
+            inst, where, lambda m: errors.messages.append(f"{path}: {m}")
+        )
+        for metric, (_, scores) in judged.items():
             if metric not in specs:
                 errors.add(where, f"property '{metric}' is not declared in 'annotations'")
-                continue
-            scores = (entry or {}).get("individual_human_scores") or []
-            if not isinstance(scores, list):
-                errors.add(where, f"'{metric}': individual_human_scores must be a list")
                 continue
             for position, score in enumerate(scores):
                 if score is None:
@@ -673,8 +637,6 @@ def _judge_record(record: dict, where: str, errors: _Errors) -> dict | None:
         "score": score,
         "where": where,
     }
-
-
 
 
 def _preference(label: str | None, system: str | None, system_b: str | None, prop: Property):
