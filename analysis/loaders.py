@@ -12,10 +12,11 @@ Three kinds of file hold human labels:
   optional ``priority`` column (the input's priority score) enables the prioritisation check.
 * a **Judge-Bench** JSON file (Bavaresco et al. 2025): ``annotations`` declare the judged
   properties (``categorical`` with ``labels_list``; ``graded``/``continuous`` with ``worst`` and
-  ``best``) and every instance holds ``individual_human_scores`` per property, the i-th score
-  attributed to annotator i. A file whose instances all have ``output_a`` and ``output_b`` and
-  that judges one categorical property whose labels name the preferred output (``model_a``,
-  ``b``, ``tie``, ...) is read as pairwise preferences, as the platform's importer does.
+  ``best``) and every instance holds human scores per property, the i-th score attributed to
+  annotator i (read by :mod:`formats.judgebench`). A file whose instances all have
+  ``output_a`` and ``output_b`` and that judges one categorical property whose labels name
+  the preferred output (``model_a``, ``b``, ``tie``, ...) is read as pairwise preferences,
+  as the platform's importer does.
 * **judge files** (``--judge``), see :func:`read_judges` and :func:`attach_judges`.
 
 Malformed input raises :class:`ValueError` naming the file and line (or record).
@@ -499,7 +500,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     errors.raise_if_any()
     annotations = pd.DataFrame(rows, columns=["item", "annotator", "label", "property"])
     if not len(annotations):
-        raise ValueError(f"{path}: no instance has individual_human_scores")
+        raise ValueError(f"{path}: no instance has human scores")
     properties = []
     for metric, prop in specs.items():
         values = annotations.loc[annotations["property"] == metric, "label"]

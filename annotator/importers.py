@@ -6,7 +6,8 @@ Two formats are read (documented in ``docs/import-formats.md``):
   line) or CSV (``input_id,input,system,output`` plus optional ``reference,priority``);
 * the **Judge-Bench** JSON schema (``annotations`` + ``instances``), pairwise when every
   instance has ``output_a``/``output_b``, else a Likert study with one criterion per
-  judged property; ``individual_human_scores`` become pre-existing annotations.
+  judged property; the human scores become pre-existing annotations (read by
+  :mod:`formats.judgebench`).
 
 Every problem is collected with the line or record it comes from, and the whole file is
 rejected if there is any: the caller writes nothing unless parsing succeeds. A file above
