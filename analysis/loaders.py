@@ -12,10 +12,11 @@ Three kinds of file hold human labels:
   optional ``priority`` column (the input's priority score) enables the prioritisation check.
 * a **Judge-Bench** JSON file (Bavaresco et al. 2025): ``annotations`` declare the judged
   properties (``categorical`` with ``labels_list``; ``graded``/``continuous`` with ``worst`` and
-  ``best``) and every instance holds ``individual_human_scores`` per property, the i-th score
-  attributed to annotator i. A file whose instances all have ``output_a`` and ``output_b`` and
-  that judges one categorical property whose labels name the preferred output (``model_a``,
-  ``b``, ``tie``, ...) is read as pairwise preferences, as the platform's importer does.
+  ``best``) and every instance holds human scores per property, the i-th score attributed to
+  annotator i (read by :mod:`formats.judgebench`). A file whose instances all have
+  ``output_a`` and ``output_b`` and that judges one categorical property whose labels name
+  the preferred output (``model_a``, ``b``, ``tie``, ...) is read as pairwise preferences,
+  as the platform's importer does.
 * **judge files** (``--judge``), see :func:`read_judges` and :func:`attach_judges`.
 
 Malformed input raises :class:`ValueError` naming the file and line (or record).
@@ -37,7 +38,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.aggregation import PAIRWISE_LABELS
-from analysis.report import Property
+from analysis.properties import Property
+from formats import judgebench
+from formats.ratings import rating_records
+from formats.vocab import FLIP, PAIRWISE_WORDS
 
 __all__ = [
     "JUDGE_COLUMNS",
@@ -430,20 +434,6 @@ def with_labels(dataset: Dataset, overrides: Mapping[str, Sequence[Hashable]]) -
 # Judge-Bench
 # --------------------------------------------------------------------------------------------
 
-_TIE_WORDS = ("tie", "equal", "same", "both", "draw", "neither")
-
-
-def _preference_of(label: str) -> str | None:
-    """Which output a Judge-Bench pairwise label prefers (the platform importer's rule)."""
-    low = str(label).strip().lower()
-    if low in ("a", "model_a", "output_a", "response_a", "system_a") or low.endswith("_a"):
-        return "A"
-    if low in ("b", "model_b", "output_b", "response_b", "system_b") or low.endswith("_b"):
-        return "B"
-    if any(word in low for word in _TIE_WORDS):
-        return "tie"
-    return None
-
 
 def _judgebench(doc: Any, path: Path) -> Dataset:
     errors = _Errors(path)
@@ -453,29 +443,11 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
             "with a 'results' list) nor a Judge-Bench file (an object with an 'instances' list)"
         )
     declared = doc.get("annotations")
-    if not isinstance(declared, list) or not declared:
-        raise ValueError(f"{path}: a Judge-Bench file declares its properties in 'annotations'")
-    specs: dict[str, dict] = {}
-    for i, prop in enumerate(declared):
-        where = f"annotations[{i}]"
-        if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
-            errors.add(where, "each judged property needs a 'metric' name")
-            continue
-        category = prop.get("category")
-        if category == "categorical":
-            if not isinstance(prop.get("labels_list"), list) or len(prop["labels_list"]) < 2:
-                errors.add(where, f"'{prop['metric']}': categorical needs a 'labels_list'")
-                continue
-        elif category in ("graded", "continuous"):
-            if not all(_is_num(prop.get(k)) for k in ("worst", "best")):
-                errors.add(where, f"'{prop['metric']}': graded needs numeric 'worst' and 'best'")
-                continue
-        else:
-            errors.add(where, f"'{prop['metric']}': unknown category {category!r}")
-            continue
-        if prop["metric"] in specs:
-            errors.add(where, f"property '{prop['metric']}' declared twice")
-        specs[prop["metric"]] = prop
+    try:
+        specs, faults = judgebench.judged_properties(declared)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    errors.messages += [f"{path}: {fault}" for fault in faults]
     errors.raise_if_any()
     instances = doc["instances"]
     pairwise = (
@@ -492,7 +464,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     label_map: dict[str, str] = {}
     if pairwise:
         prop = next(iter(specs.values()))
-        label_map = {str(x): _preference_of(x) for x in prop["labels_list"]}
+        label_map = judgebench.label_preferences(prop)
         pairwise = all(v is not None for v in label_map.values())
     items, rows, seen = [], [], {}
     for index, inst in enumerate(instances):
@@ -507,17 +479,12 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
         seen[ident] = index
         system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
         items.append({"item": ident, "input_id": ident, "system_a": system_a, "system_b": system_b})
-        judged = inst.get("annotations") or {}
-        if not isinstance(judged, dict):
-            errors.add(where, "'annotations' must be an object of property -> scores")
-            continue
-        for metric, entry in judged.items():
+        judged = judgebench.human_scores(
+            inst, where, lambda m: errors.messages.append(f"{path}: {m}")
+        )
+        for metric, (_, scores) in judged.items():
             if metric not in specs:
                 errors.add(where, f"property '{metric}' is not declared in 'annotations'")
-                continue
-            scores = (entry or {}).get("individual_human_scores") or []
-            if not isinstance(scores, list):
-                errors.add(where, f"'{metric}': individual_human_scores must be a list")
                 continue
             for position, score in enumerate(scores):
                 if score is None:
@@ -533,7 +500,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     errors.raise_if_any()
     annotations = pd.DataFrame(rows, columns=["item", "annotator", "label", "property"])
     if not len(annotations):
-        raise ValueError(f"{path}: no instance has individual_human_scores")
+        raise ValueError(f"{path}: no instance has human scores")
     properties = []
     for metric, prop in specs.items():
         values = annotations.loc[annotations["property"] == metric, "label"]
@@ -608,39 +575,13 @@ def read_judges(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     text = _read_text(path)
     errors = _Errors(path)
-    records: list[tuple[str, dict]] = []
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        try:
-            for row in reader:
-                if None in row:
-                    errors.add(f"line {reader.line_num}", "wrong number of fields")
-                    continue
-                records.append(
-                    (f"line {reader.line_num}", {k: v for k, v in row.items() if v != ""})
-                )
-        except csv.Error as exc:
-            errors.add(f"line {reader.line_num}", f"malformed CSV ({exc})")
-    elif path.suffix.lower() == ".json":
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(doc, list):
-            raise ValueError(f"{path}: a JSON judge file is a list of objects")
-        records = [(f"record {i}", r) for i, r in enumerate(doc)]
-    else:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((f"line {number}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                errors.add(f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
+    records, faults = rating_records(text, path.name)
+    if faults:
+        raise ValueError(f"{path}: {faults[0]}")
     out = []
     for where, record in records:
-        if not isinstance(record, dict):
-            errors.add(where, "not an object")
+        if isinstance(record, str):
+            errors.add(where, record)
             continue
         row = _judge_record(record, where, errors)
         if row is not None:
@@ -699,18 +640,6 @@ def _judge_record(record: dict, where: str, errors: _Errors) -> dict | None:
     }
 
 
-_PREFERENCE_WORDS = {
-    "a": "A",
-    "b": "B",
-    "tie": "tie",
-    "draw": "tie",
-    "=": "tie",
-    "both_good": "both_good",
-    "both_bad": "both_bad",
-}
-_FLIP = {"A": "B", "B": "A"}
-
-
 def _preference(label: str | None, system: str | None, system_b: str | None, prop: Property):
     """A judge's preference in the order (``system``, ``system_b``)."""
     if label is None:
@@ -718,8 +647,8 @@ def _preference(label: str | None, system: str | None, system_b: str | None, pro
     if label in prop.label_map:
         return prop.label_map[label]
     low = label.strip().lower()
-    if low in _PREFERENCE_WORDS:
-        return _PREFERENCE_WORDS[low]
+    if low in PAIRWISE_WORDS:
+        return PAIRWISE_WORDS[low]
     if system and low == system.lower():
         return "A"
     if system_b and low == system_b.lower():
@@ -828,7 +757,7 @@ def attach_judges(
             if prop.kind == "pairwise":
                 value = _preference(label, system, system_b, prop)
                 if value is not None and system is not None and str(system) == str(sb):
-                    value = _FLIP.get(value, value)
+                    value = FLIP.get(value, value)
             else:
                 value = _scale_value(label, score, prop)
             if value is None or value not in prop.labels:
@@ -850,7 +779,7 @@ def attach_judges(
                 problem(judge, "no item shows this input with these two systems", where)
                 continue
             for it in matches:
-                emit(it, judge, value if info[it][1] == system else _FLIP.get(value, value), prop)
+                emit(it, judge, value if info[it][1] == system else FLIP.get(value, value), prop)
             continue
         if crit is None and label is None and score is not None:
             metric.setdefault((judge, str(r["input_id"])), {})[system] = (float(score), where)

@@ -6,7 +6,8 @@ Two formats are read (documented in ``docs/import-formats.md``):
   line) or CSV (``input_id,input,system,output`` plus optional ``reference,priority``);
 * the **Judge-Bench** JSON schema (``annotations`` + ``instances``), pairwise when every
   instance has ``output_a``/``output_b``, else a Likert study with one criterion per
-  judged property; ``individual_human_scores`` become pre-existing annotations.
+  judged property; the human scores become pre-existing annotations (read by
+  :mod:`formats.judgebench`).
 
 Every problem is collected with the line or record it comes from, and the whole file is
 rejected if there is any: the caller writes nothing unless parsing succeeds. A file above
@@ -21,7 +22,6 @@ import codecs
 import csv
 import hashlib
 import io
-import itertools
 import json
 import math
 import os
@@ -31,10 +31,11 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import IO, Any
 
-import ijson
+from formats import judgebench
+from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
+from formats.vocab import preference_of
 
 from .choices import Preference, StudyKind
 from .errors import ImportRejected, ImportTooLarge
@@ -985,323 +986,6 @@ def _csv_inputs(stream: Stream, counts: dict[str, int]) -> Iterator[InputSpec]:
 
 
 # --- Judge-Bench ---------------------------------------------------------------------------------
-_TIE_WORDS = ("tie", "equal", "same", "both", "draw", "neither")
-
-
-def _preference_of(label: str, labels: list[str]) -> str | None:
-    low = str(label).strip().lower()
-    if low in ("a", "model_a", "output_a", "response_a", "system_a") or low.endswith("_a"):
-        return Preference.A.value
-    if low in ("b", "model_b", "output_b", "response_b", "system_b") or low.endswith("_b"):
-        return Preference.B.value
-    if any(word in low for word in _TIE_WORDS):
-        return Preference.TIE.value
-    return None
-
-
-#: Deepest nesting of arrays and objects in a Judge-Bench file (the document is level 1).
-MAX_DEPTH = 500
-#: An escape of half a surrogate pair: ``\uD800`` to ``\uDFFF``.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_HIGH_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
-_LOW_ESCAPE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
-_NON_FINITE = re.compile(rb"-?Infinity|NaN")
-#: UTF-8 continuation bytes (a character's bytes after its first).
-_CONTINUATION = bytes(range(0x80, 0xC0))
-
-
-def _json_backend():
-    """ijson's C backend (yajl2_c), else the fastest one available."""
-    try:
-        return ijson.get_backend("yajl2_c")
-    except ImportError:  # pragma: no cover - wheels carry the C backend
-        return ijson
-
-
-class _Sink(list):
-    """The events of one chunk, as ijson's push parser sends them."""
-
-    send = list.append
-
-
-class _BadJSON(Exception):
-    """The parser refused the chunk with this number (or the end of the file)."""
-
-
-class _TooDeep(Exception):
-    pass
-
-
-def _depth_guard():
-    """A push target that refuses nesting deeper than ``MAX_DEPTH``."""
-    depth = 0
-    while True:
-        event, _ = yield
-        if event == "start_map" or event == "start_array":
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _TooDeep
-        elif event == "end_map" or event == "end_array":
-            depth -= 1
-
-
-def _chars(data: bytes) -> int:
-    """The number of UTF-8 characters that start in ``data``."""
-    return len(data.translate(None, _CONTINUATION))
-
-
-def _syntax_problem(exc: BaseException) -> str:
-    """What the JSON parser refused, in words."""
-    chain = [exc]
-    while chain[-1].__context__ is not None and len(chain) < 5:
-        chain.append(chain[-1].__context__)
-    if any(isinstance(e, _TooDeep) for e in chain):
-        return "nested too deeply"
-    if any("integer string conversion" in str(e) for e in chain):
-        return "a number has too many digits"
-    text = exc.args[0] if exc.args else str(exc)
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    reason = str(text).split("\n", 1)[0].strip().rstrip(".")
-    reason = reason.removeprefix("lexical error: ").removeprefix("parse error: ")
-    return {
-        "premature EOF": "the file ends before the document is complete",
-        "trailing garbage": "more text after the end of the document",
-        "invalid char in json text": "unexpected character (NaN, Infinity, comments are not JSON)",
-        "invalid string in json text": "unexpected word (JSON knows true, false and null)",
-    }.get(reason, reason)
-
-
-class _JudgeBenchFile:
-    """A Judge-Bench document read as a stream of parser events (ijson), one chunk of the
-    file at a time; each reading starts again from the file's start.
-
-    The bytes go to the parser with a BOM dropped and each escaped lone surrogate
-    (``"\\ud800"``, which no database stores and yajl would turn into ``?``) replaced by
-    ``\\ufffd`` of the same length; the first reading names each one by its line."""
-
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-        self._backend = _json_backend()
-        self.lone: list[str] = []  # the lone surrogates found by the first reading
-        self.twice: list[str] = []  # and the keys the document names twice
-        self._readings = 0
-        self.chunk = 0  # the chunk being parsed
-
-    def _chunks(self, collect: bool) -> Iterator[bytes]:
-        """The bytes for the parser (see the class). The last 12 bytes of each piece are
-        held back until the next one is read, so an escape is judged with its neighbours;
-        ``run`` counts the backslashes just before ``view`` (their parity decides whether
-        a backslash starts an escape)."""
-        hold, context = 12, 16
-        view, ctx, run, lines = b"", 0, 0, 0
-        first = True
-        for chunk in itertools.chain(self._stream.chunks(), [b""]):
-            final = not chunk
-            if first and chunk:
-                chunk, first = chunk.removeprefix(codecs.BOM_UTF8), False
-            view += chunk
-            end = len(view) if final else max(ctx, len(view) - hold)
-            if _SURROGATE_ESCAPE.search(view, ctx):
-                fixed = bytearray(view)
-                for match in _SURROGATE_ESCAPE.finditer(view, ctx):
-                    at = match.start()
-                    if at >= end:
-                        break
-                    if not self._lone(view, at, run):
-                        continue
-                    fixed[at : at + 6] = b"\\ufffd"
-                    if collect and len(self.lone) < MAX_ERRORS:
-                        line = lines + view.count(b"\n", ctx, at) + 1
-                        code = match.group()[2:].decode().lower()
-                        self.lone.append(
-                            f"line {line}: text contains an unpaired surrogate (\\u{code})"
-                        )
-                view = bytes(fixed)
-            if end > ctx:
-                yield view[ctx:end]
-                lines += view.count(b"\n", ctx, end)
-            cut = max(0, end - context)
-            start = cut
-            while start > 0 and view[start - 1] == 0x5C:  # backslash
-                start -= 1
-            run = cut - start + (run if start == 0 else 0)
-            view, ctx = view[cut:], end - cut
-
-    @staticmethod
-    def _lone(view: bytes, at: int, run: int) -> bool:
-        """Whether the surrogate escape at ``at`` is real (an odd run of backslashes)
-        and has no other half next to it."""
-
-        def real(i: int) -> bool:
-            j = i
-            while j > 0 and view[j - 1] == 0x5C:
-                j -= 1
-            return (i - j + (run if j == 0 else 0)) % 2 == 0
-
-        if not real(at):
-            return False
-        if _HIGH_ESCAPE.match(view, at):
-            return not _LOW_ESCAPE.match(view, at + 6)
-        return not (at >= 6 and _HIGH_ESCAPE.match(view, at - 6) and real(at - 6))
-
-    def events(self) -> Iterator[tuple[str, Any]]:
-        """The parser's events (numbers as ``int`` or ``Decimal``); :class:`_BadJSON`
-        when it refuses the file (``self.chunk``: where)."""
-        collect = self._readings == 0
-        self._readings += 1
-        sink = _Sink()
-        parser = self._backend.basic_parse_coro(sink, use_float=False)
-        self.chunk = 0
-        for chunk in self._chunks(collect):
-            try:
-                parser.send(chunk)
-            except Exception:
-                raise _BadJSON from None
-            yield from sink
-            sink.clear()
-            self.chunk += 1
-        try:
-            parser.close()
-        except Exception:
-            raise _BadJSON from None
-        yield from sink
-
-    def fault(self) -> str:
-        """The first fault of the file (a syntax error or nesting beyond ``MAX_DEPTH``),
-        found again by feeding the chunk a pass stopped in (``self.chunk``) a byte at a
-        time: ``line L: not valid JSON (… at column C)``. ``NaN`` and ``±Infinity`` (which
-        Python writes for non-finite floats) are named as numbers that are not finite."""
-        failing, line, column, near, at_fault = self.chunk, 1, 1, b"", False
-        guard = _depth_guard()
-        next(guard)
-        parser = self._backend.basic_parse_coro(guard, use_float=False)
-
-        def advance(data: bytes) -> None:
-            nonlocal line, column
-            if (newline := data.rfind(b"\n")) >= 0:
-                line += data.count(b"\n")
-                column = 1 + _chars(data[newline + 1 :])
-            else:
-                column += _chars(data)
-
-        try:
-            for number, chunk in enumerate(self._chunks(collect=False)):
-                if number < failing:
-                    parser.send(chunk)
-                    advance(chunk)
-                    continue
-                for at in range(len(chunk)):
-                    near, at_fault = chunk[max(0, at - 1) : at + 9], at > 0
-                    parser.send(chunk[at : at + 1])
-                    advance(chunk[at : at + 1])
-                near = b""
-            parser.close()
-        except Exception as exc:
-            if word := _NON_FINITE.search(near):  # near: from the byte before the fault
-                start = column - (1 if at_fault else 0) + word.start()
-                where = f"{word.group().decode()} at column {start}"
-                return f"line {line}: a number is not finite ({where})"
-            return f"line {line}: not valid JSON ({_syntax_problem(exc)} at column {column})"
-        return "not valid JSON"  # pragma: no cover - a fault found once is found again
-
-    def members(self) -> Iterator[tuple[str, int | None, Any, str | None]]:
-        """The document's members: ``(key, None, value, duplicate)`` for each key but
-        ``instances``, and ``("instances", i, instance, duplicate)`` for each instance when
-        ``instances`` is a list (``duplicate``: a key named twice in one object of the
-        value), after ``("instances", None, [], None)``. A document that is not an object
-        yields ``("", None, value, None)``; a key it names twice is skipped (noted in
-        ``twice``)."""
-        events = self.events()
-        event, value = next(events)
-        if event != "start_map":
-            yield "", None, _build(event, value, events, 0)[0], None
-            for _ in events:  # the parser checks that nothing follows
-                pass
-            return
-        seen: set[str] = set()
-        for event, key in events:
-            if event == "end_map":
-                break
-            event, value = next(events)
-            if key in seen:
-                _skip(event, events)
-                if self._readings == 1:
-                    self.twice.append(f"the key '{key}' appears twice in the document")
-                continue
-            seen.add(key)
-            if key == "instances" and event == "start_array":
-                yield key, None, [], None
-                index = 0
-                for event, value in events:
-                    if event == "end_array":
-                        break
-                    item, duplicate = _build(event, value, events, 2)
-                    yield key, index, item, duplicate
-                    index += 1
-                continue
-            value, duplicate = _build(event, value, events, 1)
-            yield key, None, value, duplicate
-        for _ in events:
-            pass
-
-    def instances(self) -> Iterator[tuple[int, Any]]:
-        """Each instance with its number."""
-        for _key, index, item, _ in self.members():
-            if index is not None:
-                yield index, item
-
-
-def _skip(event: str, events: Iterator[tuple[str, Any]]) -> None:
-    """Consume the value that starts with ``event``, keeping nothing."""
-    depth = 1 if event == "start_map" or event == "start_array" else 0
-    while depth:
-        event, _ = next(events)
-        if event == "start_map" or event == "start_array":
-            depth += 1
-        elif event == "end_map" or event == "end_array":
-            depth -= 1
-
-
-def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int):
-    """The value that starts with ``event`` (inside ``depth`` containers), built from the
-    events that follow, and the first key named twice in one of its objects (or ``None``).
-    Non-integral numbers become ``float`` (``1e999``: ``inf``, refused later as
-    unstorable); nesting beyond ``MAX_DEPTH`` raises :class:`_TooDeep`."""
-    if event == "number":
-        return (float(value) if isinstance(value, Decimal) else value), None
-    if event != "start_map" and event != "start_array":
-        return value, None
-    root: Any = {} if event == "start_map" else []
-    stack: list[Any] = []
-    current, key, duplicate = root, None, None
-    for event, value in events:
-        if event == "map_key":
-            if value in current and duplicate is None:
-                duplicate = value
-            key = value
-            continue
-        if event == "end_map" or event == "end_array":
-            if not stack:
-                return root, duplicate and f"the key '{duplicate}' appears twice in one object"
-            current = stack.pop()
-            continue
-        if event == "start_map" or event == "start_array":
-            if depth + len(stack) + 2 > MAX_DEPTH:
-                raise _TooDeep
-            value = {} if event == "start_map" else []
-        elif event == "number" and isinstance(value, Decimal):
-            value = float(value)
-        if type(current) is dict:
-            current[key] = value
-        else:
-            current.append(value)
-        if event == "start_map" or event == "start_array":
-            stack.append(current)
-            current = value
-    raise _BadJSON  # pragma: no cover - the parser ends every value it starts
-
-
 _PAIR = frozenset(("output_a", "output_b"))
 
 
@@ -1310,7 +994,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
     than ``instances`` and the shape of every instance (is it pairwise?); then each
     instance is checked; ``spec.inputs`` reads them again when iterated. Only the
     members other than ``instances``, the labels and a compact index are kept."""
-    document = _JudgeBenchFile(stream)
+    document = judgebench.JudgeBenchFile(stream.chunks, MAX_ERRORS)
     top: dict[str, Any] = {}
     count, pairwise = 0, True
     try:
@@ -1328,7 +1012,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
             pairwise = (
                 pairwise and isinstance(body, dict) and {"output_a", "output_b"} <= body.keys()
             )
-    except (_BadJSON, _TooDeep):
+    except (judgebench.BadJSON, judgebench.TooDeep):
         raise ImportRejected([document.fault()]) from None
     for message in document.twice + document.lone:
         errors.add(message)
@@ -1362,7 +1046,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
                 record = read(place, inst, errors, annotations, seen)
                 if record is not None and seen[record.external_id] == place:
                     index.add(record.external_id, place, record.outputs, record.is_gold)
-        except (_BadJSON, _TooDeep):  # pragma: no cover - the file changed under us
+        except (judgebench.BadJSON, judgebench.TooDeep):  # pragma: no cover - changed under us
             raise ImportRejected([document.fault()]) from None
 
     def inputs() -> Iterator[InputSpec]:
@@ -1381,32 +1065,13 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
 def _judged_properties(properties: Any, errors: _Errors) -> dict[str, dict]:
     """The judged properties declared in ``annotations``, by metric; a file whose
     properties have a fault is refused here (its instances are checked against them)."""
-    if not isinstance(properties, list) or not properties:
-        raise ImportRejected(["a Judge-Bench file declares its judged properties in 'annotations'"])
-    specs: dict[str, dict] = {}
-    before = errors.total
-    for i, prop in enumerate(properties):
-        where = f"annotations[{i}]"
-        if not isinstance(prop, dict) or not isinstance(prop.get("metric"), str):
-            errors.add(f"{where}: each judged property needs a 'metric' name")
-            continue
-        category = prop.get("category")
-        if prop["metric"] in specs:
-            errors.add(f"{where}: property '{prop['metric']}' is declared twice")
-            continue
-        if category == "categorical":
-            if not isinstance(prop.get("labels_list"), list) or len(prop["labels_list"]) < 2:
-                errors.add(f"{where} ('{prop['metric']}'): categorical needs a 'labels_list'")
-                continue
-        elif category in ("graded", "continuous"):
-            if not all(_finite(prop.get(k)) is not None for k in ("worst", "best")):
-                errors.add(f"{where} ('{prop['metric']}'): graded needs numeric 'worst' and 'best'")
-                continue
-        else:
-            errors.add(f"{where} ('{prop['metric']}'): unknown category {category!r}")
-            continue
-        specs[prop["metric"]] = prop
-    if errors.total > before:  # the instances are checked against the judged properties
+    try:
+        specs, faults = judgebench.judged_properties(properties)
+    except ValueError as exc:
+        raise ImportRejected([str(exc)]) from None
+    for fault in faults:
+        errors.add(fault)
+    if faults:
         raise ImportRejected(list(errors))
     return specs
 
@@ -1431,31 +1096,6 @@ def _instance_id(inst: dict, index: int, seen: dict[str, int] | None, errors: _E
     return ident
 
 
-def _judged(inst: dict, where: str, errors: _Errors) -> dict[str, tuple[Any, list]]:
-    """An instance's human judgements: property → (majority, individual scores)."""
-    raw = inst.get("annotations")
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        errors.add(f"{where}: 'annotations' must be an object mapping each property to scores")
-        return {}
-    judged = {}
-    for metric, value in raw.items():
-        if value is None:
-            continue
-        if not isinstance(value, dict):
-            errors.add(f"{where}: '{metric}' must be an object with 'individual_human_scores'")
-            continue
-        scores = value.get("individual_human_scores")
-        if scores is None:
-            scores = []
-        if not isinstance(scores, list):
-            errors.add(f"{where}: '{metric}' 'individual_human_scores' must be a list")
-            continue
-        judged[metric] = (value.get("majority_human"), scores)
-    return judged
-
-
 #: Reads one instance: (its number, the instance, errors, labels to add to or ``None``,
 #: ids seen by number or ``None``) → its input, or ``None`` when it has a fault.
 InstanceReader = Callable[
@@ -1471,7 +1111,7 @@ def _pairwise_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader | Non
         return None, False
     metric, prop = next(iter(specs.items()))
     labels = [str(x) for x in prop["labels_list"]]
-    mapping = {label: _preference_of(label, labels) for label in labels}
+    mapping = {label: preference_of(label) for label in labels}
     unmapped = [label for label, pref in mapping.items() if pref is None]
     if unmapped:
         errors.add(f"'{metric}': cannot tell which output label(s) {unmapped} prefer")
@@ -1488,7 +1128,7 @@ def _pairwise_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader | Non
         if not isinstance(body.get("input", ""), str):
             errors.add(f"{where}: 'input' must be text")
             return None
-        majority, scores = _judged(inst, where, errors).get(metric, (None, []))
+        majority, scores = judgebench.human_scores(inst, where, errors.add).get(metric, (None, []))
         for position, score in enumerate(scores):
             if score is None:
                 continue
@@ -1564,14 +1204,14 @@ def _likert_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader, list[C
             errors.add(f"{where}: the judged text is empty")
             return None
         per_position: dict[int, dict[str, Any]] = {}
-        for metric, (_, scores) in _judged(inst, where, errors).items():
+        for metric, (_, scores) in judgebench.human_scores(inst, where, errors.add).items():
             if metric not in by_metric:
                 errors.add(f"{where}: property '{metric}' is not declared in 'annotations'")
                 continue
             for position, score in enumerate(scores):
                 if score is None:
                     continue
-                if not _score_fits(score, specs[metric]):
+                if not judgebench.score_fits(score, specs[metric]):
                     errors.add(
                         f"{where}: '{metric}' score {score!r} is outside its scale or labels"
                     )
@@ -1585,15 +1225,6 @@ def _likert_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader, list[C
         return InputSpec(ident, text, {"response": output}, where, metadata=extra)
 
     return read, criteria
-
-
-def _score_fits(score: Any, prop: dict) -> bool:
-    if prop["category"] == "categorical":
-        return str(score) in map(str, prop["labels_list"])
-    if not isinstance(score, int | float) or isinstance(score, bool):
-        return False
-    low, high = sorted((prop["worst"], prop["best"]))
-    return low <= score <= high
 
 
 # --- assembly and cross-record checks ----------------------------------------------------------

@@ -13,16 +13,14 @@ One rating per line or row, with ``input_id`` and ``system`` and then one of
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from dataclasses import dataclass
 
+from formats.ratings import rating_records
+from formats.vocab import PREFERENCES
+
 from .errors import ImportRejected
 from .importers import MAX_ERRORS, decode
-
-PREFERENCES = {"a": "A", "b": "B", "tie": "tie", "draw": "tie", "=": "tie"}
 
 
 @dataclass(frozen=True)
@@ -45,10 +43,8 @@ def parse_ratings(data: bytes, filename: str = "", judge: str = "") -> list[Rati
     text = decode(data)
     if not text.strip():
         raise ImportRejected(["the file is empty"])
-    if filename.lower().endswith(".csv"):
-        records = _csv_records(text)
-    else:
-        records = _jsonl_records(text)
+    csv_or_jsonl = filename if filename.lower().endswith(".csv") else ""
+    records, _ = rating_records(text, csv_or_jsonl, required=("input_id", "system"))
     errors: list[str] = []
     ratings: list[RatingSpec] = []
     seen: dict[tuple, str] = {}
@@ -69,34 +65,6 @@ def parse_ratings(data: bytes, filename: str = "", judge: str = "") -> list[Rati
     if errors:
         raise ImportRejected(errors[:MAX_ERRORS])
     return ratings
-
-
-def _jsonl_records(text: str):
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})"
-            continue
-        yield f"line {number}", record if isinstance(record, dict) else "not a JSON object"
-
-
-def _csv_records(text: str):
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = {"input_id", "system"} - set(reader.fieldnames or [])
-    if missing:
-        yield "line 1", f"the CSV header lacks column(s) {', '.join(sorted(missing))}"
-        return
-    try:
-        for row in reader:
-            if None in row:
-                yield f"line {reader.line_num}", "wrong number of fields"
-                continue
-            yield f"line {reader.line_num}", {k: v for k, v in row.items() if v not in ("", None)}
-    except csv.Error as exc:
-        yield f"line {reader.line_num}", f"malformed CSV ({exc})"
 
 
 def _text(record: dict, key: str) -> str:

@@ -1,1 +1,11 @@
-"""Pure file formats: readers and writers of the files the platform reads and writes."""
+"""Readers of the files the platform takes in; pure (no Django), no eager heavy imports.
+
+* :mod:`formats.vocab` -- the label words (A/B/tie) every reader shares;
+* :mod:`formats.bundle` -- JSON Lines and CSV records, each with where it was read;
+* :mod:`formats.ratings` -- judge and metric rating files;
+* :mod:`formats.judgebench` -- Judge-Bench JSON, streamed (ijson);
+* :mod:`formats.judgebench_export` -- a study's labels written as Judge-Bench JSON;
+* :mod:`formats.hf` -- Hugging Face datasets in (rows to study records) and out.
+
+Each reader returns plain records or frames together with every error it found.
+"""

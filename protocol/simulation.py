@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from formats import judgebench
 from protocol import rounds
 from protocol.decision import (
     LABELS,
@@ -201,22 +202,25 @@ def preference_data_from_frame(frame: pd.DataFrame) -> PreferenceData:
 def frame_from_judgebench(path: str | Path, metric: str | None = None) -> pd.DataFrame:
     """Long preference frame from a Judge-Bench JSON file with a categorical pairwise annotation
     (labels such as ``model_a`` / ``model_b`` / ``tie``): one row per individual human score."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = judgebench.load(Path(path).read_bytes())
     anns = [a for a in data["annotations"] if a.get("category") == "categorical"]
     if metric is not None:
         anns = [a for a in anns if a["metric"] == metric]
     if not anns:
         raise ValueError("no categorical annotation found")
     name = anns[0]["metric"]
-    rows = []
-    for inst in data["instances"]:
-        ann = inst.get("annotations", {}).get(name, {})
-        scores = ann.get("individual_human_scores") or [ann.get("majority_human")]
-        for s in scores:
+    rows, faults = [], []
+    for index, inst in enumerate(data["instances"]):
+        majority, scores = judgebench.human_scores(inst, f"instances[{index}]", faults.append).get(
+            name, (None, [])
+        )
+        for s in scores or [majority]:
             if s is not None:
                 rows.append(
                     {"input": inst["id"], "system_a": "model_a", "system_b": "model_b", "label": s}
                 )
+    if faults:
+        raise ValueError(f"{path}: {faults[0]}")
     return pd.DataFrame(rows)
 
 

@@ -176,8 +176,17 @@ PURE_CORE_LAYERS = {
     "analysis.aggregation": set(),
     "analysis.perception": {"analysis.aggregation"},
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
+    "analysis.properties": {"analysis.aggregation"},
+    "analysis.loaders": {
+        "analysis.aggregation",
+        "analysis.properties",
+        "formats.judgebench",
+        "formats.ratings",
+        "formats.vocab",
+    },
     "analysis.report": {
         "analysis.aggregation",
+        "analysis.properties",
         "analysis.perception",
         "analysis.agreement",
         "ranking.bradley_terry",
@@ -188,7 +197,12 @@ PURE_CORE_LAYERS = {
     "protocol.decision": set(),
     "protocol.predictive": {"protocol.decision"},
     "protocol.rounds": {"protocol.decision", "protocol.predictive", "protocol.settings"},
+    "formats.vocab": set(),
+    "formats.bundle": set(),
+    "formats.ratings": {"formats.bundle"},
+    "formats.judgebench": {"formats.vocab"},
     "protocol.simulation": {
+        "formats.judgebench",
         "protocol.decision",
         "protocol.predictive",
         "protocol.settings",
@@ -209,14 +223,14 @@ def test_the_pure_core_imports_no_django_and_only_the_modules_below_it():
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 base = f"{package}.{node.module or ''}".rstrip(".") if node.level else node.module
-                bare = base in ("analysis", "protocol", "annotator", "ranking")
+                bare = base in ("analysis", "protocol", "annotator", "ranking", "formats")
                 names = [f"{base}.{a.name}" for a in node.names] if bare else [base]
             else:
                 continue
             for name in names:
                 top = name.split(".")[0]
                 if top == "django" or (
-                    top in ("analysis", "protocol", "annotator", "config", "ranking")
+                    top in ("analysis", "protocol", "annotator", "config", "ranking", "formats")
                     and name not in allowed
                 ):
                     wrong.append(f"{module} imports {name}")
