@@ -5,7 +5,7 @@ Three kinds of file hold human labels:
 * the platform's own **label export** (``manage.py export_labels`` or
   ``GET /api/studies/{id}/annotations/``) as JSON Lines, a JSON array of rows, the API's JSON
   page (an object with ``next``, ``previous`` and a ``results`` list of rows) or CSV, columns
-  as in ``annotator.selectors.LABEL_FIELDS``; the format is read from the content. A pairwise
+  as in ``annotator.selectors.LABEL_FIELDS``, read by :mod:`formats.labels`. A pairwise
   row has a ``label`` (``A``/``B``/``tie``/``both_good``/``both_bad``, system order); a Likert
   row has ``scores`` (an object criterion -> value) in JSON, ``score_<criterion>`` columns in
   CSV. Cells the CSV export prefixed with ``'`` against spreadsheet formulas are restored. An
@@ -24,9 +24,6 @@ Malformed input raises :class:`ValueError` naming the file and line (or record).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -40,6 +37,7 @@ import pandas as pd
 from analysis.aggregation import PAIRWISE_LABELS
 from analysis.properties import Property
 from formats import judgebench
+from formats.labels import LabelRows, read_export
 from formats.ratings import rating_records
 from formats.vocab import FLIP, PAIRWISE_WORDS
 
@@ -98,34 +96,20 @@ def load_dataset(path: str | Path) -> Dataset:
     """
     path = Path(path)
     text = _read_text(path)
-    start, suffix = text.lstrip()[:1], path.suffix.lower()
-    if suffix == ".csv" or start not in ("{", "["):
-        return _export_dataset(_csv_rows(path, text), path, csv_cells=True)
-    if suffix in (".jsonl", ".ndjson"):
-        return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if start == "{" and exc.msg == "Extra data":  # one object per line: JSON Lines
-            return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
-        raise ValueError(
-            f"{path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
-    if isinstance(doc, list):
-        return _export_dataset(_list_rows(path, doc), path, csv_cells=False)
-    if isinstance(doc, dict) and isinstance(doc.get("results"), list):
-        return _api_page(doc, path)
-    if isinstance(doc, dict) and "instances" not in doc and {"item_id", "annotator"} <= doc.keys():
-        return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)  # one JSONL row
-    return _judgebench(doc, path)
-
-
-def _api_page(doc: dict, path: Path) -> Dataset:
-    """The API's JSON export: one cursor page (``results``); a note names the next page."""
-    data = _export_dataset(_list_rows(path, doc["results"]), path, csv_cells=False)
-    if doc.get("next"):
+        read = read_export(text, path.suffix)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if not isinstance(read, LabelRows):
+        return _judgebench(read, path)
+    if read.errors:
+        errors = _Errors(path)
+        errors.messages += [f"{path}: {e}" for e in read.errors]
+        errors.raise_if_any()
+    data = _export_dataset(read, path)
+    if read.next_page:
         data.notes.append(
-            f"{path.name} is one page of the export; more labels are at {doc['next']} "
+            f"{path.name} is one page of the export; more labels are at {read.next_page} "
             "(or export with a larger page_size, or as JSON Lines or CSV)"
         )
     return data
@@ -148,45 +132,6 @@ def _read_text(path: Path) -> str:
 # --------------------------------------------------------------------------------------------
 # Label exports
 # --------------------------------------------------------------------------------------------
-
-
-def _jsonl_rows(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
-    errors = _Errors(path)
-    records, where = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.add(f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(record, dict):
-            errors.add(f"line {number}", "not a JSON object")
-            continue
-        records.append(record)
-        where.append(f"line {number}")
-    errors.raise_if_any()
-    return pd.DataFrame.from_records(records), where
-
-
-def _list_rows(path: Path, doc: list) -> tuple[pd.DataFrame, list[str]]:
-    errors = _Errors(path)
-    for i, record in enumerate(doc):
-        if not isinstance(record, dict):
-            errors.add(f"record {i}", "not a JSON object")
-    errors.raise_if_any()
-    return pd.DataFrame.from_records(doc), [f"record {i}" for i in range(len(doc))]
-
-
-def _csv_rows(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
-    except (pd.errors.ParserError, csv.Error) as exc:
-        raise ValueError(f"{path}: malformed CSV ({exc})") from None
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: the file is empty") from None
-    return frame, [f"line {i + 2}" for i in range(len(frame))]
 
 
 def _uncell(values: pd.Series) -> pd.Series:
@@ -228,10 +173,8 @@ def _as_bool(values: pd.Series, col: str, where: list[str], errors: _Errors) -> 
     return true
 
 
-def _export_dataset(
-    parsed: tuple[pd.DataFrame, list[str]], path: Path, *, csv_cells: bool
-) -> Dataset:
-    rows, where = parsed
+def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
+    rows, where, csv_cells = parsed.rows, parsed.where, parsed.csv
     errors = _Errors(path)
     if not len(rows):
         raise ValueError(f"{path}: the file holds no labels")

@@ -2,6 +2,7 @@
 
 * :mod:`formats.vocab` -- the label words (A/B/tie) every reader shares;
 * :mod:`formats.bundle` -- JSON Lines and CSV records, each with where it was read;
+* :mod:`formats.labels` -- the platform's label exports (JSON Lines, JSON, the API's page, CSV);
 * :mod:`formats.ratings` -- judge and metric rating files;
 * :mod:`formats.judgebench` -- Judge-Bench JSON, streamed (ijson);
 * :mod:`formats.judgebench_export` -- a study's labels written as Judge-Bench JSON;

@@ -181,6 +181,7 @@ PURE_CORE_LAYERS = {
         "analysis.aggregation",
         "analysis.properties",
         "formats.judgebench",
+        "formats.labels",
         "formats.ratings",
         "formats.vocab",
     },
@@ -200,6 +201,7 @@ PURE_CORE_LAYERS = {
     "formats.vocab": set(),
     "formats.bundle": set(),
     "formats.ratings": {"formats.bundle"},
+    "formats.labels": {"formats.bundle"},
     "formats.judgebench": {"formats.vocab"},
     "protocol.simulation": {
         "formats.judgebench",
