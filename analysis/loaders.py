@@ -16,7 +16,9 @@ Three kinds of file hold human labels:
   annotator i (read by :mod:`formats.judgebench`). A file whose instances all have
   ``output_a`` and ``output_b`` and that judges one categorical property whose labels name
   the preferred output (``model_a``, ``b``, ``tie``, ...) is read as pairwise preferences,
-  as the platform's importer does.
+  as the platform's importer does. The systems are ``output_a`` and ``output_b`` (a Likert
+  file's: ``response``) unless every instance names them (``system_a`` and ``system_b``, or
+  ``system``, with its ``input_id``), as ``export_labels --format judgebench`` writes them.
 * **judge files** (``--judge``), see :func:`read_judges` and :func:`attach_judges`.
 
 Malformed input raises :class:`ValueError` naming the file and line (or record).
@@ -409,6 +411,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
         prop = next(iter(specs.values()))
         label_map = judgebench.label_preferences(prop)
         pairwise = all(v is not None for v in label_map.values())
+    named = _system_names(instances, pairwise)
     items, rows, seen = [], [], {}
     for index, inst in enumerate(instances):
         where = f"instances[{index}]"
@@ -420,8 +423,17 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
             errors.add(where, f"duplicate id '{ident}' (first at instances[{seen[ident]}])")
             continue
         seen[ident] = index
-        system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
-        items.append({"item": ident, "input_id": ident, "system_a": system_a, "system_b": system_b})
+        body = inst.get("instance") if named else {}
+        if not named:
+            system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
+        elif pairwise:
+            system_a, system_b = str(body["system_a"]), str(body["system_b"])
+        else:
+            system_a, system_b = str(body["system"]), None
+        input_id = str(body["input_id"]) if named and _named(body.get("input_id")) else ident
+        items.append(
+            {"item": ident, "input_id": input_id, "system_a": system_a, "system_b": system_b}
+        )
         judged = judgebench.human_scores(
             inst, where, lambda m: errors.messages.append(f"{path}: {m}")
         )
@@ -442,6 +454,11 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
                 rows.append((ident, str(position), value, metric))
     errors.raise_if_any()
     annotations = pd.DataFrame(rows, columns=["item", "annotator", "label", "property"])
+    items_frame = pd.DataFrame(items)
+    if seen and all(re.fullmatch(r"-?[1-9]\d*|0", ident) for ident in seen):
+        # whole-number ids as integers, as the database and the label exports have them
+        annotations["item"] = annotations["item"].astype(np.int64)
+        items_frame["item"] = items_frame["item"].astype(np.int64)
     if not len(annotations):
         raise ValueError(f"{path}: no instance has human scores")
     properties = []
@@ -467,9 +484,24 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     if any(p.kind == "ordinal" for p in properties):
         annotations["label"] = annotations["label"].astype(object)
     title = str(doc.get("dataset") or path.name)
-    return Dataset(
-        annotations, pd.DataFrame(items), properties, title=title, source=str(path), notes=[]
-    )
+    return Dataset(annotations, items_frame, properties, title=title, source=str(path), notes=[])
+
+
+def _named(v: Any) -> bool:
+    return isinstance(v, str | int) and not isinstance(v, bool) and bool(str(v).strip())
+
+
+def _system_names(instances: list, pairwise: bool) -> bool:
+    """Whether every instance names its systems (``system_a`` and ``system_b`` that differ,
+    or a Likert ``system``), as :mod:`formats.judgebench_export` writes them."""
+    keys = ("system_a", "system_b") if pairwise else ("system",)
+    for inst in instances:
+        body = inst.get("instance") if isinstance(inst, dict) else None
+        if not isinstance(body, dict) or not all(_named(body.get(k)) for k in keys):
+            return False
+        if pairwise and str(body["system_a"]) == str(body["system_b"]):
+            return False
+    return bool(instances)
 
 
 def _is_num(v: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from formats import judgebench
 from formats.bundle import jsonl_records
 
 
@@ -36,7 +37,8 @@ class LabelRows:
 
 def read_export(text: str, suffix: str = "") -> LabelRows | Any:
     """The rows of a label export in ``text``, or -- for a JSON document that is no label
-    export (a Judge-Bench file, say) -- the parsed document, for the caller to read.
+    export (a Judge-Bench file, say) -- the document, read by :func:`formats.judgebench.load`
+    (a JSON array by :func:`json.loads`: the export's rows, read fast).
 
     :class:`ValueError` when the text is not valid JSON where JSON is expected, or not CSV.
     """
@@ -45,14 +47,20 @@ def read_export(text: str, suffix: str = "") -> LabelRows | Any:
         return csv_rows(text)
     if suffix in (".jsonl", ".ndjson"):
         return jsonl_rows(text)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if start == "{" and exc.msg == "Extra data":  # one object per line: JSON Lines
-            return jsonl_rows(text)
-        raise ValueError(
-            f"line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
+    if start == "[":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+    else:
+        try:
+            doc = judgebench.load(text.encode("utf-8"))
+        except ValueError:
+            if _first_line_is_object(text):  # one object per line: JSON Lines
+                return jsonl_rows(text)
+            raise
     if isinstance(doc, list):
         return list_rows(doc)
     if isinstance(doc, dict) and isinstance(doc.get("results"), list):
@@ -62,6 +70,14 @@ def read_export(text: str, suffix: str = "") -> LabelRows | Any:
     if isinstance(doc, dict) and "instances" not in doc and {"item_id", "annotator"} <= doc.keys():
         return jsonl_rows(text)  # one JSON Lines row
     return doc
+
+
+def _first_line_is_object(text: str) -> bool:
+    line = next((x for x in text.splitlines() if x.strip()), "")
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def jsonl_rows(text: str) -> LabelRows:

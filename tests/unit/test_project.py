@@ -201,7 +201,7 @@ PURE_CORE_LAYERS = {
     "formats.vocab": set(),
     "formats.bundle": set(),
     "formats.ratings": {"formats.bundle"},
-    "formats.labels": {"formats.bundle"},
+    "formats.labels": {"formats.bundle", "formats.judgebench"},
     "formats.judgebench": {"formats.vocab"},
     "protocol.simulation": {
         "formats.judgebench",
