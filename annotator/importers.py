@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from formats import judgebench
+from formats.bundle import finite_number
 from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
 from formats.vocab import preference_of
 
@@ -460,17 +461,6 @@ def _unstorable(value: Any) -> str | None:
     return None
 
 
-def _finite(value: Any) -> float | None:
-    """A number as a finite float, or ``None`` (not a number, a bool, NaN, ±inf, too big)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 #: Checks of the study options beyond the file format (the caller's model rules): the
 #: options → one message per fault.
 OptionCheck = Callable[[dict[str, Any]], list[str]]
@@ -650,7 +640,7 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
         if expected is None:
             errors.add(f"{where}: unknown study option '{key}'")
         elif expected is float and isinstance(value, int | float) and not isinstance(value, bool):
-            if (number := _finite(value)) is None:
+            if (number := finite_number(value)) is None:
                 errors.add(f"{where}: study option '{key}' must be a finite number")
             else:
                 options[key] = number
@@ -818,7 +808,7 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         errors.add(f"{where}: 'input' must be text or a list of turns")
         text = ""
     priority = record.get("priority")
-    if priority is not None and (priority := _finite(priority)) is None:
+    if priority is not None and (priority := finite_number(priority)) is None:
         errors.add(f"{where}: 'priority' must be a finite number")
     metadata = record.get("metadata", {})
     if not isinstance(metadata, dict):
@@ -948,7 +938,7 @@ def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySp
 
 def _csv_priority(text: str) -> float | None:
     try:
-        return _finite(float(text))
+        return finite_number(float(text))
     except ValueError:
         return None
 

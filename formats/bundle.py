@@ -1,7 +1,7 @@
 """JSON Lines and CSV records, each with where it was read (``line N``).
 
 A record that cannot be read comes as a message instead of a dict, so a reader can report
-every faulty line at once.
+every faulty line at once. :func:`finite_number` is the one test of a number every reader uses.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 #: One record: (where, the record) or (where, what is wrong with it).
 Record = tuple[str, "dict | str"]
@@ -58,3 +60,14 @@ def json_list_records(text: str) -> tuple[list[Record], list[str]]:
         (f"record {i}", r if isinstance(r, dict) else "not a JSON object")
         for i, r in enumerate(doc)
     ], []
+
+
+def finite_number(value: Any) -> float | None:
+    """A number as a finite float, or ``None`` (not a number, a bool, NaN, ±inf, too big)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

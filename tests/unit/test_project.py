@@ -202,7 +202,7 @@ PURE_CORE_LAYERS = {
     "formats.bundle": set(),
     "formats.ratings": {"formats.bundle"},
     "formats.labels": {"formats.bundle", "formats.judgebench"},
-    "formats.judgebench": {"formats.vocab"},
+    "formats.judgebench": {"formats.bundle", "formats.vocab"},
     "protocol.simulation": {
         "formats.judgebench",
         "protocol.decision",
