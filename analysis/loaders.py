@@ -5,7 +5,7 @@ Three kinds of file hold human labels:
 * the platform's own **label export** (``manage.py export_labels`` or
   ``GET /api/studies/{id}/annotations/``) as JSON Lines, a JSON array of rows, the API's JSON
   page (an object with ``next``, ``previous`` and a ``results`` list of rows) or CSV, columns
-  as in ``annotator.selectors.LABEL_FIELDS``; the format is read from the content. A pairwise
+  as in ``annotator.selectors.LABEL_FIELDS``, read by :mod:`formats.labels`. A pairwise
   row has a ``label`` (``A``/``B``/``tie``/``both_good``/``both_bad``, system order); a Likert
   row has ``scores`` (an object criterion -> value) in JSON, ``score_<criterion>`` columns in
   CSV. Cells the CSV export prefixed with ``'`` against spreadsheet formulas are restored. An
@@ -16,7 +16,9 @@ Three kinds of file hold human labels:
   annotator i (read by :mod:`formats.judgebench`). A file whose instances all have
   ``output_a`` and ``output_b`` and that judges one categorical property whose labels name
   the preferred output (``model_a``, ``b``, ``tie``, ...) is read as pairwise preferences,
-  as the platform's importer does.
+  as the platform's importer does. The systems are ``output_a`` and ``output_b`` (a Likert
+  file's: ``response``) unless every instance names them (``system_a`` and ``system_b``, or
+  ``system``, with its ``input_id``), as ``export_labels --format judgebench`` writes them.
 * **judge files** (``--judge``), see :func:`read_judges` and :func:`attach_judges`.
 
 Malformed input raises :class:`ValueError` naming the file and line (or record).
@@ -24,9 +26,6 @@ Malformed input raises :class:`ValueError` naming the file and line (or record).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -40,6 +39,7 @@ import pandas as pd
 from analysis.aggregation import PAIRWISE_LABELS
 from analysis.properties import Property
 from formats import judgebench
+from formats.labels import LabelRows, read_export
 from formats.ratings import rating_records
 from formats.vocab import FLIP, PAIRWISE_WORDS
 
@@ -98,34 +98,20 @@ def load_dataset(path: str | Path) -> Dataset:
     """
     path = Path(path)
     text = _read_text(path)
-    start, suffix = text.lstrip()[:1], path.suffix.lower()
-    if suffix == ".csv" or start not in ("{", "["):
-        return _export_dataset(_csv_rows(path, text), path, csv_cells=True)
-    if suffix in (".jsonl", ".ndjson"):
-        return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if start == "{" and exc.msg == "Extra data":  # one object per line: JSON Lines
-            return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)
-        raise ValueError(
-            f"{path}: line {exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
-    if isinstance(doc, list):
-        return _export_dataset(_list_rows(path, doc), path, csv_cells=False)
-    if isinstance(doc, dict) and isinstance(doc.get("results"), list):
-        return _api_page(doc, path)
-    if isinstance(doc, dict) and "instances" not in doc and {"item_id", "annotator"} <= doc.keys():
-        return _export_dataset(_jsonl_rows(path, text), path, csv_cells=False)  # one JSONL row
-    return _judgebench(doc, path)
-
-
-def _api_page(doc: dict, path: Path) -> Dataset:
-    """The API's JSON export: one cursor page (``results``); a note names the next page."""
-    data = _export_dataset(_list_rows(path, doc["results"]), path, csv_cells=False)
-    if doc.get("next"):
+        read = read_export(text, path.suffix)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if not isinstance(read, LabelRows):
+        return _judgebench(read, path)
+    if read.errors:
+        errors = _Errors(path)
+        errors.messages += [f"{path}: {e}" for e in read.errors]
+        errors.raise_if_any()
+    data = _export_dataset(read, path)
+    if read.next_page:
         data.notes.append(
-            f"{path.name} is one page of the export; more labels are at {doc['next']} "
+            f"{path.name} is one page of the export; more labels are at {read.next_page} "
             "(or export with a larger page_size, or as JSON Lines or CSV)"
         )
     return data
@@ -148,45 +134,6 @@ def _read_text(path: Path) -> str:
 # --------------------------------------------------------------------------------------------
 # Label exports
 # --------------------------------------------------------------------------------------------
-
-
-def _jsonl_rows(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
-    errors = _Errors(path)
-    records, where = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.add(f"line {number}", f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(record, dict):
-            errors.add(f"line {number}", "not a JSON object")
-            continue
-        records.append(record)
-        where.append(f"line {number}")
-    errors.raise_if_any()
-    return pd.DataFrame.from_records(records), where
-
-
-def _list_rows(path: Path, doc: list) -> tuple[pd.DataFrame, list[str]]:
-    errors = _Errors(path)
-    for i, record in enumerate(doc):
-        if not isinstance(record, dict):
-            errors.add(f"record {i}", "not a JSON object")
-    errors.raise_if_any()
-    return pd.DataFrame.from_records(doc), [f"record {i}" for i in range(len(doc))]
-
-
-def _csv_rows(path: Path, text: str) -> tuple[pd.DataFrame, list[str]]:
-    try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
-    except (pd.errors.ParserError, csv.Error) as exc:
-        raise ValueError(f"{path}: malformed CSV ({exc})") from None
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: the file is empty") from None
-    return frame, [f"line {i + 2}" for i in range(len(frame))]
 
 
 def _uncell(values: pd.Series) -> pd.Series:
@@ -228,10 +175,8 @@ def _as_bool(values: pd.Series, col: str, where: list[str], errors: _Errors) -> 
     return true
 
 
-def _export_dataset(
-    parsed: tuple[pd.DataFrame, list[str]], path: Path, *, csv_cells: bool
-) -> Dataset:
-    rows, where = parsed
+def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
+    rows, where, csv_cells = parsed.rows, parsed.where, parsed.csv
     errors = _Errors(path)
     if not len(rows):
         raise ValueError(f"{path}: the file holds no labels")
@@ -466,6 +411,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
         prop = next(iter(specs.values()))
         label_map = judgebench.label_preferences(prop)
         pairwise = all(v is not None for v in label_map.values())
+    named = _system_names(instances, pairwise)
     items, rows, seen = [], [], {}
     for index, inst in enumerate(instances):
         where = f"instances[{index}]"
@@ -477,8 +423,17 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
             errors.add(where, f"duplicate id '{ident}' (first at instances[{seen[ident]}])")
             continue
         seen[ident] = index
-        system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
-        items.append({"item": ident, "input_id": ident, "system_a": system_a, "system_b": system_b})
+        body = inst.get("instance") if named else {}
+        if not named:
+            system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
+        elif pairwise:
+            system_a, system_b = str(body["system_a"]), str(body["system_b"])
+        else:
+            system_a, system_b = str(body["system"]), None
+        input_id = str(body["input_id"]) if named and _named(body.get("input_id")) else ident
+        items.append(
+            {"item": ident, "input_id": input_id, "system_a": system_a, "system_b": system_b}
+        )
         judged = judgebench.human_scores(
             inst, where, lambda m: errors.messages.append(f"{path}: {m}")
         )
@@ -499,6 +454,11 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
                 rows.append((ident, str(position), value, metric))
     errors.raise_if_any()
     annotations = pd.DataFrame(rows, columns=["item", "annotator", "label", "property"])
+    items_frame = pd.DataFrame(items)
+    if seen and all(re.fullmatch(r"-?[1-9]\d*|0", ident) for ident in seen):
+        # whole-number ids as integers, as the database and the label exports have them
+        annotations["item"] = annotations["item"].astype(np.int64)
+        items_frame["item"] = items_frame["item"].astype(np.int64)
     if not len(annotations):
         raise ValueError(f"{path}: no instance has human scores")
     properties = []
@@ -524,9 +484,24 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     if any(p.kind == "ordinal" for p in properties):
         annotations["label"] = annotations["label"].astype(object)
     title = str(doc.get("dataset") or path.name)
-    return Dataset(
-        annotations, pd.DataFrame(items), properties, title=title, source=str(path), notes=[]
-    )
+    return Dataset(annotations, items_frame, properties, title=title, source=str(path), notes=[])
+
+
+def _named(v: Any) -> bool:
+    return isinstance(v, str | int) and not isinstance(v, bool) and bool(str(v).strip())
+
+
+def _system_names(instances: list, pairwise: bool) -> bool:
+    """Whether every instance names its systems (``system_a`` and ``system_b`` that differ,
+    or a Likert ``system``), as :mod:`formats.judgebench_export` writes them."""
+    keys = ("system_a", "system_b") if pairwise else ("system",)
+    for inst in instances:
+        body = inst.get("instance") if isinstance(inst, dict) else None
+        if not isinstance(body, dict) or not all(_named(body.get(k)) for k in keys):
+            return False
+        if pairwise and str(body["system_a"]) == str(body["system_b"]):
+            return False
+    return bool(instances)
 
 
 def _is_num(v: Any) -> bool:

@@ -23,7 +23,6 @@ import csv
 import hashlib
 import io
 import json
-import math
 import os
 import re
 import tempfile
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from formats import judgebench
+from formats.bundle import finite_number, study_csv, study_jsonl, unstorable
 from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
 from formats.vocab import preference_of
 
@@ -47,10 +47,6 @@ DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 MAX_NAME = 200
 #: Largest whole-number study option (a PostgreSQL ``integer``).
 MAX_INT = 2**31 - 1
-#: Characters no database column takes: NUL, and halves of a surrogate pair on their own.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-#: The JSON escapes that decode to such a character (decoded UTF-8 holds neither raw).
-_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 Source = bytes | IO[bytes]
 STUDY_OPTIONS = {
@@ -388,89 +384,6 @@ def _spool(source: IO[bytes], limit: int) -> IO[bytes]:
     return copy
 
 
-# --- JSON ------------------------------------------------------------------------------------
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return obj
-
-
-def _loads(text: str) -> tuple[Any, bool]:
-    """``json.loads`` that refuses an object naming the same key twice; also whether the
-    value may hold what no database stores (a NUL, a lone surrogate, NaN or ±inf), so that
-    only then is it walked by :func:`_unstorable` and clean files parse at full speed."""
-    odd = False
-
-    def number(literal: str) -> float:
-        nonlocal odd
-        value = float(literal)
-        odd = odd or not math.isfinite(value)
-        return value
-
-    def constant(literal: str) -> float:  # NaN, Infinity, -Infinity
-        nonlocal odd
-        odd = True
-        return float(literal)
-
-    value = json.loads(text, object_pairs_hook=_object, parse_float=number, parse_constant=constant)
-    return value, odd or _SUSPECT_ESCAPE.search(text) is not None
-
-
-def _json_problem(exc: Exception) -> str:
-    if isinstance(exc, _DuplicateKey):
-        return f"the key '{exc.args[0]}' appears twice in one object"
-    if isinstance(exc, RecursionError):
-        return "not valid JSON (nested too deeply)"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON ({exc.msg} at column {exc.colno})"
-    if "integer string conversion" in str(exc):
-        return "not valid JSON (a number has too many digits)"
-    return f"not valid JSON ({exc})"
-
-
-def _unstorable(value: Any) -> str | None:
-    """Why a parsed value cannot be stored, or ``None``: a NUL character, an unpaired
-    surrogate (``\\ud800`` on its own) or a non-finite number (``NaN``, ``1e999``)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if bad := _UNSTORABLE.search(item):
-                char = bad.group()
-                if char == "\x00":
-                    return "text contains a NUL character (\\u0000)"
-                return f"text contains an unpaired surrogate (\\u{ord(char):04x})"
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return f"a number is not finite ({item})"
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return None
-
-
-def _finite(value: Any) -> float | None:
-    """A number as a finite float, or ``None`` (not a number, a bool, NaN, ±inf, too big)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 #: Checks of the study options beyond the file format (the caller's model rules): the
 #: options → one message per fault.
 OptionCheck = Callable[[dict[str, Any]], list[str]]
@@ -624,7 +537,7 @@ class _Config:
 def _config(overrides: dict[str, Any], errors: _Errors) -> _Config:
     raw = dict(overrides)
     source = raw.pop("source", None)  # set by the caller, not a study file option
-    if bad := _unstorable(raw):
+    if bad := unstorable(raw):
         raise ImportRejected([f"config: {bad}"])
     options, criteria, systems = _study_options(raw, "config", errors)
     if source is not None:
@@ -650,7 +563,7 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
         if expected is None:
             errors.add(f"{where}: unknown study option '{key}'")
         elif expected is float and isinstance(value, int | float) and not isinstance(value, bool):
-            if (number := _finite(value)) is None:
+            if (number := finite_number(value)) is None:
                 errors.add(f"{where}: study option '{key}' must be a finite number")
             else:
                 options[key] = number
@@ -719,23 +632,10 @@ def _criterion(raw: Any, where: str, errors: _Errors) -> CriterionSpec | None:
 # --- JSONL bundle ----------------------------------------------------------------------------
 def _jsonl_objects(stream: Stream, errors: _Errors) -> Iterator[tuple[str, dict | None]]:
     """Each line with text, with where it is: the storable JSON object it holds, or
-    ``None`` when it holds none (named in ``errors``)."""
-    for number, line in enumerate(stream.lines(), start=1):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        try:
-            record, suspect = _loads(line[:-1] if line.endswith("\n") else line)
-        except (ValueError, RecursionError) as exc:
-            errors.add(f"{where}: {_json_problem(exc)}")
-            yield where, None
-            continue
-        if not isinstance(record, dict):
-            errors.add(f"{where}: each line must be a JSON object")
-            yield where, None
-            continue
-        if suspect and (bad := _unstorable(record)):
-            errors.add(f"{where}: {bad}")
+    ``None`` when it holds none (named in ``errors``; see :func:`formats.bundle.study_jsonl`)."""
+    for where, record in study_jsonl(stream.lines()):
+        if isinstance(record, str):
+            errors.add(f"{where}: {record}")
             yield where, None
             continue
         yield where, record
@@ -818,7 +718,7 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         errors.add(f"{where}: 'input' must be text or a list of turns")
         text = ""
     priority = record.get("priority")
-    if priority is not None and (priority := _finite(priority)) is None:
+    if priority is not None and (priority := finite_number(priority)) is None:
         errors.add(f"{where}: 'priority' must be a finite number")
     metadata = record.get("metadata", {})
     if not isinstance(metadata, dict):
@@ -858,14 +758,10 @@ CSV_REQUIRED = ("input_id", "input", "system", "output")
 
 
 def _csv_rows(stream: Stream) -> tuple[csv.DictReader, list[str]]:
-    # strict: a quote left open (a file cut off inside a quoted field) or a stray quote
-    # after a closing one is an error, not silently taken as text
-    reader = csv.DictReader(stream.lines(newline=""), strict=True)
     try:
-        header = reader.fieldnames or []
-    except csv.Error as exc:
-        raise ImportRejected([f"line 1: malformed CSV header ({exc})"]) from None
-    return reader, list(header)
+        return study_csv(stream.lines(newline=""))
+    except ValueError as exc:
+        raise ImportRejected([str(exc)]) from None
 
 
 def _digest(text: str) -> int:
@@ -948,7 +844,7 @@ def _scan_csv(stream: Stream, config: _Config, errors: _Errors) -> tuple[StudySp
 
 def _csv_priority(text: str) -> float | None:
     try:
-        return _finite(float(text))
+        return finite_number(float(text))
     except ValueError:
         return None
 
@@ -1002,7 +898,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
             where = f"'{key}'" if index is None else f"instances[{index}]"
             if duplicate:
                 errors.add(f"{where}: {duplicate}")
-            if bad := _unstorable(value):
+            if bad := unstorable(value):
                 errors.add(f"{where}: {bad}")
             if index is None:
                 top.setdefault(key, value)

@@ -1,7 +1,9 @@
 """JSON Lines and CSV records, each with where it was read (``line N``).
 
 A record that cannot be read comes as a message instead of a dict, so a reader can report
-every faulty line at once.
+every faulty line at once. :func:`study_jsonl` and :func:`study_csv` read the importer's
+study bundles as a stream, strictly; :func:`finite_number` and :func:`unstorable` are the
+tests of a value every reader shares.
 """
 
 from __future__ import annotations
@@ -9,10 +11,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import re
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 #: One record: (where, the record) or (where, what is wrong with it).
 Record = tuple[str, "dict | str"]
+#: Characters no database column takes: NUL, and halves of a surrogate pair on their own.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: The JSON escapes that decode to such a character (decoded UTF-8 holds neither raw).
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def jsonl_records(text: str) -> Iterator[Record]:
@@ -58,3 +67,119 @@ def json_list_records(text: str) -> tuple[list[Record], list[str]]:
         (f"record {i}", r if isinstance(r, dict) else "not a JSON object")
         for i, r in enumerate(doc)
     ], []
+
+
+def finite_number(value: Any) -> float | None:
+    """A number as a finite float, or ``None`` (not a number, a bool, NaN, ±inf, too big)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def _loads(text: str) -> tuple[Any, bool]:
+    """``json.loads`` that refuses an object naming the same key twice; also whether the
+    value may hold what no database stores (a NUL, a lone surrogate, NaN or ±inf), so that
+    only then is it walked by :func:`unstorable` and clean files parse at full speed."""
+    odd = False
+
+    def number(literal: str) -> float:
+        nonlocal odd
+        value = float(literal)
+        odd = odd or not math.isfinite(value)
+        return value
+
+    def constant(literal: str) -> float:  # NaN, Infinity, -Infinity
+        nonlocal odd
+        odd = True
+        return float(literal)
+
+    value = json.loads(text, object_pairs_hook=_object, parse_float=number, parse_constant=constant)
+    return value, odd or _SUSPECT_ESCAPE.search(text) is not None
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, _DuplicateKey):
+        return f"the key '{exc.args[0]}' appears twice in one object"
+    if isinstance(exc, RecursionError):
+        return "not valid JSON (nested too deeply)"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    if "integer string conversion" in str(exc):
+        return "not valid JSON (a number has too many digits)"
+    return f"not valid JSON ({exc})"
+
+
+def unstorable(value: Any) -> str | None:
+    """Why a parsed value cannot be stored, or ``None``: a NUL character, an unpaired
+    surrogate (``\\ud800`` on its own) or a non-finite number (``NaN``, ``1e999``)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if bad := _UNSTORABLE.search(item):
+                char = bad.group()
+                if char == "\x00":
+                    return "text contains a NUL character (\\u0000)"
+                return f"text contains an unpaired surrogate (\\u{ord(char):04x})"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"a number is not finite ({item})"
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def study_jsonl(lines: Iterable[str]) -> Iterator[Record]:
+    """A study bundle's JSON Lines, read strictly, one line at a time (``lines`` keep their
+    breaks): each line with text as the JSON object it holds, or what is wrong with it (not
+    JSON, a key named twice, not an object, or a value no database stores)."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            record, suspect = _loads(line[:-1] if line.endswith("\n") else line)
+        except (ValueError, RecursionError) as exc:
+            yield where, _json_problem(exc)
+            continue
+        if not isinstance(record, dict):
+            yield where, "each line must be a JSON object"
+            continue
+        if suspect and (bad := unstorable(record)):
+            yield where, bad
+            continue
+        yield where, record
+
+
+def study_csv(lines: Iterable[str]) -> tuple[csv.DictReader, list[str]]:
+    """A study bundle's CSV rows, read strictly one at a time (a quote left open or a stray
+    quote after a closing one is an error, not text), and the header; :class:`ValueError`
+    naming line 1 when the header is malformed. ``lines``: text read with ``newline=""``."""
+    reader = csv.DictReader(lines, strict=True)
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise ValueError(f"line 1: malformed CSV header ({exc})") from None
+    return reader, list(header)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import codecs
 import itertools
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
@@ -21,6 +20,7 @@ from typing import Any
 
 import ijson
 
+from formats.bundle import finite_number
 from formats.vocab import preference_of
 
 #: Deepest nesting of arrays and objects in a Judge-Bench file (the document is level 1).
@@ -348,7 +348,7 @@ def judged_properties(properties: Any) -> tuple[dict[str, dict], list[str]]:
                 faults.append(f"{where} ('{prop['metric']}'): categorical needs a 'labels_list'")
                 continue
         elif category in ("graded", "continuous"):
-            if not all(_finite(prop.get(k)) is not None for k in ("worst", "best")):
+            if not all(finite_number(prop.get(k)) is not None for k in ("worst", "best")):
                 faults.append(
                     f"{where} ('{prop['metric']}'): graded needs numeric 'worst' and 'best'"
                 )
@@ -384,17 +384,6 @@ def human_scores(inst: dict, where: str, add: Callable[[str], None]) -> dict[str
             continue
         judged[metric] = (value.get("majority_human"), scores)
     return judged
-
-
-def _finite(value: Any) -> float | None:
-    """A number as a finite float, or ``None`` (not a number, a bool, NaN, ±inf, too big)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def score_fits(score: Any, prop: dict) -> bool:

@@ -42,6 +42,11 @@ def _same_report(study, path) -> None:
         for key in SAME:
             assert a[key] == b[key], key
         assert _close(a["reliability"], b["reliability"])
+        # the instances name their systems: per-system figures are the study's
+        for key in ("pairwise", "ranking"):
+            assert (key in a) == (key in b), key
+            if key in a:
+                assert _close(a[key], b[key]), key
         # position k of individual_human_scores is one worker: per-worker figures survive
         ds = sorted(round(w["dawid_skene"], 9) for w in a["workers"]["workers"])
         assert ds == sorted(round(w["dawid_skene"], 9) for w in b["workers"]["workers"])

@@ -181,6 +181,7 @@ PURE_CORE_LAYERS = {
         "analysis.aggregation",
         "analysis.properties",
         "formats.judgebench",
+        "formats.labels",
         "formats.ratings",
         "formats.vocab",
     },
@@ -200,7 +201,8 @@ PURE_CORE_LAYERS = {
     "formats.vocab": set(),
     "formats.bundle": set(),
     "formats.ratings": {"formats.bundle"},
-    "formats.judgebench": {"formats.vocab"},
+    "formats.labels": {"formats.bundle", "formats.judgebench"},
+    "formats.judgebench": {"formats.bundle", "formats.vocab"},
     "protocol.simulation": {
         "formats.judgebench",
         "protocol.decision",
