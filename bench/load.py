@@ -1438,7 +1438,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
     p.add_argument("--threads", type=int, default=4, help="threads per gthread worker")
     p.add_argument("--systems", type=int, default=8)
-    p.add_argument("--inputs", type=int, default=400)
+    p.add_argument(
+        "--inputs",
+        type=int,
+        default=1000,
+        help="inputs per system pair: enough open work for the whole measured phase",
+    )
     p.add_argument("--redundancy", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=30, help="inputs per pair per round")
     p.add_argument("--think-ms", type=float, default=0.0, help="mean pause before answering")
