@@ -290,7 +290,7 @@ _EXACT_COMPONENTS = 512
 """Dirichlet components kept (systematic resampling) per exactly computed pair."""
 _FFT_FLOOR = 1e-14
 """Entries of the FFT convolution below this fraction of its maximum are round-off noise."""
-_WINDOW_TAIL = 1e-15
+_WINDOW_TAIL = 1e-14
 """Each tail of a latent-total bound left outside the computed window (fraction of its total)."""
 _EXACT_TOL = 1e-5
 """Largest accepted bound on what the floor, the fold and the window move (relative to the
