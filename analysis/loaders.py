@@ -1,24 +1,14 @@
 """Read label files into the frames of :mod:`analysis.report` (pure: no Django, no database).
 
-Three kinds of file hold human labels:
+Three kinds of file hold human labels (docs/analysis.md, "Input files", has the details):
 
-* the platform's own **label export** (``manage.py export_labels`` or
-  ``GET /api/studies/{id}/annotations/``) as JSON Lines, a JSON array of rows, the API's JSON
-  page (an object with ``next``, ``previous`` and a ``results`` list of rows) or CSV, columns
-  as in ``annotator.selectors.LABEL_FIELDS``, read by :mod:`formats.labels`. A pairwise
-  row has a ``label`` (``A``/``B``/``tie``/``both_good``/``both_bad``, system order); a Likert
-  row has ``scores`` (an object criterion -> value) in JSON, ``score_<criterion>`` columns in
-  CSV. Cells the CSV export prefixed with ``'`` against spreadsheet formulas are restored. An
-  optional ``priority`` column (the input's priority score) enables the prioritisation check.
-* a **Judge-Bench** JSON file (Bavaresco et al. 2025): ``annotations`` declare the judged
-  properties (``categorical`` with ``labels_list``; ``graded``/``continuous`` with ``worst`` and
-  ``best``) and every instance holds human scores per property, the i-th score attributed to
-  annotator i (read by :mod:`formats.judgebench`). A file whose instances all have
-  ``output_a`` and ``output_b`` and that judges one categorical property whose labels name
-  the preferred output (``model_a``, ``b``, ``tie``, ...) is read as pairwise preferences,
-  as the platform's importer does. The systems are ``output_a`` and ``output_b`` (a Likert
-  file's: ``response``) unless every instance names them (``system_a`` and ``system_b``, or
-  ``system``, with its ``input_id``), as ``export_labels --format judgebench`` writes them.
+* the platform's **label export** (``export_labels``, the API's ``annotations`` route) as
+  JSON Lines, a JSON array, the API's JSON page or CSV, read by :mod:`formats.labels`;
+* a **Judge-Bench** JSON file (Bavaresco et al. 2025), read by :mod:`formats.judgebench`:
+  pairwise when every instance has ``output_a``/``output_b`` and one categorical property
+  names the preferred output; the systems are those the instances name (``system_a``,
+  ``system_b`` or ``system``, as ``export_labels --format judgebench`` writes), else
+  ``output_a``/``output_b`` (``response``);
 * **judge files** (``--judge``), see :func:`read_judges` and :func:`attach_judges`.
 
 Malformed input raises :class:`ValueError` naming the file and line (or record).
@@ -530,22 +520,14 @@ def _jb_value(score: Any, prop: dict, label_map: dict | None) -> Hashable | None
 def read_judges(path: str | Path) -> pd.DataFrame:
     """Read a judge file: one judge label per JSONL line, CSV row or JSON array element.
 
-    Columns (:data:`JUDGE_COLUMNS`):
-
-    * ``judge`` (required) -- the judge's name;
-    * either ``item`` (the export's ``item_id`` or the Judge-Bench instance id; a pairwise
-      label is then in the item's own A/B order) or ``input_id`` and ``system`` (plus
-      ``system_b`` for a preference between ``system`` and ``system_b``, in that order);
-    * ``criterion`` -- the property (Likert criterion or Judge-Bench metric); optional when
-      the data have a single property, or for preferences;
-    * ``label`` -- a preference ``A``/``B``/``tie`` (or the preferred system's name, or a
-      Judge-Bench label such as ``model_a``), or a categorical label; or ``score`` -- a number
-      on the criterion's scale. A ``score`` per output without ``criterion`` is a metric: in
-      pairwise data two outputs' scores become a preference by the sign of their difference.
-
-    This is the format ``manage.py import_ratings`` reads, plus ``item``. Returns the records
-    with a ``where`` column (file and line) for messages; raises :class:`ValueError` with the
-    file and line of every malformed record.
+    Columns (:data:`JUDGE_COLUMNS`): ``judge``; either ``item`` (a pairwise label then in the
+    item's own A/B order) or ``input_id`` and ``system`` (plus ``system_b`` for a preference,
+    in that order); ``criterion`` (optional with a single property, or for preferences);
+    ``label`` (``A``/``B``/``tie``, the preferred system's name, a Judge-Bench label, or a
+    categorical label) or ``score`` (a number; per output without ``criterion`` a metric,
+    whose sign of difference makes a preference). The format of ``import_ratings`` plus
+    ``item``. Returns the records with a ``where`` column (file and line); raises
+    :class:`ValueError` with the file and line of every malformed record.
     """
     path = Path(path)
     text = _read_text(path)

@@ -10,10 +10,8 @@ Two formats are read (documented in ``docs/import-formats.md``):
   :mod:`formats.judgebench`).
 
 Every problem is collected with the line or record it comes from, and the whole file is
-rejected if there is any: the caller writes nothing unless parsing succeeds. A file above
-the size limit (setting ``HUMEVAL_IMPORT_MAX_BYTES``) is refused before it is read; text
-the database cannot store (NUL characters, unpaired surrogates, non-finite numbers, names
-longer than their column) is refused here rather than failing half-way through a write.
+rejected if there is any, before any write. A file above ``HUMEVAL_IMPORT_MAX_BYTES`` is
+refused before it is read; text the database cannot store is refused here.
 """
 
 from __future__ import annotations

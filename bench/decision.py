@@ -1,22 +1,14 @@
 """Bench: protocol.decision against a NumPyro NUTS reference of the same model.
 
-The reference is the paper's own approach (Deriu et al. 2023, Appendix B): NUTS with 5 chains,
-2,000 warm-up and 10,000 kept draws per chain, theta = fraction of draws with p> > p<
-(Algorithm 1, line 17).  The model (Sections 3.1-3.3): p ~ Dir(1, 1, 1); every column of the
-mixture matrix mu[:, c'] ~ Dir(1, 1, 1); human counts ~ Mult(p); confusion column c' ~
-Mult(mu[:, c']); metric-only counts ~ Mult(mu @ p).
+The reference is the paper's approach (Deriu et al. 2023, Appendix B; Sections 3.1-3.3): NUTS,
+5 chains, 2,000 warm-up + 10,000 draws each, theta = share of draws with p> > p< (Algorithm 1,
+line 17), vectorised in one single-threaded process compiled before any timing. Ours runs side
+by side on the other core for as long as NUTS runs (median per case); both are timed by the
+smaller of wall and CPU time. docs/benchmarks.md says more.
 
-NUTS runs vectorised, float64, in one single-threaded process compiled once before any timing
-(JAX's persistent compilation cache), so its per-pair times are sampling times.  Ours is timed
-side by side in this process on the other core, round after round over every case, for as long
-as NUTS runs (this shared VM's speed drifts from one minute to the next); per case the median.
-Both are timed by the same rule: a call's time is the smaller of its wall and CPU time (other
-processes on the shared cores may keep either waiting); the wall-time speed-ups are printed too.
-The reference's Monte Carlo SE and a Rao-Blackwellised theta from the same draws are printed.
-
-Bars: |delta theta| <= 0.01 against NUTS on every case; equal decisions unless the reference
-theta is within 0.01 of a threshold; every pair >= 200x faster than NUTS; a round of 136 pairs
-with metric data < 1 s.
+Bars: |delta theta| <= 0.01 against NUTS on every case; equal decisions unless theta is
+within 0.01 of a threshold; every pair >= 200x faster than NUTS; a round of 136 pairs with
+metric data < 1 s.
 
     pip install .[bench]          # numpyro + jax
     python bench/decision.py [--cases 24] [--seed 0] [--quick] [--save F | --load F]

@@ -1,22 +1,16 @@
 """Write a study's labels as a Judge-Bench dataset (pure: plain data in, a JSON document out).
 
-The document is what both Judge-Bench readers take (``annotator.importers`` for
-``import_study``, ``analysis.loaders`` for ``python -m analysis report``):
+The document is what the Judge-Bench reader (:mod:`formats.judgebench`) takes:
+``dataset`` (the study's name); ``annotations``, one per judged property (a pairwise study's
+``preference``, categorical with the allowed answers; a Likert criterion, graded with
+``worst``/``best`` or categorical with ``labels_list``); ``instances``, one per item, with
+``id``, the input and outputs, the systems' names and ``input_id``, and per property the
+human scores and ``majority_human``.
 
-* ``dataset`` -- the study's name;
-* ``annotations`` -- one entry per judged property: a pairwise study's ``preference``
-  (``category: categorical``, ``labels_list`` of the allowed answers ``A``, ``B``, ``tie``,
-  ``both_good``, ``both_bad``), a Likert criterion with a scale (``category: graded``,
-  ``worst``/``best``) or with labels (``categorical``, ``labels_list``);
-* ``instances`` -- one per item: ``id``, ``instance`` (pairwise: ``input``, ``output_a``,
-  ``output_b``, ``system_a``, ``system_b``, ``input_id``; Likert: ``input``, ``response``,
-  ``system``, ``input_id``) and, per property, ``individual_human_scores`` and
-  ``majority_human``.
-
-Position *k* of ``individual_human_scores`` is the same worker in every instance (``null``
-where that worker gave no label), so per-worker figures survive the round trip. The
-majority is the most frequent label (score), ``null`` when several tie for first. The
-readers map ``both_good`` and ``both_bad`` to a tie (any label naming neither output).
+Position *k* of the human scores is the same worker in every instance (``null`` where that
+worker gave no label), so per-worker figures survive the round trip. The majority is the
+most frequent label, ``null`` when several tie for first. Readers map ``both_good`` and
+``both_bad`` to a tie. docs/import-formats.md shows an example.
 """
 
 from __future__ import annotations
