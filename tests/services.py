@@ -4,6 +4,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -115,3 +116,31 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1):
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout} s")
+
+
+class RoundLock:
+    """A round's row lock held by another thread (its own connection) until released, so a
+    decision task that reaches ``round_decide`` blocks there."""
+
+    def __init__(self, study, number: int) -> None:
+        self._held, self._release = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._hold, args=(study, number))
+
+    def _hold(self, study, number: int) -> None:
+        from django.db import connections, transaction
+
+        from protocol.models import Round
+
+        with transaction.atomic():
+            Round.objects.select_for_update().get(study=study, number=number)
+            self._held.set()
+            self._release.wait(120)
+        connections.close_all()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._held.wait(10)
+
+    def release(self) -> None:
+        self._release.set()
+        self._thread.join(30)

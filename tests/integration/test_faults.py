@@ -14,13 +14,13 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 
 from annotator.models import Annotation
 from protocol.models import Round
 from tests.conftest import pairwise_bundle
 from tests.protocol_sim import adaptive_bundle, run_workers
-from tests.services import ROOT, CeleryWorker, database_url_for, wait_for
+from tests.services import ROOT, CeleryWorker, RoundLock, database_url_for, wait_for
 
 
 def as_postgres(*cmd: str) -> list[str]:
@@ -274,18 +274,8 @@ def test_redis_stopped_with_a_decision_in_flight_decides_it_once_without_a_resta
     study = services.study_import(adaptive_bundle(), filename="a.jsonl")
     run_workers(study, n_workers=1, per_worker=30)  # completes round 1: its decision is queued
     assert Round.objects.get(study=study, number=1).state == "closed"
-    held, release = threading.Event(), threading.Event()
-
-    def hold_round_lock() -> None:
-        with transaction.atomic():
-            Round.objects.select_for_update().get(study=study, number=1)
-            held.set()
-            release.wait(120)
-        connections.close_all()
-
-    holder = threading.Thread(target=hold_round_lock)
-    holder.start()
-    held.wait(10)
+    lock = RoundLock(study, 1)
+    lock.start()
     worker = CeleryWorker(
         connection.settings_dict["NAME"], tmp_path / "worker.log", beat=True,
         env={"HUMEVAL_SWEEP_SECONDS": "2"},
@@ -296,8 +286,7 @@ def test_redis_stopped_with_a_decision_in_flight_decides_it_once_without_a_resta
             wait_for(blocked_on_round_lock, timeout=30)  # the decision is in flight
             stop_redis()
         finally:
-            release.set()
-            holder.join(30)
+            lock.release()
         time.sleep(6)
         assert worker.proc.poll() is None  # the worker outlives the outage
         start_redis()

@@ -2,17 +2,16 @@
 pairs retire, the budget holds (pairwise and Likert studies); a worker killed mid-decision
 leaves the round to be decided exactly once after restart."""
 
-import threading
 import time
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 
 from annotator import services
 from annotator.models import Annotation, Item
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from tests.protocol_sim import adaptive_bundle, likert_bundle, run_workers
-from tests.services import CeleryWorker, wait_for
+from tests.services import CeleryWorker, RoundLock, wait_for
 
 
 def work_until_done(study, timeout: float = 120) -> None:
@@ -91,26 +90,15 @@ def test_killed_worker_mid_decision_decides_round_exactly_once(tmp_path):
     # round 1 is completed while no worker runs: its decision waits in Redis
     run_workers(study, n_workers=1, per_worker=30)
     assert Round.objects.get(study=study, number=1).state == "closed"
-    held, release = threading.Event(), threading.Event()
-
-    def hold_round_lock() -> None:
-        with transaction.atomic():
-            Round.objects.select_for_update().get(study=study, number=1)
-            held.set()
-            release.wait(120)
-        connections.close_all()
-
-    holder = threading.Thread(target=hold_round_lock)
-    holder.start()
-    held.wait(10)
+    lock = RoundLock(study, 1)
+    lock.start()
     worker = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "first.log")
     worker.start()
     try:
         wait_for(blocked_on_round_lock, timeout=60)  # the task is inside round_decide
         worker.kill()  # kill -9, mid-decision
     finally:
-        release.set()
-        holder.join(30)
+        lock.release()
     assert Round.objects.get(study=study, number=1).state == "closed"
     assert not Decision.objects.exists()
     restarted = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "second.log")
