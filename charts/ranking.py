@@ -83,5 +83,6 @@ def ranking_chart(
         body.append(circle(px(score), y, 5, "#1a5fb4", f"{name}: {figure}"))
         body.append(text(x0 + plot_w + 10, y + 4, figure))
     caption = "dot: score; whisker: bootstrap interval over inputs; rank: 1 + systems above"
-    body.append(text(x0, height - 6, caption, cls="m"))
+    # across the whole width: the caption is longer than the plot
+    body.append(text(8, height - 6, caption, cls="m"))
     return chart(width, height, label, body)
