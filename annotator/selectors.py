@@ -155,7 +155,7 @@ def more_work_expected(study: Study) -> bool:
     return any(result is True for _, result in work_expected.send(sender=Study, study=study))
 
 
-def worker_progress(study: Study, annotator, done: int) -> dict[str, int | None]:
+def worker_progress(study: Study, done: int) -> dict[str, int | None]:
     """The progress indicator of a worker who has done ``done`` items: ``Task k of N`` where
     N is the study's items-per-worker cap, plain ``Task k`` without a cap. What is still open
     to one worker shrinks as others take items, so a total counted from it would change from

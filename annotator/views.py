@@ -313,7 +313,7 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "outputs": [o.text for o in outputs],
         "answers": study.pairwise_answers(),
         "criteria": list(study.criteria.all()) if study.kind != StudyKind.PAIRWISE else [],
-        "progress": selectors.worker_progress(study, participation.annotator, task.done),
+        "progress": selectors.worker_progress(study, task.done),
     }
     return render(request, "annotator/task.html", context)
 
