@@ -52,9 +52,7 @@ def orientation(pair_systems: ArrayLike) -> NDArray[np.float64]:
     return out
 
 
-def label_correlation(
-    labels: ArrayLike, seen: ArrayLike, pair_systems: ArrayLike
-) -> float:
+def label_correlation(labels: ArrayLike, seen: ArrayLike, pair_systems: ArrayLike) -> float:
     """The correlation ``ρ`` of two pairs' labels on one input when they share a system,
     oriented by :func:`orientation` and pooled over every such couple of pairs and every input
     both have seen; shrunk towards 1/3 with the weight of 20 shared labels, clipped to

@@ -168,7 +168,9 @@ def null_likert_scores(
 class LoopResult:
     """One run: final decisions and their outcome classes, annotations (rankings or items),
     ``cost`` in comparisons' worth (a ranking of k: k − 1; an item: 1/2), pair labels
-    collected, the pools' pair labels, rounds and why pairs closed."""
+    collected, the pools' pair labels, rounds, why pairs closed, and ``off_allocation``: the
+    looks at which a pair gained another number of labels than its allocation (irregular
+    arrival; pairwise studies have none)."""
 
     decisions: NDArray[np.int8]
     outcomes: NDArray[Any]
@@ -178,6 +180,7 @@ class LoopResult:
     pool: int
     rounds: int
     retired: dict[str, int]
+    off_allocation: int = 0
 
 
 class _State:
@@ -262,7 +265,9 @@ class _State:
             members.append(int(np.argmax(gain)))
         return np.array(members, dtype=np.int64)
 
-    def collect_likert(self, want: NDArray[np.float64], open_: NDArray[np.bool_], budget: int) -> int:
+    def collect_likert(
+        self, want: NDArray[np.float64], open_: NDArray[np.bool_], budget: int
+    ) -> int:
         """Items (one output each) as the live Likert study releases them."""
         spent = 0
         progress = True
@@ -325,7 +330,7 @@ def loop_once(
     effect_mean, effect_var = np.zeros(n_pairs), np.ones(n_pairs)
     retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
     level = settings.decision_level
-    spent = n_rounds = 0
+    spent = n_rounds = off = 0
     per_annotation = 1 if mode == "likert" else (k or 2) * ((k or 2) - 1) // 2
     while is_open.any() and spent < budget:
         idx = np.flatnonzero(is_open)
@@ -334,6 +339,7 @@ def loop_once(
         want = np.zeros(n_pairs)
         want[idx] = give
         before = int(st.seen.sum())
+        had = st.seen[idx].sum(axis=1)
         if mode == "rank":
             spent += st.collect_ranking(want, is_open, k, budget - spent)
         else:
@@ -343,6 +349,7 @@ def loop_once(
         n_rounds += 1
         human = _counts(st, idx)
         used, pool = st.seen[idx].sum(axis=1), pool_sizes[idx]
+        off += int(np.sum(used - had != give))
         if not settings.paper and level is None:
             level = rounds.decision_level(settings, int(pool_sizes.max()), settings.batch, human)
         shut = np.flatnonzero(~is_open)
@@ -382,6 +389,7 @@ def loop_once(
         int(pool_sizes.sum()),
         n_rounds,
         retired,
+        off,
     )
 
 
@@ -432,10 +440,16 @@ def loop_replay(
         "seed": seed,
         "summary": summary,
         "runs": [
-            {"decided": float(np.mean(r.decisions != 0)), "annotations": r.annotations,
-             "cost": r.cost, "rounds": r.rounds, "retired": r.retired}
+            {
+                "decided": float(np.mean(r.decisions != 0)),
+                "annotations": r.annotations,
+                "cost": r.cost,
+                "rounds": r.rounds,
+                "off_allocation": r.off_allocation,
+                "retired": r.retired,
+            }
             for r in runs
-        ],  # fmt: skip
+        ],
         "seconds": time.perf_counter() - t0,
     }
 
