@@ -95,7 +95,7 @@ def test_correlated_pooling_of_complete_rankings_claims_less_than_independent_po
     assert honest.var.mean() == pytest.approx(v[0] * 2 * 9 / 24, rel=0.02)
 
 
-# --- the ranking replay ----------------------------------------------------------------------------
+# --- the ranking replay ---------------------------------------------------------------------
 
 
 def test_ranking_file_format_and_its_errors(tmp_path) -> None:
