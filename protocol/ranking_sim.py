@@ -170,7 +170,7 @@ class LoopResult:
     ``cost`` in comparisons' worth (a ranking of k: k − 1; an item: 1/2), pair labels
     collected, the pools' pair labels, rounds, why pairs closed, and ``off_allocation``: the
     looks at which a pair gained another number of labels than its allocation (irregular
-    arrival; pairwise studies have none)."""
+    arrival; pairwise studies have none) out of ``looks`` (open pairs summed over rounds)."""
 
     decisions: NDArray[np.int8]
     outcomes: NDArray[Any]
@@ -181,6 +181,7 @@ class LoopResult:
     rounds: int
     retired: dict[str, int]
     off_allocation: int = 0
+    looks: int = 0
 
 
 class _State:
@@ -330,7 +331,7 @@ def loop_once(
     effect_mean, effect_var = np.zeros(n_pairs), np.ones(n_pairs)
     retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
     level = settings.decision_level
-    spent = n_rounds = off = 0
+    spent = n_rounds = off = looks = 0
     per_annotation = 1 if mode == "likert" else (k or 2) * ((k or 2) - 1) // 2
     while is_open.any() and spent < budget:
         idx = np.flatnonzero(is_open)
@@ -350,6 +351,7 @@ def loop_once(
         human = _counts(st, idx)
         used, pool = st.seen[idx].sum(axis=1), pool_sizes[idx]
         off += int(np.sum(used - had != give))
+        looks += idx.size
         if not settings.paper and level is None:
             level = rounds.decision_level(settings, int(pool_sizes.max()), settings.batch, human)
         shut = np.flatnonzero(~is_open)
@@ -390,6 +392,7 @@ def loop_once(
         n_rounds,
         retired,
         off,
+        looks,
     )
 
 
@@ -446,6 +449,7 @@ def loop_replay(
                 "cost": r.cost,
                 "rounds": r.rounds,
                 "off_allocation": r.off_allocation,
+                "looks": r.looks,
                 "retired": r.retired,
             }
             for r in runs
