@@ -18,18 +18,24 @@ Gaussian model, ``δ_ab = q_a − q_b + e_ab``, with a full error covariance:
   Gaussian algebra; equals :func:`~protocol.predictive.pool_across_pairs` when the covariance
   is diagonal).
 
-Pure: numpy and scipy only. ``docs/protocol.md`` ("Rankings and scores in the loop").
+:func:`correlation_from_rows` builds the matrix from per-input pair preference rows (the live
+study's labels). Pure: numpy, pandas and scipy. ``docs/protocol.md`` ("Rankings and scores
+in the loop").
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Hashable, Sequence
+
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.linalg import cho_factor, cho_solve
 
 from .predictive import QUALITY_PRIOR_SD, TAU_GRID, PooledEffects
 
 __all__ = [
+    "correlation_from_rows",
     "label_correlation",
     "orientation",
     "pool_across_pairs_correlated",
@@ -144,3 +150,48 @@ def pool_across_pairs_correlated(
     logpost = loglik + log_prior
     weights = np.exp(logpost - logpost.max())
     return PooledEffects(weights / weights.sum(), out_mean, np.maximum(out_var, 1e-15), grid)
+
+
+def correlation_from_rows(
+    rows: pd.DataFrame,
+    pairs: Sequence[tuple[Hashable, Hashable]],
+    pools: Sequence[Collection[Hashable]],
+) -> NDArray[np.float64]:
+    """The correlation matrix for :func:`protocol.rounds.decide_round` from per-input pair
+    preference rows (the ``kinds`` contract's ``label_rows``: columns ``input, system,
+    other_system, preference`` with 1 / 0.5 / 0 for ``system`` over ``other_system``).
+
+    ``pairs``: the pairs in the order ``decide_round`` gets them (open, then closed), as
+    ``(system_a, system_b)``; ``pools``: every pair's possible inputs. A pair's label on an
+    input is the sign of its mean preference minus ½ over the rows of that input (several
+    annotators of one input give one label here)."""
+    systems = sorted({s for pair in pairs for s in pair}, key=str)
+    sid = {s: i for i, s in enumerate(systems)}
+    pair_systems = np.array([[sid[a], sid[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2)
+    inputs = sorted({i for pool in pools for i in pool} | set(rows["input"]), key=str)
+    uid = {i: u for u, i in enumerate(inputs)}
+    seen = np.zeros((len(pairs), len(inputs)), dtype=bool)
+    labels = np.zeros(seen.shape)
+    pool = np.zeros(seen.shape, dtype=bool)
+    for j, members in enumerate(pools):
+        pool[j, [uid[i] for i in members]] = True
+    pref = rows["preference"].astype(float)
+    flip = rows["system"].map(str) > rows["other_system"].map(str)
+    frame = pd.DataFrame({
+        "lo": np.where(flip, rows["other_system"], rows["system"]),
+        "hi": np.where(flip, rows["system"], rows["other_system"]),
+        "input": rows["input"], "pref": np.where(flip, 1.0 - pref, pref),
+    })  # fmt: skip
+    means = frame.groupby(["lo", "hi", "input"])["pref"].mean().sort_index()
+    for j, (a, b) in enumerate(pairs):
+        lo, hi, sign = (a, b, 1.0) if str(a) <= str(b) else (b, a, -1.0)
+        try:
+            block = means.loc[(lo, hi)]
+        except KeyError:
+            continue
+        cols = [uid[i] for i in block.index]
+        seen[j, cols] = True
+        labels[j, cols] = sign * np.sign(block.to_numpy() - 0.5)
+    pool |= seen
+    rho = label_correlation(labels, seen, pair_systems)
+    return shared_input_correlation(seen, pool, pair_systems, rho)

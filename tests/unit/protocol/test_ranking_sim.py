@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
 from protocol.correlation import (
+    correlation_from_rows,
     label_correlation,
     orientation,
     pool_across_pairs_correlated,
@@ -93,6 +95,36 @@ def test_correlated_pooling_of_complete_rankings_claims_less_than_independent_po
     honest = pool_across_pairs_correlated(m, corr * v, ps, tau_grid=np.array([1e-3, 2e-3]))
     assert naive.var.mean() == pytest.approx(v[0] * 2 / 8, rel=0.02)
     assert honest.var.mean() == pytest.approx(v[0] * 2 * 9 / 24, rel=0.02)
+
+
+def test_correlation_from_label_rows_matches_the_arrays_it_stands_for() -> None:
+    # complete rankings of A, B, C, D on 30 of 50 inputs, as the kinds' pair preference rows
+    # (one row per pair and input, in either orientation); pairs passed as (C, A) flip
+    rng = np.random.default_rng(5)
+    names = ["A", "B", "C", "D"]
+    x = rng.integers(0, 3, size=(50, 4)).astype(float)  # ties
+    pairs = [("A", "B"), ("C", "A"), ("A", "D"), ("B", "C"), ("B", "D"), ("C", "D")]
+    idx = [(names.index(a), names.index(b)) for a, b in pairs]
+    rows = []
+    for i in range(30):
+        for (a, b), (ia, ib) in zip(pairs, idx, strict=True):
+            pref = 0.5 + 0.5 * np.sign(x[i, ia] - x[i, ib])
+            if i % 2:
+                rows.append(
+                    {"input": f"i{i}", "system": b, "other_system": a, "preference": 1 - pref}
+                )
+            else:
+                rows.append({"input": f"i{i}", "system": a, "other_system": b, "preference": pref})
+    pools = [{f"i{i}" for i in range(50)}] * len(pairs)
+    got = correlation_from_rows(pd.DataFrame(rows), pairs, pools)
+    ps = np.array(idx)
+    labels = np.sign(x[:, ps[:, 0]] - x[:, ps[:, 1]]).T
+    seen = np.zeros((len(pairs), 50), dtype=bool)
+    seen[:, :30] = True
+    rho = label_correlation(labels, seen, ps)
+    want = shared_input_correlation(seen, np.ones_like(seen), ps, rho)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    assert got[0, 1] < 0 < got[0, 2]  # (A, B) with (C, A): A on opposite sides
 
 
 # --- the ranking replay ---------------------------------------------------------------------
