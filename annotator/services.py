@@ -923,12 +923,9 @@ def task_next_soon(
     if within is None:
         within = settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS
     deadline = time.monotonic() + within
-    while True:
-        pending = selectors.work_imminent(participation.study)
-        task = task_next(participation=participation)
-        if task is not None or not pending or time.monotonic() >= deadline:
-            return task
-        time.sleep(poll)
+    while selectors.work_imminent(participation.study) and time.monotonic() < deadline:
+        time.sleep(poll)  # one cheap look per poll; the lease is tried once it is ready
+    return task_next(participation=participation)
 
 
 def _lock(participations) -> Participation | None:

@@ -108,7 +108,12 @@ def test_abandoned_lease_does_not_stall_the_round_and_the_completer_gets_the_nex
 
     # the stayer's answer completes round 1: the answer waits for the decision, then shows
     # round 2's first task instead of the waiting page
-    answer(staying)
+    with staying.expect_response(
+        lambda r: r.request.method == "POST" and r.url.endswith("/task/"), timeout=40_000
+    ) as posted:
+        staying.click('button[name="answer"][value="left"]')
+    body = posted.value.text()  # the answer's own response, not a later look of a waiting page
+    assert 'id="task-form"' in body and 'id="waiting"' not in body
     staying.wait_for_selector("#task-form")
     rnd = Round.objects.get(study=study, number=1)
     assert rnd.state == "decided"
