@@ -20,9 +20,7 @@ TOKEN = re.compile(r'name="token" value="([0-9a-f-]+)"')
 
 
 @pytest.mark.django_db(transaction=True)
-def test_without_a_celery_worker_the_completing_answer_waits_only_the_set_time(
-    settings, tmp_path
-):
+def test_without_a_celery_worker_the_completing_answer_waits_only_the_set_time(settings, tmp_path):
     settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS = 1.5
     study = services.study_import(
         adaptive_bundle(n_inputs=200, systems=("s1", "s2")), filename="a.jsonl"
