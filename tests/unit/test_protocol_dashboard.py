@@ -241,10 +241,20 @@ def test_pair_status_says_why_every_closed_pair_closed(state, outcome, winner, s
     assert pair_status(state, outcome, winner) == status
 
 
-def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(finished_study):
+@pytest.fixture
+def retired_study(transactional_db):
+    """A finished study whose equal pair s3 vs s4 has a pool large enough (200 inputs) to be
+    retired as futile long before its inputs run out."""
+    study = services.study_import(adaptive_bundle(n_inputs=200), filename="a.jsonl")
+    run_workers(study)
+    return study
+
+
+def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(retired_study):
     """The protocol retires s3 vs s4 (equal systems) as futile: the matrix, the JSON and the
     admin's pair list say "retired: cannot be decided within the budget", not the bare
     state ``exhausted``; every pair's status in the JSON follows its state and reason."""
+    finished_study = retired_study
     data = dashboard(finished_study)
     by_pair = {(p["system_a"], p["system_b"]): p for p in data["pairs"]}
     futile = by_pair[("s3", "s4")]
