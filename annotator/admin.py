@@ -412,6 +412,7 @@ class AssignmentAdmin(ReadOnlyAdmin):
         "state",
         "issued_at",
         "expires_at",
+        "seen_at",
     ]
     list_filter = ["study", "state"]
 

@@ -371,6 +371,12 @@ class Assignment(models.Model):
     )
     issued_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+    seen_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the task page (the lease issued, or a heartbeat); "
+        "a lease idle for HUMEVAL_LEASE_IDLE_SECONDS may go to a worker who has no item.",
+    )
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

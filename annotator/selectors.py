@@ -13,6 +13,7 @@ from django.utils import timezone
 from .choices import AssignmentState
 from .models import Annotation, Annotator, Assignment, Item, Participation, Study
 from .signals import work_expected
+from .signals import work_imminent as work_imminent_signal
 from .sqlrows import Columns, db_value
 
 #: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV.
@@ -153,6 +154,12 @@ def study_progress(study: Study) -> dict[str, int]:
 def more_work_expected(study: Study) -> bool:
     """Whether a worker with nothing to do now should wait for more (see ``work_expected``)."""
     return any(result is True for _, result in work_expected.send(sender=Study, study=study))
+
+
+def work_imminent(study: Study) -> bool:
+    """Whether new work is being made right now (see ``work_imminent``): a worker who has
+    none may get it within a moment."""
+    return any(result is True for _, result in work_imminent_signal.send(sender=Study, study=study))
 
 
 def worker_progress(study: Study, done: int) -> dict[str, int | None]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import combinations
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
@@ -766,6 +768,70 @@ def assignment_release_expired(*, study: Study | None = None, now: datetime | No
     return len(expired)
 
 
+def assignment_reclaim_idle(*, participation: Participation, now: datetime | None = None) -> int:
+    """Give back one **idle** lease of the study that the participation's worker could take
+    in its place: the last items of a round go to a worker who has none once the page that
+    held them has shown no sign of life for ``HUMEVAL_LEASE_IDLE_SECONDS`` (a heartbeat
+    renews a lease while its task page is open, :func:`assignment_renew`). The lease is
+    closed as expired, so its holder's later answer is refused as any answer after expiry
+    (nothing is stored twice) and the slot is taken once. Returns how many were given back
+    (0 or 1). Gold leases hold no slot and are never reclaimed."""
+    now = now or timezone.now()
+    study, worker_id = participation.study, participation.annotator_id
+    cap = study.items_per_worker
+    if not study.is_active or (cap is not None and _count_submitted(study.pk, worker_id) >= cap):
+        return 0  # they could not take it: nothing is reclaimed for them
+    idle_since = now - timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS)
+    seen = Assignment.objects.filter(item=OuterRef("item_id"), annotator=worker_id)
+    with transaction.atomic():
+        lease = (
+            Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(
+                study_id=study.pk,
+                state=AssignmentState.ISSUED,
+                expires_at__gt=now,
+                item__is_gold=False,
+            )
+            .filter(Q(seen_at__lte=idle_since) | Q(seen_at__isnull=True, issued_at__lte=idle_since))
+            .exclude(Exists(seen))
+            .select_related("item")
+            .order_by("item_id")
+            .first()
+        )
+        if lease is not None:
+            _release(lease, now, AssignmentState.EXPIRED)
+    return int(lease is not None)
+
+
+def assignment_renew(
+    *, participation: Participation, token: str | uuid.UUID, now: datetime | None = None
+) -> Assignment:
+    """The heartbeat of an open task page: mark the worker's own live lease as seen now, so
+    it is not reclaimed as idle. Never extends ``expires_at`` (the study's ``lease_seconds``
+    stays the longest a lease lasts). Someone else's or an unknown token raises
+    :class:`AssignmentNotFound`; a lease already answered, returned or expired raises
+    :class:`AssignmentExpired`; either changes nothing."""
+    now = now or timezone.now()
+    token = _token(token)
+    mine = Assignment.objects.filter(
+        token=token, study_id=participation.study_id, annotator_id=participation.annotator_id
+    )
+    with transaction.atomic():
+        if mine.filter(state=AssignmentState.ISSUED, expires_at__gt=now).update(seen_at=now):
+            return mine.get()
+        if not mine.exists():
+            raise AssignmentNotFound("This task does not exist or is not yours.")
+    raise AssignmentExpired("This task is no longer yours: it was answered or its time ran out.")
+
+
+def _free_slots(participation: Participation, now: datetime) -> int:
+    """For a worker who found no item: give expired leases back, and else one idle lease
+    they could take; how many slots came free."""
+    return assignment_release_expired(
+        study=participation.study, now=now
+    ) or assignment_reclaim_idle(participation=participation, now=now)
+
+
 @dataclass(frozen=True)
 class Task:
     """A worker's current assignment and how many items they have done in the study."""
@@ -806,7 +872,7 @@ def task_next(
             return _lease_locked(part, now, rng, holds_none=False)
 
     task = lease()
-    if task is None and assignment_release_expired(study=participation.study, now=now):
+    if task is None and _free_slots(participation, now):
         task = lease()
     return task
 
@@ -840,9 +906,26 @@ def task_answer(
         task = None if blocked else _lease_locked(part, now, rng, holds_none=created)
     if blocked:  # raised after the commit: the answer that got them blocked is kept
         raise WorkerBlocked(blocked)
-    if task is None and assignment_release_expired(study=participation.study, now=now):
+    if task is None and _free_slots(participation, now):
         task = task_next(participation=participation, now=now, rng=rng)
     return task
+
+
+def task_next_soon(
+    *, participation: Participation, within: float | None = None, poll: float = 0.2
+) -> Task | None:
+    """For a worker whose answer found no next task: their next task if one is free now,
+    or, while new work is being made (``selectors.work_imminent``: a complete round
+    awaiting its decision), as soon as it is, looking every ``poll`` seconds for up to
+    ``within`` (``HUMEVAL_NEXT_ROUND_WAIT_SECONDS``); ``None`` if none came. So the worker
+    whose answer completes a round lands on the next round's task, not the waiting page.
+    Holds no transaction or lock while it waits."""
+    if within is None:
+        within = settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS
+    deadline = time.monotonic() + within
+    while selectors.work_imminent(participation.study) and time.monotonic() < deadline:
+        time.sleep(poll)  # one cheap look per poll; the lease is tried once it is ready
+    return task_next(participation=participation)
 
 
 def _lock(participations) -> Participation | None:
@@ -981,6 +1064,7 @@ def _lease_locked(
             left_is_a=secrets.randbelow(2) == 0,
             issued_at=now,
             expires_at=now + timedelta(seconds=study.lease_seconds),
+            seen_at=now,
         )
     )
     return Task(assignment, done)

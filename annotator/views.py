@@ -11,10 +11,10 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from . import selectors, services, throttle
 from .choices import RawAnswer, StudyKind
@@ -295,6 +295,8 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         return _too_many(request)
     try:
         task = _answer_or_next(request, participation) if posted else _next(participation)
+        if task is None and posted and selectors.more_work_expected(study):
+            task = services.task_next_soon(participation=participation)
     except WorkerBlocked:  # blocked, failed or not qualified: the end page says which
         return redirect("annotator:end", study_id=study.public_id)
     if task is None:
@@ -314,6 +316,7 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "answers": study.pairwise_answers(),
         "criteria": list(study.criteria.all()) if study.kind != StudyKind.PAIRWISE else [],
         "progress": selectors.worker_progress(study, task.done),
+        "heartbeat_seconds": settings.HUMEVAL_LEASE_HEARTBEAT_SECONDS,
     }
     return render(request, "annotator/task.html", context)
 
@@ -349,6 +352,20 @@ def _answer(post, participation: Participation) -> services.Task | None:
         scores=scores,
         time_spent_ms=time_ms,
     )
+
+
+@require_POST
+@participant_view
+def renew(request: HttpRequest, study: Study, participation: Participation) -> JsonResponse:
+    """The open task page's heartbeat: keeps the worker's own lease from being handed to
+    another worker as idle (``services.assignment_renew``); throttled per worker."""
+    if not throttle.allow("renew", str(participation.pk), settings.HUMEVAL_THROTTLE_RENEW):
+        return JsonResponse({"error": "too_many_requests"}, status=429)
+    try:
+        services.assignment_renew(participation=participation, token=request.POST.get("token", ""))
+    except ServiceError as exc:
+        return JsonResponse({"error": exc.code, "detail": exc.message}, status=exc.status)
+    return JsonResponse({"renewed": True})
 
 
 @require_http_methods(["GET", "POST"])

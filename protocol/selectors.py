@@ -15,6 +15,7 @@ from annotator.models import Annotation, Criterion, Input, Item, JudgeRating, Ou
 
 from .decision import preferences_from_scores
 from .models import ProtocolConfig, Round, SystemPair
+from .outcome import pair_status
 
 #: A pairwise label in system order → index into [n>, n=, n<].
 LABEL_INDEX = {"A": 0, "tie": 1, "both_good": 1, "both_bad": 1, "B": 2}
@@ -315,6 +316,11 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "human_counts": pair.evidence.get("human"),
                 "metric_counts": pair.evidence.get("metric"),
                 "outcome": pair.evidence.get("outcome"),
+                "status": pair_status(
+                    pair.state,
+                    pair.evidence.get("outcome"),
+                    pair.winner.name if pair.winner else None,
+                ),
                 "predicted": _predicted(pair),
                 "decided_in_round": pair.decided_in_round,
             }
