@@ -408,7 +408,7 @@ class AssignmentAdmin(ReadOnlyAdmin):
         "study",
         "item",
         "annotator",
-        "left_is_a",
+        "display_order",
         "state",
         "issued_at",
         "expires_at",

@@ -18,6 +18,9 @@ from typing import Any
 
 from .base import AnswerError, Kind, OptionError
 
+#: Standard deviation, in scale points, of a simulated worker's rating around the truth.
+SIMULATED_NOISE = 0.7
+
 #: The criterion a Likert study gets when it names none.
 DEFAULT_CRITERION = {
     "name": "overall",
@@ -60,6 +63,7 @@ def parse_value(criterion: Mapping[str, Any], value: object) -> int | str:
 class Likert(Kind):
     name = "likert"
     label = "Likert rating"
+    noun = "Likert"
     template = "kinds/likert.html"
     criterion_rows = True
     scored = True
@@ -130,6 +134,24 @@ class Likert(Kind):
             if name in numeric and isinstance(value, int | float) and not isinstance(value, bool):
                 out[name] = {0: float(value)}
         return out
+
+    def report_properties(
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+    ) -> list[tuple[str, str, tuple, str]]:
+        props = []
+        for c in opts.get("criteria") or []:
+            title = c.get("label", "")
+            if c.get("labels"):
+                props.append((c["name"], "categorical", tuple(str(x) for x in c["labels"]), title))
+            else:
+                low, high = int(c.get("scale_min", 1)), int(c.get("scale_max", 5))
+                props.append((c["name"], "ordinal", tuple(range(low, high + 1)), title))
+        return props
+
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[str, Any]]:
+        return list((answer.get("scores") or {}).items())
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

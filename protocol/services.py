@@ -13,10 +13,9 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
 
-from annotator.choices import StudyKind
 from annotator.errors import ConfigRefused
-from annotator.models import Item, Output, Study
-from annotator.services import items_resize
+from annotator.models import Input, Item, Output, Study
+from annotator.services import items_create, items_resize
 
 from . import rounds, selectors
 from .models import Decision, ProtocolConfig, Round, SystemPair
@@ -72,7 +71,7 @@ def round_open(study: Study, number: int) -> Round | None:
     if not pairs:
         return None
     redundancy = study.redundancy
-    likert = study.kind == StudyKind.LIKERT
+    likert = study.kind_impl.scored  # one item per output, compared by score
     itemised = selectors.likert_itemised(study) if likert else None
     unused = []
     for pair in pairs:
@@ -99,16 +98,7 @@ def round_open(study: Study, number: int) -> Round | None:
         chosen = _likert_items(pairs, unused, give, itemised, rank, affordable)
         if not chosen:  # one item left in the budget and every input needs two
             return _exhaust(pairs, "budget")
-        new = [
-            Item(
-                study=study,
-                input_id=i,
-                round_number=number,
-                redundancy=redundancy,
-                output_a=outputs[(i, system)],
-            )
-            for i, system in chosen
-        ]
+        new = [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
     else:
         rng = random.Random(f"{config.seed}:{study.pk}:{number}")
         new = []
@@ -116,18 +106,11 @@ def round_open(study: Study, number: int) -> Round | None:
             rng.shuffle(inputs)
             inputs.sort(key=lambda i: _priority_key(priority[i]))
             new += [
-                Item(
-                    study=study,
-                    input_id=i,
-                    round_number=number,
-                    redundancy=redundancy,
-                    output_a=outputs[(i, pair.system_a_id)],
-                    output_b=outputs[(i, pair.system_b_id)],
-                )
+                (Input(pk=i), [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
                 for i in inputs[: int(n)]
             ]
     rnd = Round.objects.create(study=study, number=number)
-    Item.objects.bulk_create(new)
+    items_create(study, new, round_number=number)
     charge = len(new) * redundancy
     ProtocolConfig.objects.filter(pk=config.pk).update(committed=F("committed") + charge)
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
@@ -284,11 +267,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     are in inputs, and the budget left is passed as the items it still pays for (an input
     costs at most two new items and often one or none, since items are shared by pairs)."""
     r = study.redundancy
-    likert = selectors.likert_ratings(study, config) if study.kind == StudyKind.LIKERT else None
+    likert = selectors.likert_ratings(study, config) if study.kind_impl.scored else None
     per_input = 1 if likert is not None else r  # labels an input gives the pair
+    rows = selectors.label_rows(study) if likert is None else None
     evidence = [
         selectors.pair_evidence(
-            study, p, config.metric_judge, config.metric_dead_zone, likert=likert
+            study, p, config.metric_judge, config.metric_dead_zone, likert=likert, rows=rows
         )
         for p in pairs
     ]

@@ -109,19 +109,21 @@ def test_postgresql_statements_are_bound_and_prepared_by_the_server_unless_turne
 def test_the_remembered_answer_buttons_are_the_rendered_fragment():
     from django.template.loader import render_to_string
 
-    from annotator.choices import RawAnswer
     from annotator.templatetags.humeval import _answer_buttons, answer_buttons
+    from kinds.pairwise import RAW_ANSWERS, Choice
 
     _answer_buttons.cache_clear()
-    for answers in ([RawAnswer.LEFT, RawAnswer.RIGHT], list(RawAnswer)):
+    every = [Choice(value, label) for value, label in RAW_ANSWERS.items()]
+    left = Choice("left", RAW_ANSWERS["left"])
+    for answers in (every[:2], every):
         for disabled in (False, True):
             expected = render_to_string(
                 "annotator/_answers.html", {"answers": answers, "disabled": disabled}
             )
             assert answer_buttons(answers, disabled) == expected
             assert answer_buttons(answers, disabled) is answer_buttons(answers, disabled)
-    assert "disabled" in answer_buttons([RawAnswer.LEFT], True)
-    assert "disabled" not in answer_buttons([RawAnswer.LEFT], False)
+    assert "disabled" in answer_buttons([left], True)
+    assert "disabled" not in answer_buttons([left], False)
 
 
 def test_the_embedded_sqlite_file_keeps_a_write_ahead_log_and_syncs_every_commit(tmp_path):

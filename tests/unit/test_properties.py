@@ -148,7 +148,8 @@ class CrowdMachine(RuleBasedStateMachine):
             return {"answer": "sideways"}
         if prefer == "tie":
             return {"answer": "tie"}
-        return {"answer": "left" if (prefer == "A") == assignment.left_is_a else "right"}
+        left_is_a = assignment.display_order == [0, 1]
+        return {"answer": "left" if (prefer == "A") == left_is_a else "right"}
 
     def _valid(self, prefer: str) -> bool:
         if prefer == "bogus":
@@ -580,7 +581,7 @@ class AssignmentMachine(CrowdMachine):
         assignment = Assignment.objects.select_related("item").get(token=token)
         if not assignment.item.is_gold:
             return
-        expected = assignment.item.expected_answer
+        expected = assignment.item.expected["value"]
         prefer = expected if correct else {"A": "B", "B": "A", "tie": "A"}[expected]
         self._submit(worker, assignment, prefer)
 
