@@ -897,7 +897,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
     members other than ``instances``, the labels and a compact index are kept."""
     document = judgebench.JudgeBenchFile(stream.chunks, MAX_ERRORS)
     top: dict[str, Any] = {}
-    count, pairwise = 0, True
+    count, paired = 0, True
     try:
         for key, index, value, duplicate in document.members():
             where = f"'{key}'" if index is None else f"instances[{index}]"
@@ -910,9 +910,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
                 continue
             count += 1
             body = value.get("instance") if isinstance(value, dict) else None
-            pairwise = (
-                pairwise and isinstance(body, dict) and {"output_a", "output_b"} <= body.keys()
-            )
+            paired = paired and isinstance(body, dict) and {"output_a", "output_b"} <= body.keys()
     except (judgebench.BadJSON, judgebench.TooDeep):
         raise ImportRejected([document.fault()]) from None
     for message in document.twice + document.lone:
@@ -922,12 +920,12 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
     if config.criteria is not None or config.systems is not None:
         raise ImportRejected(["config: a Judge-Bench file sets its own criteria and systems"])
     specs = _judged_properties(top.get("annotations"), errors)
-    pairwise = pairwise and count > 0
+    paired = paired and count > 0
     name = str(top.get("dataset") or "Judge-Bench import")
     options = {"name": name, "description": str(top.get("dataset_url") or "")}
     criteria: list[CriterionSpec] = []
     read: InstanceReader | None
-    if pairwise:
+    if paired:
         read, allow_tie = _pairwise_reader(specs, errors)
         prompt = next(iter(specs.values())).get("prompt", "")
         options |= {"kind": "pairwise", "allow_tie": allow_tie}

@@ -36,7 +36,7 @@ CONFIG_FIELDS = (
 class Study(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=16, choices=kinds.choices())
+    kind = models.CharField(max_length=16, choices=kinds.choices)
     description = models.TextField(blank=True, help_text="For researchers; workers never see it.")
     question = models.CharField(
         max_length=300, blank=True, help_text="Shown above every item, e.g. 'Which is better?'"
@@ -192,7 +192,7 @@ class Study(models.Model):
             "allow_both_bad": self.allow_both_bad,
             "collection": self.collection,
         }
-        if self.kind in kinds.NAMES and self.kind_impl.criterion_rows:
+        if self.kind_impl.criterion_rows:
             opts["criteria"] = [c.as_option() for c in self.criteria.all()]
         return opts
 

@@ -184,7 +184,7 @@ def worker_progress(study: Study, done: int) -> dict[str, int | None]:
 def participation_outcome(participation: Participation, *, now=None) -> dict[str, Any]:
     """Where a worker stands when they open the end page, and which code is due.
 
-    ``kind``: ``failed`` (the qualification test, or blocked: the fail code),
+    ``state``: ``failed`` (the qualification test, or blocked: the fail code),
     ``completed`` (the study's ``items_per_worker`` items done, or, in a study without
     that number, at least one; or every item that was left for them: the completion
     code), ``no_work`` (nothing was left for them before they did any: the no-work
@@ -206,14 +206,14 @@ def participation_outcome(participation: Participation, *, now=None) -> dict[str
         "no_work": study.no_work_code,
     }
 
-    def outcome(kind: str, text: str) -> dict[str, Any]:
+    def outcome(state: str, text: str) -> dict[str, Any]:
         return {
-            "kind": kind,
+            "state": state,
             "done": done,
             "required": required,
             "left": left,
-            "code": codes.get(kind, ""),
-            "code_due": kind in codes,
+            "code": codes.get(state, ""),
+            "code_due": state in codes,
             "text": text,
         }
 

@@ -165,7 +165,7 @@ def likert_ratings(study: Study, config: ProtocolConfig | None = None) -> Likert
     )
 
 
-def likert_labels(pair: SystemPair, likert: LikertRatings) -> dict[int, list[int]]:
+def likert_labels(pair: SystemPair, ratings: LikertRatings) -> dict[int, list[int]]:
     """Per input whose outputs of both systems are rated, the one derived preference of the
     pair as an index into [>, =, <]: the sign of the difference of the two outputs' mean
     ratings, a draw within the dead zone (Definition 5). The difference is exact (means of
@@ -173,12 +173,12 @@ def likert_labels(pair: SystemPair, likert: LikertRatings) -> dict[int, list[int
     difference of exactly the dead zone is one too."""
     a, b = pair.system_a_id, pair.system_b_id
     inputs = sorted(
-        i for i in likert.both(pair) if (i, a) in likert.scores and (i, b) in likert.scores
+        i for i in ratings.both(pair) if (i, a) in ratings.scores and (i, b) in ratings.scores
     )
     if not inputs:
         return {}
-    diff = np.array([float(likert.scores[i, a] - likert.scores[i, b]) for i in inputs])
-    codes = preferences_from_scores(diff, np.zeros_like(diff), likert.dead_zone)
+    diff = np.array([float(ratings.scores[i, a] - ratings.scores[i, b]) for i in inputs])
+    codes = preferences_from_scores(diff, np.zeros_like(diff), ratings.dead_zone)
     return {i: [CODE_INDEX[int(c)]] for i, c in zip(inputs, codes, strict=True)}
 
 
@@ -241,7 +241,7 @@ def pair_evidence(
     judge: str = "",
     dead_zone: float = 0.0,
     *,
-    likert: LikertRatings | None = None,
+    ratings: LikertRatings | None = None,
     rows: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Counts for Algorithm 1: human ``[n>, n=, n<]``; with a metric, the confusion
@@ -250,12 +250,12 @@ def pair_evidence(
     metric ratings of human-rated inputs again).
 
     Pairwise studies count every human label; Likert studies one derived label per input
-    (:func:`likert_labels`; ``likert``: the study's ratings, read once for all pairs, else
+    (:func:`likert_labels`; ``ratings``: the study's ratings, read once for all pairs, else
     here; ``rows``: the study's pair rows, likewise). ``dead_zone`` is the metric's
     (``ProtocolConfig.metric_dead_zone``)."""
     if study.kind_impl.scored:
-        likert = likert if likert is not None else likert_ratings(study)
-        humans = likert_labels(pair, likert)
+        ratings = ratings if ratings is not None else likert_ratings(study)
+        humans = likert_labels(pair, ratings)
     else:
         humans = human_labels(study, pair, rows)
     human = np.zeros(3, dtype=np.int64)
@@ -266,7 +266,7 @@ def pair_evidence(
         metric = metric_labels(study, pair, judge, dead_zone)
         confusion = np.zeros((3, 3), dtype=np.int64)
         only = np.zeros(3, dtype=np.int64)
-        itemised = pair_used_inputs(study, pair, likert.itemised if likert else None)
+        itemised = pair_used_inputs(study, pair, ratings.itemised if ratings else None)
         for input_id, c in metric.items():
             if input_id in itemised:
                 for c_human in humans.get(input_id, []):
@@ -354,15 +354,15 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "spent_so_far": spent,
             }
         )
-    likert = study.kind_impl.scored
-    criterion = ((config.likert_criterion if config else "") or "mean") if likert else None
+    scored = study.kind_impl.scored
+    criterion = ((config.likert_criterion if config else "") or "mean") if scored else None
     return {
         "study": study.pk,
         "kind": study.kind,
         "kind_label": study.kind_impl.noun,
-        "scored": likert,
+        "scored": scored,
         # what a pair's counts count: every human label, or one derived label per input
-        "human_counts_unit": "inputs" if likert else "labels",
+        "human_counts_unit": "inputs" if scored else "labels",
         "likert_criterion": criterion,
         "budget": study.budget,
         "committed": config.committed if config else 0,
@@ -384,12 +384,12 @@ def ranking_comparisons(study: Study) -> list[dict[str, Any]]:
     """The human preferences of every system pair as comparisons ``input, system_a,
     system_b, outcome`` ("A", "tie", "B"), counted as the protocol counts them: every human
     label of a pairwise study, one derived label per input of a Likert study."""
-    likert = likert_ratings(study) if study.kind_impl.scored else None
-    pair_rows = label_rows(study) if likert is None else None
+    ratings = likert_ratings(study) if study.kind_impl.scored else None
+    pair_rows = label_rows(study) if ratings is None else None
     rows = []
     pairs = SystemPair.objects.filter(study=study).select_related("system_a", "system_b")
     for pair in pairs.order_by("pk"):
-        humans = likert_labels(pair, likert) if likert else human_labels(study, pair, pair_rows)
+        humans = likert_labels(pair, ratings) if ratings else human_labels(study, pair, pair_rows)
         for input_id, labels in sorted(humans.items()):
             rows += [
                 {

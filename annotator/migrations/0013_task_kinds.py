@@ -11,6 +11,8 @@ annotation's answer from its raw answer, value and scores."""
 import django.db.models.deletion
 from django.db import migrations, models
 
+import kinds
+
 
 def forwards(apps, schema_editor):
     Item = apps.get_model("annotator", "Item")
@@ -82,6 +84,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterField(
+            model_name="study",
+            name="kind",
+            field=models.CharField(choices=kinds.choices, max_length=16),
+        ),
         migrations.AlterField(
             model_name="assignment",
             name="left_is_a",
