@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods
 import kinds
 
 from . import selectors, services, throttle
-from .errors import OpenInAnotherBrowser, ServiceError, WorkerBlocked
+from .errors import InvalidAnswer, OpenInAnotherBrowser, ServiceError, WorkerBlocked
 from .invites import invite_worker
 from .models import Participation, Study
 
@@ -299,7 +299,9 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
     ):
         return _too_many(request)
     try:
-        task = _answer_or_next(request, participation) if posted else _next(participation)
+        task, status = (
+            _answer_or_next(request, participation) if posted else (_next(participation), 200)
+        )
     except WorkerBlocked:  # blocked, failed or not qualified: the end page says which
         return redirect("annotator:end", study_id=study.public_id)
     if task is None:
@@ -315,23 +317,29 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "progress": selectors.worker_progress(study, task.done),
         **selectors.task_page(study, item, assignment.display_order),
     }
-    return render(request, "annotator/task.html", context)
+    return render(request, "annotator/task.html", context, status=status)
 
 
 def _next(participation: Participation) -> services.Task | None:
     return services.task_next(participation=participation)
 
 
-def _answer_or_next(request: HttpRequest, participation: Participation) -> services.Task | None:
+def _answer_or_next(
+    request: HttpRequest, participation: Participation
+) -> tuple[services.Task | None, int]:
     """Store the posted answer and lease the next task; a refused answer is shown as a
-    message over the task the worker still has (or their next one)."""
+    message over the task the worker still has (or their next one), with status 400 when
+    the study's kind refused the answer itself (nothing is stored)."""
     try:
-        return _answer(request.POST, participation)
+        return _answer(request.POST, participation), 200
     except WorkerBlocked:
         raise
+    except InvalidAnswer as exc:
+        messages.error(request, exc.message)
+        return _next(participation), exc.status
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return _next(participation)
+        return _next(participation), 200
 
 
 def _answer(post, participation: Participation) -> services.Task | None:
