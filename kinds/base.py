@@ -191,6 +191,16 @@ class Kind:
         :meth:`report_properties`)."""
         return []
 
+    def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+        """``(criterion, lowest, highest)`` of every criterion :meth:`scores` gives, in
+        order (the protocol maps them onto the first one's scale). Default: the criteria
+        in ``opts`` rated on a scale (no ``labels``)."""
+        return [
+            (c["name"], c.get("scale_min", 1), c.get("scale_max", 5))
+            for c in opts.get("criteria") or []
+            if not c.get("labels")
+        ]
+
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:

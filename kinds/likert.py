@@ -13,6 +13,7 @@ study (a numeric scale with anchors, or categorical labels).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -124,6 +125,34 @@ class Likert(Kind):
         if problems:
             raise AnswerError(" ".join(problems))
         return {"scores": clean}
+
+    def simulate_answer(
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        qualities: Sequence[float | None],
+        known_range: tuple[float, float] | None,
+        expected: Mapping[str, Any],
+        rng: random.Random,
+        accuracy: float,
+    ) -> tuple[dict[str, Any], bool]:
+        """A rating per criterion: the output's true quality placed on the scale between
+        the input's lowest and highest, with Gaussian noise; at random when unknown."""
+        quality = qualities[0] if qualities else None
+        scores: dict[str, Any] = {}
+        for criterion in opts.get("criteria") or []:
+            if criterion.get("labels"):
+                scores[criterion["name"]] = rng.choice([str(x) for x in criterion["labels"]])
+                continue
+            lo, hi = int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5))
+            if quality is None or known_range is None:
+                scores[criterion["name"]] = rng.randint(lo, hi)
+                continue
+            low, high = known_range
+            share = (quality - low) / (high - low) if high > low else 0.5
+            value = round(lo + share * (hi - lo) + rng.gauss(0, SIMULATED_NOISE))
+            scores[criterion["name"]] = min(max(value, lo), hi)
+        return {"scores": scores}, quality is None
 
     def scores(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]

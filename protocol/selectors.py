@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from django.db.models import Count, Q
 
-from annotator.models import Criterion, Input, Item, ItemOutput, JudgeRating, Output, Study
+from annotator.models import Input, Item, ItemOutput, JudgeRating, Output, Study
 from annotator.selectors import label_rows, score_rows
 
 from .decision import preferences_from_scores
@@ -94,10 +94,23 @@ def likert_itemised(study: Study) -> dict[int, frozenset[int]]:
     return {system: frozenset(inputs) for system, inputs in out.items()}
 
 
-def likert_criteria(study: Study, criterion: str = "") -> list[Criterion]:
+@dataclass(frozen=True)
+class Scale:
+    """A criterion a scored kind rates on a scale (``Kind.score_scales``), kept exact."""
+
+    name: str
+    scale_min: Fraction
+    scale_max: Fraction
+
+
+def likert_criteria(study: Study, criterion: str = "") -> list[Scale]:
     """The criteria whose ratings make an output's score: the named one, or (blank) every
-    criterion rated on a scale; categorical criteria have no order and never count."""
-    numeric = [c for c in study.criteria.all() if not c.labels]
+    criterion the study's kind rates on a scale (``Kind.score_scales``); categorical
+    criteria have no order and never count."""
+    numeric = [
+        Scale(name, Fraction(low), Fraction(high))
+        for name, low, high in study.kind_impl.score_scales(study.kind_options())
+    ]
     chosen = [c for c in numeric if c.name == criterion] if criterion else numeric
     if not chosen:
         raise ValueError(
@@ -111,7 +124,7 @@ def likert_criteria(study: Study, criterion: str = "") -> list[Criterion]:
     return chosen
 
 
-def annotator_rating(scores: dict[str, Any], criteria: list[Criterion]) -> Fraction | None:
+def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Fraction | None:
     """One annotator's rating of one output: the mean of their ratings on ``criteria``, each
     mapped linearly onto the scale of the first (the identity when the scales are equal), or
     ``None`` when they rated none of them."""

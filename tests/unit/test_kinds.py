@@ -265,3 +265,29 @@ def test_the_migration_moves_old_items_orders_and_answers_onto_the_kinds():
     }
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())  # back to the newest state
+
+
+def test_a_simulated_likert_rating_follows_the_truth_on_every_scale():
+    rng = random.Random(3)
+    best, _ = LIKERT.simulate_answer(LIKERT_OPTS, [0], [9.0], (1.0, 9.0), {}, rng, 0.9)
+    worst, at_random = LIKERT.simulate_answer(LIKERT_OPTS, [0], [1.0], (1.0, 9.0), {}, rng, 0.9)
+    assert best["scores"]["fluency"] > worst["scores"]["fluency"] and not at_random
+    assert best["scores"]["safe"] in ("yes", "no")
+    assert LIKERT.parse_answer(LIKERT_OPTS, [0], best)  # what it gives is a valid answer
+    _, unknown = LIKERT.simulate_answer(LIKERT_OPTS, [0], [None], None, {}, rng, 0.9)
+    assert unknown
+
+
+def test_a_simulated_pairwise_answer_names_the_better_output_in_display_order():
+    rng = random.Random(0)
+    picks = [
+        PAIRWISE.simulate_answer(PAIR_OPTS, [1, 0], [3.0, 1.0], (1.0, 3.0), {}, rng, 1.0)[0]
+        for _ in range(5)
+    ]
+    assert picks == [{"answer": "right"}] * 5  # A is better and shown on the right
+    data, at_random = PAIRWISE.simulate_answer(PAIR_OPTS, [0, 1], [None, None], None, {}, rng, 1)
+    assert at_random and data["answer"] in ("left", "right", "tie")
+    data, at_random = PAIRWISE.simulate_answer(
+        PAIR_OPTS, [0, 1], [None, None], None, {"value": "B"}, rng, 1.0
+    )
+    assert (data, at_random) == ({"answer": "right"}, False)

@@ -64,7 +64,8 @@ class Command(BaseCommand):
             rows = export_rows(filterset.qs.iterator(chunk_size=2000))
             if format == "csv":
                 criteria = list(study_obj.criteria.values_list("name", flat=True))
-                chunks = csv_text(rows, criteria)
+                own = study_obj.kind_impl.export_fields(study_obj.kind_options())
+                chunks = csv_text(rows, criteria, own)
             elif format == "jsonl":
                 chunks = jsonl_lines(rows)
             elif format == "judgebench":
