@@ -676,10 +676,10 @@ class BudgetMachine(CrowdMachine):
 
         if study.kind == "likert":  # an output's item is made once, whichever pair needs it
             outputs = list(
-                Item.objects.filter(study=study).values_list("input_id", "output_a_id", "output_b")
+                Item.objects.filter(study=study).values_list("input_id", "item_outputs__output_id")
             )
-            assert all(b is None for _, _, b in outputs)
-            assert len({o[:2] for o in outputs}) == len(outputs), "an output itemised twice"
+            assert not Item.objects.filter(study=study, item_outputs__position=1).exists()
+            assert len(set(outputs)) == len(outputs), "an output itemised twice"
 
         # rounds are numbered 1…n, all decided but the last, each decided once per pair
         assert [r[0] for r in rounds] == list(range(1, len(rounds) + 1))
