@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "kinds",
     "annotator",
     "protocol",
     "analysis",

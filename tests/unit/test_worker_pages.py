@@ -112,8 +112,11 @@ def test_invalid_answer_shows_message_and_stores_nothing(study):
     response = client.post(
         f"/w/{study.public_id}/task/", {"token": token, "answer": "tie"}, follow=True
     )
+    assert response.status_code == 400
     assert "Choose one of: left, right, both_bad." in response.content.decode()
+    assert token in response.content.decode()  # the same task, to answer again
     assert Annotation.objects.count() == 0
+    assert Assignment.objects.get().state == "issued"
 
 
 def test_all_done_page(study):
