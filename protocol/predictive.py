@@ -304,6 +304,7 @@ def calibrate_decision_level(
     draw_rate: float = 0.4,
     n_sim: int = 20000,
     seed: int | np.random.Generator | None = 0,
+    spending: float = 0.0,
 ) -> float:
     """The smallest predictive level that keeps a lone null pair's false-decision rate ≤ γ.
 
@@ -328,7 +329,9 @@ def calibrate_decision_level(
         axis=1,
     )
     wins, losses = counts_at[..., 0], counts_at[..., 2]
-    top = np.zeros(n_sim)  # max over live interim looks of P(final in the significant direction)
+    top = np.full(
+        n_sim, -np.inf
+    )  # max over live interim looks of P(final in the significant direction)
     alive = np.ones(n_sim, dtype=bool)
     for j, k in enumerate(looks[:-1]):
         if k < first_early_look(n_max, min_annotations):
@@ -343,7 +346,9 @@ def calibrate_decision_level(
         )
         now = decide(theta_human(counts), gamma)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
-        top = np.where(alive, np.maximum(top, sig[back]), top)
+        # the level at this look is 1 − (1 − level)·t^spending: decided iff level ≤ this
+        need = 1.0 - (1.0 - sig[back]) / (k / n_max) ** spending
+        top = np.where(alive, np.maximum(top, need), top)
         alive &= ~(p_u[back] > 1.0 - futility)
     last = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
     final_false = alive & (decide(theta_human(last), gamma) != 0)
@@ -363,3 +368,106 @@ def calibrate_decision_level(
         else:
             lo = mid
     return float(hi)
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration of futility over the looks
+# --------------------------------------------------------------------------------------------
+
+
+def _near_boundary_sequences(
+    n_max: int,
+    looks: NDArray[np.int64],
+    gamma: float,
+    draw_rate: float,
+    n_sim: int,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Label counts (wins, losses) at every look of ``n_sim`` lone pairs whose effect puts the
+    expected all-data z uniformly in ``[z_γ, z_γ + 1]`` (``z_γ = Φ⁻¹(1 − γ/2)``), kept only
+    when Algorithm 1 on all ``n_max`` labels decides for the better system."""
+    nondraw = 1.0 - draw_rate
+    z_target = ndtri(1.0 - gamma / 2.0) + rng.random(n_sim)
+    d = np.minimum(z_target * np.sqrt(nondraw / n_max), nondraw)
+    probs = np.stack([(nondraw + d) / 2.0, np.full(n_sim, draw_rate), (nondraw - d) / 2.0], 1)
+    steps = np.diff(looks, prepend=0)
+    # cumulative labels at every look: one categorical draw per label, summed per look
+    u = rng.random((n_sim, int(n_max)))
+    win = u < probs[:, :1]
+    loss = u >= probs[:, :1] + probs[:, 1:2]
+    cuts = np.cumsum(steps)
+    wins = np.cumsum(win, axis=1)[:, cuts - 1]
+    losses = np.cumsum(loss, axis=1)[:, cuts - 1]
+    final = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
+    keep = decide(theta_human(final), gamma) > 0
+    return wins[keep], losses[keep]
+
+
+def futility_scores(
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_sim: int = 4000,
+    seed: int | np.random.Generator | None = 0,
+) -> NDArray[np.float64]:
+    """Per simulated near-boundary pair that all data decide (see
+    :func:`_near_boundary_sequences`), the highest ``P(undecided)`` over its interim looks
+    (every ``batch`` labels from :func:`first_early_look` on, its own evidence only). The pair
+    is wrongly retired by a futility threshold ``f`` exactly when this exceeds ``1 − f``.
+    Early decisions are ignored: a pair decided first could not be retired, so the rate this
+    gives is an upper bound."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    n_max = int(n_max)
+    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    wins, losses = _near_boundary_sequences(n_max, looks, gamma, draw_rate, n_sim, rng)
+    top = np.zeros(wins.shape[0])
+    for j, k in enumerate(looks[:-1]):
+        if k < first_early_look(n_max, min_annotations):
+            continue
+        key, back = np.unique(wins[:, j] * (n_max + 1) + losses[:, j], return_inverse=True)
+        seen = np.stack([key // (n_max + 1), key % (n_max + 1)], axis=1)
+        counts = np.stack([seen[:, 0], k - seen.sum(axis=1), seen[:, 1]], axis=1).astype(float)
+        mean, var, nondraw = pool_effect(counts, np.full(len(seen), float(n_max)))
+        _, _, p_u = outcome_probabilities(
+            no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
+        )
+        top = np.maximum(top, p_u[back])
+    return top
+
+
+def wrong_retirement_rate(scores: NDArray[np.float64], futility: float) -> float:
+    """Share of the near-boundary pairs of :func:`futility_scores` that ``futility`` retires."""
+    return float(np.mean(scores > 1.0 - futility)) if scores.size else 0.0
+
+
+def calibrate_futility(
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    error: float = 0.2,
+    ceiling: float = 0.5,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_sim: int = 4000,
+    seed: int | np.random.Generator | None = 0,
+) -> float:
+    """The largest futility threshold (at most ``ceiling``) that wrongly retires at most
+    ``error`` of the near-boundary pairs that all data decide (:func:`futility_scores`)."""
+    scores = futility_scores(
+        n_max,
+        batch,
+        gamma,
+        min_annotations=min_annotations,
+        draw_rate=draw_rate,
+        n_sim=n_sim,
+        seed=seed,
+    )
+    if scores.size == 0:
+        return ceiling
+    # retire iff score > 1 − f: the rate is ≤ error for f ≤ 1 − (the (1 − error) quantile)
+    cut = np.quantile(scores, 1.0 - error, method="lower")
+    return float(np.clip(1.0 - cut, 0.0, ceiling))

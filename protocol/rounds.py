@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
 from .predictive import (
     calibrate_decision_level,
+    calibrate_futility,
     first_early_look,
     no_pooling,
     outcome_probabilities,
@@ -77,6 +78,7 @@ def calibrated_level(
     min_annotations: int,
     draw_rate: float,
     n_sim: int,
+    spending: float = 0.0,
 ) -> float:
     """The decision level for looks every ``batch`` annotations up to ``n_max``."""
     return calibrate_decision_level(
@@ -88,6 +90,7 @@ def calibrated_level(
         draw_rate=draw_rate,
         n_sim=n_sim,
         seed=0,
+        spending=spending,
     )
 
 
@@ -102,18 +105,54 @@ def null_draw_rate(human: NDArray, settings: ProtocolSettings) -> float:
     return min(max(rate, 0.0), 0.95)
 
 
+@lru_cache(maxsize=64)
+def calibrated_futility(
+    n_max: int, batch: int, gamma: float, error: float, ceiling: float, min_annotations: int,
+    draw_rate: float,
+) -> float:  # fmt: skip
+    """The futility threshold for looks every ``batch`` annotations up to ``n_max``."""
+    return calibrate_futility(
+        n_max,
+        batch,
+        gamma,
+        error=error,
+        ceiling=ceiling,
+        min_annotations=min_annotations,
+        draw_rate=draw_rate,
+        seed=0,
+    )
+
+
+def futility_threshold(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
+    """``settings.futility``, or (with ``settings.futility_error``) the threshold calibrated
+    for this pool size and batch, at most ``settings.futility``."""
+    if settings.futility_error is None or settings.futility <= 0:
+        return float(settings.futility)
+    return calibrated_futility(
+        int(n_max),
+        int(batch),
+        settings.gamma,
+        float(settings.futility_error),
+        float(settings.futility),
+        settings.min_annotations,
+        null_draw_rate(human, settings),
+    )
+
+
 def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
-    """``settings.decision_level``, or the level calibrated for this pool size and batch."""
+    """``settings.decision_level``, or the level calibrated for this pool size and batch
+    (with the futility rule of :func:`futility_threshold` binding)."""
     if settings.decision_level is not None:
         return float(settings.decision_level)
     return calibrated_level(
         int(n_max),
         int(batch),
         settings.gamma,
-        settings.futility,
+        futility_threshold(settings, n_max, batch, human),
         settings.min_annotations,
         null_draw_rate(human, settings),
         settings.calibration_sims,
+        settings.spending,
     )
 
 
@@ -139,6 +178,7 @@ def decide_round(
     systems: NDArray[np.int64] | None = None,
     closed: ClosedPairs | None = None,
     redundancy: int = 1,
+    futility: float | None = None,
 ) -> RoundDecision:
     """Decide every open pair after a round (Algorithm 2, inner loop) and say which close.
 
@@ -147,7 +187,8 @@ def decide_round(
     (:func:`decision_level`; ignored with ``settings.paper``); ``systems``: the two system ids
     of every open pair, ``closed``: the closed pairs' evidence — with both, the prediction
     pools evidence across pairs (``settings.pooling``); ``redundancy``: annotations per input
-    (metric-only inputs count that many labels to come).
+    (metric-only inputs count that many labels to come); ``futility``: the threshold of
+    :func:`futility_threshold` (None: ``settings.futility``).
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
@@ -185,8 +226,9 @@ def decide_round(
     last = (used >= pool) | (budget_left <= 0)
     early = ~last & (used >= first_early_look(pool, settings.min_annotations))
     decision = np.where(last, now, 0).astype(np.int8)
-    decision[early & (now > 0) & (p_a >= level)] = 1
-    decision[early & (now < 0) & (p_b >= level)] = -1
+    level_now = look_level(level, used, pool, settings.spending)
+    decision[early & (now > 0) & (p_a >= level_now)] = 1
+    decision[early & (now < 0) & (p_b >= level_now)] = -1
     outcome[decision != 0] = DECIDED
     undecided = decision == 0
     if settings.rope_delta > 0 and undecided.any():
@@ -196,8 +238,9 @@ def decide_round(
     for done, why in ((used >= pool, EXHAUSTED), (np.full(k, budget_left <= 0), BUDGET)):
         outcome[undecided & done] = why
         undecided &= ~done
-    if settings.futility > 0:
-        futile = undecided & early & (p_u > 1.0 - settings.futility)
+    futility = settings.futility if futility is None else futility
+    if futility > 0:
+        futile = undecided & early & (p_u > 1.0 - futility)
         outcome[futile] = FUTILE
     weight = 1.0 - np.maximum(np.maximum(p_a, p_b), p_u)
     return RoundDecision(
@@ -274,3 +317,10 @@ def round_allocation(
     if give.sum() == 0:
         give = allocate(round_total, np.ones(weights.size), cap)
     return give
+
+
+def look_level(level: float | None, used: NDArray, pool: NDArray, spending: float) -> NDArray:
+    """The predictive level a decision needs at this look: ``1 − (1 − level)·t^spending`` with
+    ``t = used / pool`` (stricter early, ``level`` at the pool's end; ``spending = 0``: flat)."""
+    frac = np.clip(np.asarray(used, dtype=float) / np.maximum(pool, 1), 0.0, 1.0)
+    return 1.0 - (1.0 - float(level if level is not None else 1.0)) * frac**spending

@@ -33,12 +33,19 @@ class ProtocolSettings:
     #: Probability that all data decide the same way, required for an early decision;
     #: None: the smallest level that keeps a lone null pair's false decisions at γ.
     decision_level: float | None = None
+    #: Exponent ρ of the level over a pair's looks: ``1 − (1 − level)·(used / pool)^ρ``;
+    #: 0: the same level at every look.
+    spending: float = 0.0
     #: Draw rate of the calibration's null; None: share of draws in round 1, rounded to 0.05.
     null_draw_rate: float | None = None
     #: Simulated null sequences of one pair in the calibration of ``decision_level``.
     calibration_sims: int = 20000
     #: Retire a pair as undecided when the chance that all data decide it is below this.
     futility: float = 0.2
+    #: None: ``futility`` as given; a rate β: the futility threshold is calibrated so that at
+    #: most β of lone pairs near the decision boundary that all data decide are retired
+    #: (:func:`protocol.predictive.calibrate_futility`; ``futility`` is then its ceiling).
+    futility_error: float | None = None
     #: No early decision or retirement before this many annotations (or a quarter of the pool).
     min_annotations: int = 30
     #: Predict from all pairs through δ_ab = q_a − q_b + e_ab; False: each pair on its own.

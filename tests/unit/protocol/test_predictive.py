@@ -12,10 +12,13 @@ from protocol.decision import sample_posterior
 from protocol.predictive import (
     _component,
     calibrate_decision_level,
+    calibrate_futility,
+    futility_scores,
     no_pooling,
     outcome_probabilities,
     pool_across_pairs,
     pool_effect,
+    wrong_retirement_rate,
 )
 from protocol.settings import ProtocolSettings
 from protocol.simulation import (
@@ -261,3 +264,32 @@ def test_wmt21_under_a_binding_budget_beats_the_papers_protocol() -> None:
     assert ours["annotations"] <= cap and paper["annotations"] <= cap
     assert ours["correct"] > paper["correct"] + 0.03
     assert ours["insertion"] < paper["insertion"] and ours["inversion"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# repeated looks: futility against the decision on all data
+# ---------------------------------------------------------------------------------------------
+
+
+def test_calibrated_futility_keeps_wrong_retirements_of_near_boundary_pairs_at_the_stated_rate():
+    # calibrate on one set of simulated pairs, check on fresh ones (another seed): lone pairs
+    # whose expected all-data z is in [1.96, 2.96] and that all data decide
+    error = 0.1
+    futility = calibrate_futility(200, 10, 0.05, error=error, draw_rate=0.4, n_sim=3000, seed=1)
+    assert 0.0 < futility < 0.5
+    fresh = futility_scores(200, 10, 0.05, draw_rate=0.4, n_sim=3000, seed=2)
+    se = np.sqrt(error * (1 - error) / fresh.size)
+    assert wrong_retirement_rate(fresh, futility) <= error + 3 * se
+    # a fixed threshold twice as large retires clearly more of them
+    assert wrong_retirement_rate(fresh, 2 * futility) > error + 3 * se
+
+
+def test_spending_schedule_keeps_a_lone_null_pairs_false_decisions_at_gamma() -> None:
+    # level 1 − (1 − L)·t at a look that has used t of the pool: stricter early, L at the end
+    level = calibrate_decision_level(200, 10, 0.05, draw_rate=0.4, n_sim=20000, seed=1, spending=1)
+    flat = calibrate_decision_level(200, 10, 0.05, draw_rate=0.4, n_sim=20000, seed=1)
+    assert level < flat
+    data = _null_pools(2000, 200, seed=5)
+    settings = ProtocolSettings(batch=10, decision_level=level, spending=1.0, allocation="uniform")
+    res = replay_once(data, settings, np.random.default_rng(6))
+    assert np.mean(res.decisions != 0) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 2000)

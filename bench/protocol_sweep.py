@@ -1,0 +1,148 @@
+"""The default protocol against the paper's (Algorithm 2) over a grid of studies.
+
+Synthetic MQM-like studies (:func:`protocol.synthetic.synthetic_mqm`): for every share of
+pairs significant on all data (25 / 50 / 75 / 100 %) and pool (50 / 200 / 527 / 2,000 inputs
+per pair), the spread ``s`` (and, where eight systems cannot reach the share, fewer systems)
+whose study comes closest to the share; then the WMT21 en-de file: the paper's eleven
+systems, systems far apart (by mean MQM score, each significantly apart from every other)
+and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
+
+    nice -n 10 python bench/protocol_sweep.py [--repeats 4] [--only synthetic|ende]
+
+Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
+insertions / omissions / inversions of the default and of the paper's protocol
+(docs/protocol.md, "Sweep").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from protocol.settings import ProtocolSettings  # noqa: E402
+from protocol.simulation import (  # noqa: E402
+    PAPER_SYSTEMS,
+    PreferenceData,
+    load_mqm,
+    preference_data_from_scores,
+    reference_decisions,
+    replay,
+    subset_inputs,
+)
+from protocol.synthetic import synthetic_mqm  # noqa: E402
+
+MQM = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "mqm_newstest2021_ende.avg_seg_scores.tsv"
+)
+SHARES = (0.25, 0.5, 0.75, 1.0)
+POOLS = (50, 200, 527, 2000)
+
+
+def study_for(share: float, pool: int, seed: int = 1) -> tuple[PreferenceData, str]:
+    """The synthetic study closest to ``share`` of pairs significant on all data."""
+    best: tuple[float, PreferenceData, str] | None = None
+    for n_systems in (8, 6, 4, 3):
+        for spread in np.linspace(0.0025, 0.7 / (n_systems - 1), 60):
+            data = preference_data_from_scores(synthetic_mqm(n_systems, pool, spread, seed))
+            got = float(np.mean(reference_decisions(data) != 0))
+            gap = abs(got - share)
+            if best is None or gap < best[0] - 1e-9:
+                best = (gap, data, f"S={n_systems} s={spread:.3f}")
+        if best is not None and best[0] <= 0.05:
+            break
+    assert best is not None
+    return best[1], best[2]
+
+
+def far_apart(wide) -> list[str]:
+    """Systems by mean score, each kept only if all data decide it against every one kept."""
+    kept: list[str] = []
+    for system in wide.mean().sort_values().index:
+        trial = preference_data_from_scores(wide[[*kept, system]])
+        if not kept or np.all(reference_decisions(trial) != 0):
+            kept.append(system)
+    return kept
+
+
+def row(name: str, data: PreferenceData, repeats: int, overrides: dict[str, Any]) -> str:
+    """One markdown row: the study, then default (with ``overrides``) and paper figures."""
+    ref = reference_decisions(data)
+    cells = [name, f"{int(np.sum(ref != 0))} of {data.n_pairs}"]
+    default = ProtocolSettings(batch=10, **overrides)
+    for settings in (default, ProtocolSettings.paper_protocol(batch=10)):
+        s = replay(data, settings, repeats=repeats, seed=0)["summary"]
+        cells.append(
+            f"{s['correct']:.2f} / {s['annotations']:.2f} / {s['insertion']:.3f} / "
+            f"{s['omission']:.3f} / {s['inversion']:.3f}"
+        )
+    return "| " + " | ".join(cells) + " |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--only", choices=["synthetic", "ende"], default=None)
+    p.add_argument("--mqm", default=str(MQM))
+    p.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="ProtocolSettings of the default protocol, e.g. spending=1 futility_error=0.1",
+    )
+    args = p.parse_args(argv)
+    overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    cols = "C / Ann. / Ins. / Omi. / Inv."
+    head = f"| study | significant | default {cols} | paper {cols} |"
+    print(head)
+    print("|---|---|---|---|")
+    t0 = time.perf_counter()
+    if args.only in (None, "synthetic"):
+        for share in SHARES:
+            for pool in POOLS:
+                data, how = study_for(share, pool)
+                print(
+                    row(f"{share:.0%} share, pool {pool} ({how})", data, args.repeats, overrides),
+                    flush=True,
+                )
+    if args.only in (None, "ende"):
+        wide = load_mqm(args.mqm, list(PAPER_SYSTEMS))
+        full = preference_data_from_scores(wide)
+        print(row("en-de, eleven systems, 527 inputs", full, args.repeats, overrides), flush=True)
+        far = far_apart(wide)
+        print(
+            row(
+                f"en-de, far apart ({', '.join(far)})",
+                preference_data_from_scores(wide[far]),
+                args.repeats,
+                overrides,
+            ),
+            flush=True,
+        )
+        for n in (50, 126, 200, 350):
+            print(
+                row(
+                    f"en-de, {n} inputs (seed 0)",
+                    subset_inputs(full, n, 0),
+                    args.repeats,
+                    overrides,
+                ),
+                flush=True,
+            )
+    print(f"\n{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
