@@ -7,7 +7,7 @@ whose study comes closest to the share; then the WMT21 en-de file: the paper's e
 systems, systems far apart (by mean MQM score, each significantly apart from every other)
 and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
 
-    nice -n 10 python bench/protocol_sweep.py [--repeats 4] [--only synthetic|ende]
+    nice -n 10 python bench/protocol_sweep.py [--repeats 4] [--only synthetic|ende|futility]
 
 Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
 insertions / omissions / inversions of the default and of the paper's protocol
@@ -27,6 +27,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from protocol.predictive import (  # noqa: E402
+    calibrate_futility,
+    futility_scores,
+    wrong_retirement_rate,
+)
 from protocol.settings import ProtocolSettings  # noqa: E402
 from protocol.simulation import (  # noqa: E402
     PAPER_SYSTEMS,
@@ -89,10 +94,25 @@ def row(name: str, data: PreferenceData, repeats: int, overrides: dict[str, Any]
     return "| " + " | ".join(cells) + " |"
 
 
+def futility_check(error: float = 0.1) -> None:
+    """Wrongly retired near-boundary pairs (:func:`protocol.predictive.futility_scores`, draw
+    rate 0.45, batch 10, 4,000 pairs, seed 0): the fixed threshold 0.2 against the threshold
+    calibrated for ``error``, checked on fresh pairs (seed 1)."""
+    print(f"| pool | rate at futility 0.2 | calibrated futility (β = {error}) | rate, fresh |")
+    print("|---|---|---|---|")
+    for pool in POOLS:
+        fresh = futility_scores(pool, 10, draw_rate=0.45, seed=1)
+        f = calibrate_futility(pool, 10, error=error, draw_rate=0.45, seed=0)
+        print(
+            f"| {pool} | {wrong_retirement_rate(fresh, 0.2):.3f} | {f:.3f} | "
+            f"{wrong_retirement_rate(fresh, f):.3f} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=4)
-    p.add_argument("--only", choices=["synthetic", "ende"], default=None)
+    p.add_argument("--only", choices=["synthetic", "ende", "futility"], default=None)
     p.add_argument("--mqm", default=str(MQM))
     p.add_argument(
         "--set",
@@ -103,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    if args.only == "futility":
+        futility_check()
+        return 0
     cols = "C / Ann. / Ins. / Omi. / Inv."
     head = f"| study | significant | default {cols} | paper {cols} |"
     print(head)

@@ -35,7 +35,7 @@ class ProtocolSettings:
     decision_level: float | None = None
     #: Exponent ρ of the level over a pair's looks: ``1 − (1 − level)·(used / pool)^ρ``;
     #: 0: the same level at every look.
-    spending: float = 0.0
+    spending: float = 1.0
     #: Draw rate of the calibration's null; None: share of draws in round 1, rounded to 0.05.
     null_draw_rate: float | None = None
     #: Simulated null sequences of one pair in the calibration of ``decision_level``.

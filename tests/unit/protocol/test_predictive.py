@@ -225,7 +225,7 @@ def test_calibrated_level_keeps_a_lone_null_pairs_false_decisions_at_gamma() -> 
     assert 0.9 < level < 1.0
     # fresh null pairs, each alone (no pooling possible), through the protocol itself
     data = _null_pools(2000, 200, seed=5)
-    settings = ProtocolSettings(batch=10, decision_level=level, allocation="uniform")
+    settings = ProtocolSettings(batch=10, decision_level=level, spending=0.0, allocation="uniform")
     res = replay_once(data, settings, np.random.default_rng(6))
     rate = np.mean(res.decisions != 0)
     assert rate == pytest.approx(0.05, abs=3 * np.sqrt(0.05 * 0.95 / 2000))
