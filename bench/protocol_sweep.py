@@ -4,7 +4,7 @@ Synthetic MQM-like studies (:func:`protocol.synthetic.synthetic_mqm`): for every
 pairs significant on all data (25 / 50 / 75 / 100 %) and pool (50 / 200 / 527 / 2,000 inputs
 per pair), the spread ``s`` (and, where eight systems cannot reach the share, fewer systems)
 whose study comes closest to the share; then the WMT21 en-de file: the paper's eleven
-systems, systems far apart (by mean MQM score, each significantly apart from every other)
+systems, systems far apart (the largest set whose every pair all data decide)
 and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
 
     nice -n 10 python bench/protocol_sweep.py [--repeats 4] [--only synthetic|ende|futility]
@@ -17,6 +17,7 @@ insertions / omissions / inversions of the default and of the paper's protocol
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -71,13 +72,16 @@ def study_for(share: float, pool: int, seed: int = 1) -> tuple[PreferenceData, s
 
 
 def far_apart(wide) -> list[str]:
-    """Systems by mean score, each kept only if all data decide it against every one kept."""
-    kept: list[str] = []
-    for system in wide.mean().sort_values().index:
-        trial = preference_data_from_scores(wide[[*kept, system]])
-        if not kept or np.all(reference_decisions(trial) != 0):
-            kept.append(system)
-    return kept
+    """The largest set of systems whose every pair all data decide (γ = 0.05): on en-de
+    four of the eleven; the first such set in column order."""
+    data = preference_data_from_scores(wide)
+    decided = {pair for pair, r in zip(data.pairs, reference_decisions(data), strict=True) if r}
+    columns = [str(c) for c in wide.columns]
+    for k in range(len(columns), 1, -1):
+        for subset in itertools.combinations(columns, k):
+            if all(pair in decided for pair in itertools.combinations(subset, 2)):
+                return list(subset)
+    return columns[:2]
 
 
 def row(name: str, data: PreferenceData, repeats: int, overrides: dict[str, Any]) -> str:
@@ -135,10 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         for share in SHARES:
             for pool in POOLS:
                 data, how = study_for(share, pool)
-                print(
-                    row(f"{share:.0%} share, pool {pool} ({how})", data, args.repeats, overrides),
-                    flush=True,
-                )
+                name = f"{share:.0%} share, pool {pool} ({how})"
+                print(row(name, data, args.repeats, overrides), flush=True)
+        for pool in (200, 527):
+            null = preference_data_from_scores(synthetic_mqm(8, pool, 0.0, 1))
+            name = f"null study, pool {pool} (S=8 s=0)"
+            print(row(name, null, args.repeats, overrides), flush=True)
     if args.only in (None, "ende"):
         wide = load_mqm(args.mqm, list(PAPER_SYSTEMS))
         full = preference_data_from_scores(wide)
