@@ -29,6 +29,10 @@ from .decision import PosteriorDraws, decide, human_posterior, theta_human
 
 __all__ = [
     "PooledEffects",
+    "blended_level",
+    "calibrate_study_level",
+    "null_study_bounds",
+    "pooling_information",
     "first_early_look",
     "calibrate_decision_level",
     "outcome_probabilities",
@@ -471,3 +475,169 @@ def calibrate_futility(
     # retire iff score > 1 − f: the rate is ≤ error for f ≤ 1 − (the (1 − error) quantile)
     cut = np.quantile(scores, 1.0 - error, method="lower")
     return float(np.clip(1.0 - cut, 0.0, ceiling))
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration on null studies of the study's own shape (pooling on)
+# --------------------------------------------------------------------------------------------
+
+
+def pooling_information(effects: PooledEffects, own_var: ArrayLike) -> NDArray[np.float64]:
+    """How much the pooling model informs each pair: ``1 − Var_pooled(δ) / Var_own(δ)``,
+    in [0, 1] (0: the pair's own evidence only, e.g. a lone pair or a study whose pairs do
+    not fit the model; near 1: the other pairs pin the pair's effect down)."""
+    _, pooled = effects.summary()
+    own = np.maximum(np.asarray(own_var, dtype=float), 1e-15)
+    return np.clip(1.0 - pooled / own, 0.0, 1.0)
+
+
+def blended_level(
+    study_level: float, lone_level: float, information: ArrayLike
+) -> NDArray[np.float64]:
+    """Per pair: the lone-pair level where pooling adds nothing, the study level where the
+    other pairs pin the pair down, linearly in :func:`pooling_information` between them."""
+    info = np.clip(np.asarray(information, dtype=float), 0.0, 1.0)
+    return lone_level + info * (study_level - lone_level)
+
+
+def _pooled_batch(
+    m: NDArray[np.float64], v: NDArray[np.float64], x: NDArray[np.float64], tau_grid: NDArray
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`pool_across_pairs` for ``B`` studies of one connected design at once:
+    ``m``, ``v`` (B, P), ``x`` (P, S). Returns weights (B, G), means and variances (B, G, P)."""
+    tau2 = np.asarray(tau_grid, dtype=float) ** 2
+    prior_var = QUALITY_PRIOR_SD**2
+    d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
+    inv_d = 1.0 / d
+    s = x.shape[1]
+    a = np.eye(s)[None, None] / prior_var + np.einsum("pi,bgp,pj->bgij", x, inv_d, x)
+    b = np.einsum("bgp,pi->bgi", m[:, None, :] * inv_d, x)
+    a_inv = np.linalg.inv(a)
+    q = np.einsum("bgij,bgj->bgi", a_inv, b)
+    xq = np.einsum("bgi,pi->bgp", q, x)
+    quad = (m[:, None, :] ** 2 * inv_d).sum(axis=2) - (b * q).sum(axis=2)
+    logdet = np.log(d).sum(axis=2) + np.linalg.slogdet(a)[1]
+    edges = np.gradient(np.asarray(tau_grid, dtype=float))
+    logpost = -0.5 * (logdet + quad) + np.log(edges / edges.sum())[None]
+    w = np.exp(logpost - logpost.max(axis=1, keepdims=True))
+    shrink = v[:, None, :] * inv_d
+    mean = xq + (1.0 - shrink) * (m[:, None, :] - xq)
+    xax = np.einsum("pi,bgij,pj->bgp", x, a_inv, x)
+    var = shrink**2 * xax + tau2[None, :, None] * shrink
+    return w / w.sum(axis=1, keepdims=True), mean, np.maximum(var, 1e-15)
+
+
+def null_study_bounds(
+    pair_systems: ArrayLike,
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    lone_level: float,
+    futility: float = 0.2,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_studies: int = 100,
+    seed: int | np.random.Generator | None = 0,
+    spending: float = 0.0,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Simulated null studies of the given shape (every system equal; every pair a pool of
+    ``n_max`` with ``p> = p< = (1 − draw_rate) / 2``, ``batch`` more labels per pair per look,
+    pooling across the pairs on). Per simulated pair: the largest study level at which some
+    interim look would decide it (under :func:`blended_level` with ``lone_level``; −inf if
+    none, +inf if the lone level alone decides it) while futility has not retired it, and
+    whether the last look (Algorithm 1 on the whole pool) decides it. Shapes (n_studies·P,)."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    ps = np.asarray(pair_systems, dtype=np.int64).reshape(-1, 2)
+    _, local = np.unique(ps, return_inverse=True)
+    local = local.reshape(-1, 2)
+    n_pairs = ps.shape[0]
+    x = np.zeros((n_pairs, int(local.max()) + 1))
+    x[np.arange(n_pairs), local[:, 0]] = 1.0
+    x[np.arange(n_pairs), local[:, 1]] = -1.0
+    n_max = int(n_max)
+    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    pw = (1.0 - draw_rate) / 2.0
+    steps = np.diff(looks, prepend=0)
+    inc = np.stack(
+        [rng.multinomial(k, [pw, draw_rate, pw], size=(n_studies, n_pairs)) for k in steps],
+        axis=2,
+    )  # (B, P, looks, 3)
+    counts_at = np.cumsum(inc, axis=2)
+    top = np.full((n_studies, n_pairs), -np.inf)
+    alive = np.ones((n_studies, n_pairs), dtype=bool)
+    z = ndtri(1.0 - gamma / 2.0)
+    for j, k in enumerate(looks[:-1]):
+        if k < first_early_look(n_max, min_annotations):
+            continue
+        counts = counts_at[:, :, j, :].astype(float)  # (B, P, 3)
+        flat = counts.reshape(-1, 3)
+        mean, var, nondraw = pool_effect(flat, np.full(flat.shape[0], float(n_max)))
+        mean, var, nondraw = (a.reshape(n_studies, n_pairs) for a in (mean, var, nondraw))
+        w, mu, vv = _pooled_batch(mean, np.maximum(var, 1e-12), x, TAU_GRID)
+        # outcome_probabilities for every study at once (rem = n_max − k, frac = 1: the final
+        # difference is N·δ; its sd is N·sd(δ) per τ component)
+        mix_mean = (w[:, :, None] * mu).sum(axis=1)
+        mix_var = (w[:, :, None] * (vv + mu**2)).sum(axis=1) - mix_mean**2
+        crit = z * np.sqrt(counts[..., 0] + counts[..., 2] + (n_max - k) * nondraw + 2.0)
+        sd = n_max * np.sqrt(vv)
+        p_a = (w[:, :, None] * ndtr((n_max * mu - crit[:, None]) / sd)).sum(axis=1)
+        p_b = (w[:, :, None] * ndtr((-crit[:, None] - n_max * mu) / sd)).sum(axis=1)
+        p_u = np.clip(1.0 - p_a - p_b, 0.0, 1.0)
+        info = np.clip(1.0 - np.maximum(mix_var, 0.0) / np.maximum(var, 1e-15), 0.0, 1.0)
+        now = decide(theta_human(flat), gamma).reshape(n_studies, n_pairs)
+        sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
+        need = 1.0 - (1.0 - sig) / (k / n_max) ** spending  # largest level deciding here
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = np.where(
+                info > 1e-9,
+                (need - lone_level * (1.0 - info)) / info,
+                np.where(need >= lone_level, np.inf, -np.inf),
+            )
+        bound = np.where(now != 0, bound, -np.inf)
+        top = np.where(alive, np.maximum(top, bound), top)
+        alive &= ~(p_u > 1.0 - futility)
+    last = counts_at[:, :, -1, :].reshape(-1, 3).astype(float)
+    final = alive.ravel() & (decide(theta_human(last), gamma) != 0)
+    return top.ravel(), final
+
+
+def calibrate_study_level(
+    pair_systems: ArrayLike,
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    lone_level: float,
+    futility: float = 0.2,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_studies: int = 100,
+    seed: int | np.random.Generator | None = 0,
+    spending: float = 0.0,
+) -> float:
+    """The smallest study level (in [0.5, 1]) whose per-pair false decisions over all looks of
+    simulated null studies of this shape (:func:`null_study_bounds`) stay ≤ γ. It is above
+    ``lone_level`` where pooling over few systems makes null pairs' predictions overconfident,
+    below it where many pairs pin each other down."""
+    top, final = null_study_bounds(
+        pair_systems, n_max, batch, gamma, lone_level=lone_level, futility=futility,
+        min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=seed,
+        spending=spending,
+    )  # fmt: skip
+
+    def rate(level: float) -> float:
+        return float(np.mean((top >= level) | final))
+
+    lo, hi = 0.5, 1.0
+    if rate(hi) > gamma:
+        return 1.0
+    if rate(lo) <= gamma:
+        return lo
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if rate(mid) <= gamma:
+            hi = mid
+        else:
+            lo = mid
+    return float(hi)

@@ -17,16 +17,21 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
 from .predictive import (
+    blended_level,
     calibrate_decision_level,
     calibrate_futility,
+    calibrate_study_level,
     first_early_look,
     no_pooling,
     outcome_probabilities,
     pool_across_pairs,
     pool_effect,
+    pooling_information,
 )
 from .settings import ProtocolSettings
 
@@ -156,6 +161,70 @@ def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: ND
     )
 
 
+@lru_cache(maxsize=64)
+def _study_level(
+    pairs: tuple[tuple[int, int], ...],
+    n_max: int,
+    batch: int,
+    gamma: float,
+    lone: float,
+    futility: float,
+    min_annotations: int,
+    draw_rate: float,
+    n_studies: int,
+    spending: float,
+) -> float:
+    return calibrate_study_level(
+        np.array(pairs), n_max, batch, gamma, lone_level=lone, futility=futility,
+        min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=0,
+        spending=spending,
+    )  # fmt: skip
+
+
+def study_level(
+    settings: ProtocolSettings,
+    systems: NDArray,
+    n_max: int,
+    batch: int,
+    human: NDArray,
+    lone: float,
+) -> float:
+    """The level of a pair that the other pairs pin down (:func:`blended_level`), calibrated on
+    null studies of this study's shape with pooling on
+    (:func:`protocol.predictive.calibrate_study_level`); ``lone`` without pooling or with
+    ``settings.pooled_calibration`` off, or when ``settings.decision_level`` fixes the level."""
+    if (
+        settings.decision_level is not None
+        or not settings.pooling
+        or not settings.pooled_calibration
+    ):
+        return float(lone)
+    # the shape only: systems relabelled 0..S-1, pairs sorted (the live study and the replay
+    # number systems and order pairs differently; the calibration must not depend on it)
+    # (a study whose systems fall apart into unconnected groups: the largest group's shape)
+    ids = np.asarray(systems, dtype=np.int64).reshape(-1, 2)
+    n_sys = int(ids.max()) + 1
+    graph = coo_matrix((np.ones(len(ids)), (ids[:, 0], ids[:, 1])), shape=(n_sys, n_sys))
+    _, comp = connected_components(graph, directed=False)
+    of_pair = comp[ids[:, 0]]
+    ids = ids[of_pair == np.bincount(of_pair).argmax()]
+    _, ids = np.unique(ids, return_inverse=True)
+    ids = np.sort(ids.reshape(-1, 2), axis=1)
+    pairs = tuple(sorted((int(a), int(b)) for a, b in ids))
+    return _study_level(
+        pairs,
+        int(n_max),
+        int(batch),
+        settings.gamma,
+        float(lone),
+        futility_threshold(settings, n_max, batch, human),
+        settings.min_annotations,
+        null_draw_rate(human, settings),
+        settings.calibration_studies,
+        settings.spending,
+    )
+
+
 def posterior(
     human: NDArray,
     confusion: NDArray | None,
@@ -179,6 +248,7 @@ def decide_round(
     closed: ClosedPairs | None = None,
     redundancy: int = 1,
     futility: float | None = None,
+    lone_level: float | None = None,
 ) -> RoundDecision:
     """Decide every open pair after a round (Algorithm 2, inner loop) and say which close.
 
@@ -188,7 +258,10 @@ def decide_round(
     of every open pair, ``closed``: the closed pairs' evidence — with both, the prediction
     pools evidence across pairs (``settings.pooling``); ``redundancy``: annotations per input
     (metric-only inputs count that many labels to come); ``futility``: the threshold of
-    :func:`futility_threshold` (None: ``settings.futility``).
+    :func:`futility_threshold` (None: ``settings.futility``); ``lone_level``: the level of a
+    pair pooling does not inform — with it, ``level`` is the study level of :func:`study_level`
+    and each pair needs :func:`~protocol.predictive.blended_level` of the two (None: ``level``
+    for every pair).
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
@@ -226,7 +299,11 @@ def decide_round(
     last = (used >= pool) | (budget_left <= 0)
     early = ~last & (used >= first_early_look(pool, settings.min_annotations))
     decision = np.where(last, now, 0).astype(np.int8)
-    level_now = look_level(level, used, pool, settings.spending)
+    pair_level = level
+    if lone_level is not None and level is not None:
+        info = pooling_information(effects, eff_var)
+        pair_level = blended_level(level, lone_level, info)
+    level_now = look_level(pair_level, used, pool, settings.spending)
     decision[early & (now > 0) & (p_a >= level_now)] = 1
     decision[early & (now < 0) & (p_b >= level_now)] = -1
     outcome[decision != 0] = DECIDED
@@ -319,8 +396,11 @@ def round_allocation(
     return give
 
 
-def look_level(level: float | None, used: NDArray, pool: NDArray, spending: float) -> NDArray:
+def look_level(
+    level: float | NDArray | None, used: NDArray, pool: NDArray, spending: float
+) -> NDArray:
     """The predictive level a decision needs at this look: ``1 − (1 − level)·t^spending`` with
     ``t = used / pool`` (stricter early, ``level`` at the pool's end; ``spending = 0``: flat)."""
     frac = np.clip(np.asarray(used, dtype=float) / np.maximum(pool, 1), 0.0, 1.0)
-    return 1.0 - (1.0 - float(level if level is not None else 1.0)) * frac**spending
+    base = np.asarray(level if level is not None else 1.0, dtype=float)
+    return 1.0 - (1.0 - base) * frac**spending

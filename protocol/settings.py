@@ -40,6 +40,13 @@ class ProtocolSettings:
     null_draw_rate: float | None = None
     #: Simulated null sequences of one pair in the calibration of ``decision_level``.
     calibration_sims: int = 20000
+    #: Also calibrate a study level on null studies of the study's own shape (pooling on); a
+    #: pair needs the lone-pair level where pooling adds nothing, the study level where the
+    #: other pairs pin it down, in between by how much pooling informs it. False: the
+    #: lone-pair level for every pair.
+    pooled_calibration: bool = True
+    #: Simulated null studies in that calibration.
+    calibration_studies: int = 100
     #: Retire a pair as undecided when the chance that all data decide it is below this.
     futility: float = 0.2
     #: None: ``futility`` as given; a rate β: the futility threshold is calibrated so that at

@@ -359,6 +359,7 @@ def replay_once(
     is_open = np.ones(n_pairs, dtype=bool)
     retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
     level = settings.decision_level
+    lone = None
     futility = None
     weights = np.ones(n_pairs)
     effect_mean = np.zeros(n_pairs)
@@ -382,8 +383,11 @@ def replay_once(
                 settings, int(pools.max()), settings.batch, post.human_counts
             )
         if not settings.paper and level is None:
-            level = rounds.decision_level(
+            lone = rounds.decision_level(
                 settings, int(pools.max()), settings.batch, post.human_counts
+            )
+            level = rounds.study_level(
+                settings, systems, int(pools.max()), settings.batch, post.human_counts, lone
             )
         shut = np.flatnonzero(~is_open)
         closed = rounds.ClosedPairs(effect_mean[shut], effect_var[shut], systems[shut])
@@ -397,6 +401,7 @@ def replay_once(
             systems=systems[idx],
             closed=closed,
             futility=futility,
+            lone_level=lone,
         )
         final[idx] = step.decision
         p_prot[idx] = step.mean_p

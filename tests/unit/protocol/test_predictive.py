@@ -13,11 +13,13 @@ from protocol.predictive import (
     _component,
     calibrate_decision_level,
     calibrate_futility,
+    calibrate_study_level,
     futility_scores,
     no_pooling,
     outcome_probabilities,
     pool_across_pairs,
     pool_effect,
+    pooling_information,
     wrong_retirement_rate,
 )
 from protocol.settings import ProtocolSettings
@@ -293,3 +295,36 @@ def test_spending_schedule_keeps_a_lone_null_pairs_false_decisions_at_gamma() ->
     settings = ProtocolSettings(batch=10, decision_level=level, spending=1.0, allocation="uniform")
     res = replay_once(data, settings, np.random.default_rng(6))
     assert np.mean(res.decisions != 0) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 2000)
+
+
+# ---------------------------------------------------------------------------------------------
+# the study level: null studies of the study's own shape, pooling on
+# ---------------------------------------------------------------------------------------------
+
+
+def test_pooling_informs_a_pair_of_many_systems_and_not_a_lone_pair() -> None:
+    rng = np.random.default_rng(0)
+    counts = rng.multinomial(60, [0.3, 0.4, 0.3], size=28).astype(float)
+    mean, var, _ = pool_effect(counts, np.full(28, 200.0))
+    pairs = np.array([(a, b) for a in range(8) for b in range(a + 1, 8)])
+    assert np.all(pooling_information(pool_across_pairs(mean, var, pairs), var) > 0.25)
+    lone = pool_across_pairs(mean[:1], var[:1], pairs[:1])
+    assert pooling_information(lone, var[:1])[0] < 0.05
+
+
+def test_study_level_keeps_null_studies_false_decisions_at_gamma() -> None:
+    # calibrated on simulated null studies of 8 systems (seed 3); fresh null studies of that
+    # shape (other seeds) run through the protocol itself, pooling and the per-pair blend on
+    pairs = [(a, b) for a in range(8) for b in range(a + 1, 8)]
+    lone = calibrate_decision_level(150, 10, 0.05, draw_rate=0.4, spending=1.0, seed=3)
+    level = calibrate_study_level(
+        pairs, 150, 10, 0.05, lone_level=lone, draw_rate=0.4, spending=1.0, seed=3
+    )
+    assert level < lone  # 28 pairs pin each other down: the study level is looser
+    settings = ProtocolSettings(batch=10, null_draw_rate=0.4)
+    rates = []
+    for seed in range(20):
+        data = _null_pools(0, 150, seed=100 + seed, shared_systems=8)
+        res = replay_once(data, settings, np.random.default_rng(seed))
+        rates.append(np.mean(res.decisions != 0))
+    assert np.mean(rates) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / (20 * 28))
