@@ -315,12 +315,14 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
     systems = np.array([[system_ids[p.system_a_id], system_ids[p.system_b_id]] for p in pairs])
     level, lone = config.decision_level, config.lone_decision_level
+    futility = config.futility_threshold
     if not settings.paper and level is None:
-        look = settings.batch * per_input
-        lone = rounds.decision_level(settings, int(pool.max()), look, human)
-        level = rounds.study_level(settings, systems, int(pool.max()), look, human, lone)
+        look, n_max = settings.batch * per_input, int(pool.max())
+        futility = rounds.futility_threshold(settings, n_max, look, human)
+        lone = rounds.decision_level(settings, n_max, look, human)
+        level = rounds.study_level(settings, systems, n_max, look, human, lone)
         ProtocolConfig.objects.filter(pk=config.pk).update(
-            decision_level=level, lone_decision_level=lone
+            decision_level=level, lone_decision_level=lone, futility_threshold=futility
         )
     # what the budget can still buy: whole items (r annotations each); less than an item's
     # worth left means this is every open pair's last look
@@ -340,6 +342,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         closed=_closed_pairs(study, system_ids),
         redundancy=per_input,
         lone_level=lone,
+        futility=futility,
     )
     state_of = {
         rounds.OPEN: SystemPair.State.OPEN,

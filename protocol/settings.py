@@ -49,10 +49,11 @@ class ProtocolSettings:
     calibration_studies: int = 100
     #: Retire a pair as undecided when the chance that all data decide it is below this.
     futility: float = 0.2
-    #: None: ``futility`` as given; a rate β: the futility threshold is calibrated so that at
+    #: A rate β (default 0.1): the futility threshold is calibrated so that at
     #: most β of lone pairs near the decision boundary that all data decide are retired
-    #: (:func:`protocol.predictive.calibrate_futility`; ``futility`` is then its ceiling).
-    futility_error: float | None = None
+    #: (:func:`protocol.predictive.calibrate_futility`; ``futility`` is then its ceiling);
+    #: None: ``futility`` as given.
+    futility_error: float | None = 0.1
     #: No early decision or retirement before this many annotations (or a quarter of the pool).
     min_annotations: int = 30
     #: Predict from all pairs through δ_ab = q_a − q_b + e_ab; False: each pair on its own.
