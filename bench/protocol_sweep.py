@@ -141,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 data, how = study_for(share, pool)
                 name = f"{share:.0%} share, pool {pool} ({how})"
                 print(row(name, data, args.repeats, overrides), flush=True)
-        for pool in (200, 527):
-            null = preference_data_from_scores(synthetic_mqm(8, pool, 0.0, 1))
-            name = f"null study, pool {pool} (S=8 s=0)"
+        for n_systems, pool in ((8, 200), (8, 527), (4, 200)):
+            null = preference_data_from_scores(synthetic_mqm(n_systems, pool, 0.0, 1))
+            name = f"null study, pool {pool} (S={n_systems} s=0)"
             print(row(name, null, args.repeats, overrides), flush=True)
     if args.only in (None, "ende"):
         wide = load_mqm(args.mqm, list(PAPER_SYSTEMS))

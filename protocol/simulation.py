@@ -555,9 +555,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--futility", type=float, default=None)
     p.add_argument(
         "--futility-error",
-        type=float,
+        type=_rate_or_off,
         default=None,
-        help="calibrate futility: retire at most this share of near-boundary decided pairs",
+        help="futility calibrated to retire at most this share of near-boundary pairs that "
+        "all data decide (default 0.1); 'off': the fixed --futility threshold",
     )
     p.add_argument("--allocation", choices=["uniform", "adaptive"], default=None)
     p.add_argument("--level", type=float, default=None, help="decision level (default: calibrate)")
@@ -566,6 +567,16 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     return p
+
+
+def _rate_or_off(value: str) -> float | str:
+    """A rate in (0, 1) or the word ``off``."""
+    if value == "off":
+        return value
+    rate = float(value)
+    if not 0 < rate < 1:
+        raise argparse.ArgumentTypeError("a rate in (0, 1) or 'off'")
+    return rate
 
 
 def _load_from_args(args: argparse.Namespace) -> PreferenceData:
@@ -608,7 +619,9 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
         if args.futility is not None:
             overrides["futility"] = args.futility
         if args.futility_error is not None:
-            overrides["futility_error"] = args.futility_error
+            overrides["futility_error"] = (
+                None if args.futility_error == "off" else args.futility_error
+            )
         if args.allocation is not None:
             overrides["allocation"] = args.allocation
         if args.level is not None:

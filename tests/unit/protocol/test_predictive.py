@@ -252,8 +252,8 @@ def test_wmt21_replay_beats_the_papers_curve() -> None:
     data = preference_data_from_scores(load_mqm(MQM, PAPER_SYSTEMS))
     out = replay(data, ProtocolSettings(batch=10), repeats=4, seed=0)["summary"]
     assert out["inversion"] == 0.0
-    assert out["correct"] >= 0.88
-    assert out["annotations"] <= 0.46
+    assert out["correct"] >= 0.92
+    assert out["annotations"] <= 0.45
 
 
 def test_wmt21_under_a_binding_budget_beats_the_papers_protocol() -> None:

@@ -232,3 +232,12 @@ def test_synthetic_mqm_follows_its_generator() -> None:
     # s = 0: every system alike, so all data decide (almost) no pair
     null = preference_data_from_scores(synthetic_mqm(8, 527, 0.0, seed=1))
     assert np.sum(reference_decisions(null) != 0) <= 2
+
+
+def test_futility_error_flag_takes_a_rate_or_off() -> None:
+    base = ["--mqm", "scores.tsv"]
+    assert build_parser().parse_args([*base, "--futility-error", "off"]).futility_error == "off"
+    assert build_parser().parse_args([*base, "--futility-error", "0.1"]).futility_error == 0.1
+    assert build_parser().parse_args(base).futility_error is None  # the default β of the settings
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--futility-error", "1.5"])
