@@ -7,7 +7,8 @@ whose study comes closest to the share; then the WMT21 en-de file: the paper's e
 systems, systems far apart (the largest set whose every pair all data decide)
 and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
 
-    nice -n 10 python bench/protocol_sweep.py [--repeats 4] [--only synthetic|ende|futility]
+    nice -n 10 python bench/protocol_sweep.py [--repeats 4]
+        [--only synthetic|ende|futility|partial-null]
 
 Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
 insertions / omissions / inversions of the default and of the paper's protocol
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -41,9 +43,10 @@ from protocol.simulation import (  # noqa: E402
     preference_data_from_scores,
     reference_decisions,
     replay,
+    replay_once,
     subset_inputs,
 )
-from protocol.synthetic import synthetic_mqm  # noqa: E402
+from protocol.synthetic import PENALTIES, synthetic_mqm  # noqa: E402
 
 MQM = (
     Path(__file__).resolve().parents[2]
@@ -113,10 +116,43 @@ def futility_check(error: float = 0.1) -> None:
         )
 
 
+def couples_study(pool: int, spread: float, seed: int, n_systems: int = 8) -> PreferenceData:
+    """A synthetic study whose systems come in couples of equal quality (``p = 0.30 + s·⌊i/2⌋``):
+    the pairs within a couple are null pairs inside a study with real differences."""
+    rng = np.random.default_rng(seed)
+    p_clean = np.minimum(0.30 + spread * (np.arange(n_systems) // 2), 1.0)
+    clean = rng.random((pool, n_systems)) < p_clean[None, :]
+    penalty = rng.choice(PENALTIES, size=(pool, n_systems))
+    wide = pd.DataFrame(
+        np.where(clean, 0.0, -penalty), columns=[f"sys{i}" for i in range(n_systems)]
+    )
+    return preference_data_from_scores(wide)
+
+
+def partial_null_check(studies: int, overrides: dict[str, Any]) -> None:
+    """How often the null pairs of :func:`couples_study` are decided (8 systems, N = 10, one
+    random order per study, studies seeded 500…)."""
+    print("| pool | s | null pairs | decided | SE at γ |")
+    print("|---|---|---|---|---|")
+    for pool, spread in ((200, 0.1), (527, 0.08)):
+        hits = []
+        for k in range(studies):
+            data = couples_study(pool, spread, 500 + k)
+            res = replay_once(
+                data, ProtocolSettings(batch=10, **overrides), np.random.default_rng(k)
+            )
+            null = [j for j, (a, b) in enumerate(data.pairs) if int(a[3:]) // 2 == int(b[3:]) // 2]
+            hits += [bool(res.decisions[j] != 0) for j in null]
+        se = np.sqrt(0.05 * 0.95 / len(hits))
+        print(f"| {pool} | {spread} | {len(hits)} | {np.mean(hits):.3f} | {se:.3f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=4)
-    p.add_argument("--only", choices=["synthetic", "ende", "futility"], default=None)
+    p.add_argument(
+        "--only", choices=["synthetic", "ende", "futility", "partial-null"], default=None
+    )
     p.add_argument("--mqm", default=str(MQM))
     p.add_argument(
         "--set",
@@ -129,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     if args.only == "futility":
         futility_check()
+        return 0
+    if args.only == "partial-null":
+        partial_null_check(60, overrides)
         return 0
     cols = "C / Ann. / Ins. / Omi. / Inv."
     head = f"| study | significant | default {cols} | paper {cols} |"

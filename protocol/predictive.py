@@ -317,7 +317,8 @@ def calibrate_decision_level(
     pair's own evidence only). At an interim look from :func:`first_early_look` on, the pair is
     decided when Algorithm 1 is significant now and :func:`outcome_probabilities` gives the same
     direction on all data a probability ≥ ``level``; it is retired undecided when ``P(undecided)
-    > 1 − futility`` (binding: no later look); at the last look (pool used up) Algorithm 1 at
+    > 1 − futility`` and more than ``batch`` labels are left (binding: no later look); at the
+    last look (pool used up) Algorithm 1 at
     level γ decides. A decision is false whatever its direction. The false-decision rate falls
     as ``level`` rises; the returned level is the smallest with rate ≤ ``gamma`` (1.0 when even
     the last look alone exceeds it: then only the last look decides).
@@ -353,7 +354,8 @@ def calibrate_decision_level(
         # the level at this look is 1 − (1 − level)·t^spending: decided iff level ≤ this
         need = 1.0 - (1.0 - sig[back]) / (k / n_max) ** spending
         top = np.where(alive, np.maximum(top, need), top)
-        alive &= ~(p_u[back] > 1.0 - futility)
+        if n_max - k > batch:  # futility only with more than a batch left
+            alive &= ~(p_u[back] > 1.0 - futility)
     last = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
     final_false = alive & (decide(theta_human(last), gamma) != 0)
 
@@ -419,7 +421,8 @@ def futility_scores(
 ) -> NDArray[np.float64]:
     """Per simulated near-boundary pair that all data decide (see
     :func:`_near_boundary_sequences`), the highest ``P(undecided)`` over its interim looks
-    (every ``batch`` labels from :func:`first_early_look` on, its own evidence only). The pair
+    (every ``batch`` labels from :func:`first_early_look` on while more than ``batch`` are
+    left, its own evidence only). The pair
     is wrongly retired by a futility threshold ``f`` exactly when this exceeds ``1 − f``.
     Early decisions are ignored: a pair decided first could not be retired, so the rate this
     gives is an upper bound."""
@@ -438,7 +441,8 @@ def futility_scores(
         _, _, p_u = outcome_probabilities(
             no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
         )
-        top = np.maximum(top, p_u[back])
+        if n_max - k > batch:  # futility only with more than a batch left
+            top = np.maximum(top, p_u[back])
     return top
 
 
@@ -596,7 +600,8 @@ def null_study_bounds(
             )
         bound = np.where(now != 0, bound, -np.inf)
         top = np.where(alive, np.maximum(top, bound), top)
-        alive &= ~(p_u > 1.0 - futility)
+        if n_max - k > batch:  # futility only with more than a batch left
+            alive &= ~(p_u > 1.0 - futility)
     last = counts_at[:, :, -1, :].reshape(-1, 3).astype(float)
     final = alive.ravel() & (decide(theta_human(last), gamma) != 0)
     return top.ravel(), final

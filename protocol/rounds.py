@@ -317,7 +317,8 @@ def decide_round(
         undecided &= ~done
     futility = settings.futility if futility is None else futility
     if futility > 0:
-        futile = undecided & early & (p_u > 1.0 - futility)
+        # retiring with at most a batch left saves little and loses the last look's decision
+        futile = undecided & early & (remaining > settings.batch) & (p_u > 1.0 - futility)
         outcome[futile] = FUTILE
     weight = 1.0 - np.maximum(np.maximum(p_a, p_b), p_u)
     return RoundDecision(
