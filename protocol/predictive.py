@@ -563,18 +563,15 @@ def null_study_bounds(
     looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
     pw = (1.0 - draw_rate) / 2.0
     steps = np.diff(looks, prepend=0)
-    inc = np.stack(
-        [rng.multinomial(k, [pw, draw_rate, pw], size=(n_studies, n_pairs)) for k in steps],
-        axis=2,
-    )  # (B, P, looks, 3)
-    counts_at = np.cumsum(inc, axis=2)
+    running = np.zeros((n_studies, n_pairs, 3), dtype=np.int64)  # labels so far, per look
     top = np.full((n_studies, n_pairs), -np.inf)
     alive = np.ones((n_studies, n_pairs), dtype=bool)
     z = ndtri(1.0 - gamma / 2.0)
-    for j, k in enumerate(looks[:-1]):
-        if k < first_early_look(n_max, min_annotations):
+    for j, k in enumerate(looks):
+        running += rng.multinomial(steps[j], [pw, draw_rate, pw], size=(n_studies, n_pairs))
+        if k == n_max or k < first_early_look(n_max, min_annotations):
             continue
-        counts = counts_at[:, :, j, :].astype(float)  # (B, P, 3)
+        counts = running.astype(float)  # (B, P, 3)
         flat = counts.reshape(-1, 3)
         mean, var, nondraw = pool_effect(flat, np.full(flat.shape[0], float(n_max)))
         mean, var, nondraw = (a.reshape(n_studies, n_pairs) for a in (mean, var, nondraw))
@@ -602,7 +599,7 @@ def null_study_bounds(
         top = np.where(alive, np.maximum(top, bound), top)
         if n_max - k > batch:  # futility only with more than a batch left
             alive &= ~(p_u > 1.0 - futility)
-    last = counts_at[:, :, -1, :].reshape(-1, 3).astype(float)
+    last = running.reshape(-1, 3).astype(float)
     final = alive.ravel() & (decide(theta_human(last), gamma) != 0)
     return top.ravel(), final
 
