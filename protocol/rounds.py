@@ -262,9 +262,9 @@ def decide_round(
     (metric-only inputs count that many labels to come); ``correlation``: the correlation of
     the pairs' own effect estimates, open pairs then closed ones, when their labels share
     inputs (rankings, scores: :mod:`protocol.correlation`; None: independent);
-    ``futility``: the threshold of :func:`futility_threshold` (None: ``settings.futility``); ``lone_level``: the level of a
-    pair pooling does not inform — with it, ``level`` is the study level of :func:`study_level`
-    and each pair needs :func:`~protocol.predictive.blended_level` of the two (None: ``level``
+    ``futility``: the threshold of :func:`futility_threshold` (None: ``settings.futility``);
+    ``lone_level``: the level of a pair pooling does not inform — with it, ``level`` is the
+    study level of :func:`study_level` and each pair needs :func:`~protocol.predictive.blended_level` of the two (None: ``level``
     for every pair).
     """
     used = np.asarray(used, dtype=np.int64)
