@@ -264,8 +264,8 @@ def decide_round(
     inputs (rankings, scores: :mod:`protocol.correlation`; None: independent);
     ``futility``: the threshold of :func:`futility_threshold` (None: ``settings.futility``);
     ``lone_level``: the level of a pair pooling does not inform — with it, ``level`` is the
-    study level of :func:`study_level` and each pair needs :func:`~protocol.predictive.blended_level` of the two (None: ``level``
-    for every pair).
+    study level of :func:`study_level` and each pair needs
+    :func:`~protocol.predictive.blended_level` of the two (None: ``level`` for every pair).
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
