@@ -165,6 +165,7 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         s.name: s
         for s in System.objects.bulk_create(System(study=study, name=n) for n in spec.systems)
     }
+    kind, kind_opts = study.kind_impl, study.kind_options()
     labelled = {a.input_id for a in spec.annotations}
     first_item: dict[str, int] = {}  # input id → its first item, for the imported labels
     for batch in _batches(spec.inputs, BULK):
@@ -187,7 +188,10 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         by_input: dict[int, dict[str, Output]] = {}
         for out in outputs:
             by_input.setdefault(out.input_id, {})[out.system.name] = out
-        expected = {inp.pk: r.expected for inp, r in zip(inputs, batch, strict=True)}
+        expected = {
+            inp.pk: importers.expected_of(kind, kind_opts, r)
+            for inp, r in zip(inputs, batch, strict=True)
+        }
         gold = {inp.pk for inp, r in zip(inputs, batch, strict=True) if r.is_gold}
         if study.collection != "all":  # adaptive: rounds release the items; gold from the start
             inputs = [inp for inp in inputs if inp.pk in gold]

@@ -7,8 +7,9 @@ study (a numeric scale with anchors, or categorical labels).
 * scores: criterion → {0: value} for criteria rated on a scale (labels have no order);
 * no pair preferences of its own: the protocol and the report compare two outputs' scores
   (:func:`kinds.preferences_from_scores`);
-* known answer: ``{"scores": {criterion: value}, "tolerance": t}`` — every given criterion
-  within ``t`` (default 0) of the known value, labels equal.
+* known answer (gold inputs of one output, qualification questions): ``{"scores":
+  {criterion: value}, "tolerance": t}`` — written and stored alike; correct when every
+  given criterion is within ``t`` (default 0) of the known value, labels equal.
 """
 
 from __future__ import annotations
@@ -181,6 +182,46 @@ class Likert(Kind):
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> list[tuple[str, Any]]:
         return list((answer.get("scores") or {}).items())
+
+    def parse_expected(
+        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+    ) -> dict[str, Any]:
+        """``gold`` is ``{"scores": {criterion: value}, "tolerance": t}`` for the one output
+        of the input: at least one criterion, every value valid on its criterion's scale (or
+        one of its labels), ``t`` a number ≥ 0 (default 0; labels always match exactly)."""
+        if len(systems) != 1:
+            raise AnswerError("a Likert known answer rates exactly one output")
+        if not isinstance(gold, Mapping) or not isinstance(gold.get("scores"), Mapping):
+            raise AnswerError(
+                'a Likert known answer is {"scores": {criterion: value}, "tolerance": t}'
+            )
+        unknown = set(gold) - {"scores", "tolerance"}
+        if unknown:
+            raise AnswerError(f"unknown keys in the known answer: {', '.join(sorted(unknown))}")
+        by_name = {c["name"]: c for c in opts.get("criteria") or []}
+        scores: dict[str, Any] = {}
+        problems = []
+        for name, value in gold["scores"].items():
+            if name not in by_name:
+                problems.append(f"'{name}' is not a criterion of the study")
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                problems.append(f"'{name}' needs a value on its scale")
+                continue
+            try:
+                scores[name] = parse_value(by_name[name], value)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if not gold["scores"]:
+            problems.append("give the known score of at least one criterion")
+        tolerance = gold.get("tolerance", 0)
+        if isinstance(tolerance, bool) or not isinstance(tolerance, int | float):
+            problems.append("'tolerance' must be a number")
+        elif not 0 <= tolerance < float("inf"):
+            problems.append("'tolerance' must be 0 or more")
+        if problems:
+            raise AnswerError("; ".join(problems))
+        return {"scores": scores, "tolerance": tolerance}
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
