@@ -138,14 +138,25 @@ class Likert(Kind):
         accuracy: float,
     ) -> tuple[dict[str, Any], bool]:
         """A rating per criterion: the output's true quality placed on the scale between
-        the input's lowest and highest, with Gaussian noise; at random when unknown."""
+        the input's lowest and highest, with Gaussian noise; else the known answer's score
+        with that noise (a label: the known one with chance ``accuracy``); at random when
+        neither is known."""
         quality = qualities[0] if qualities else None
+        known_scores = expected.get("scores") or {}
         scores: dict[str, Any] = {}
         for criterion in opts.get("criteria") or []:
+            name = criterion["name"]
             if criterion.get("labels"):
-                scores[criterion["name"]] = rng.choice([str(x) for x in criterion["labels"]])
+                labels = [str(x) for x in criterion["labels"]]
+                known = known_scores.get(name)
+                right = known is not None and rng.random() < accuracy
+                scores[name] = str(known) if right else rng.choice(labels)
                 continue
             lo, hi = int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5))
+            if (quality is None or known_range is None) and name in known_scores:
+                value = round(float(known_scores[name]) + rng.gauss(0, SIMULATED_NOISE))
+                scores[name] = min(max(value, lo), hi)
+                continue
             if quality is None or known_range is None:
                 scores[criterion["name"]] = rng.randint(lo, hi)
                 continue
@@ -153,7 +164,7 @@ class Likert(Kind):
             share = (quality - low) / (high - low) if high > low else 0.5
             value = round(lo + share * (hi - lo) + rng.gauss(0, SIMULATED_NOISE))
             scores[criterion["name"]] = min(max(value, lo), hi)
-        return {"scores": scores}, quality is None
+        return {"scores": scores}, quality is None and not known_scores
 
     def scores(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
