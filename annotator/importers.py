@@ -685,7 +685,7 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
             outputs = parsed.outputs if errors.total == before else None
             index.add(parsed.external_id, _line_of(where), outputs, parsed.is_gold)
             if parsed.gold is not None and outputs is not None:
-                index.golds.append((where, parsed))
+                index.golds.append((parsed.where, parsed))
         elif _valid_id(ident := record.get("id")):
             index.add(str(ident), _line_of(where), None)
     inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)

@@ -7,9 +7,10 @@ study (a numeric scale with anchors, or categorical labels).
 * scores: criterion → {0: value} for criteria rated on a scale (labels have no order);
 * no pair preferences of its own: the protocol and the report compare two outputs' scores
   (:func:`kinds.preferences_from_scores`);
-* known answer (gold inputs of one output, qualification questions): ``{"scores":
-  {criterion: value}, "tolerance": t}`` — written and stored alike; correct when every
-  given criterion is within ``t`` (default 0) of the known value, labels equal.
+* known answer (gold inputs: the known rating of each of the input's outputs; qualification
+  questions): ``{"scores": {criterion: value}, "tolerance": t}`` — written and stored
+  alike; correct when every given criterion is within ``t`` (default 0) of the known
+  value, labels equal.
 """
 
 from __future__ import annotations
@@ -197,11 +198,10 @@ class Likert(Kind):
     def parse_expected(
         self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
     ) -> dict[str, Any]:
-        """``gold`` is ``{"scores": {criterion: value}, "tolerance": t}`` for the one output
-        of the input: at least one criterion, every value valid on its criterion's scale (or
-        one of its labels), ``t`` a number ≥ 0 (default 0; labels always match exactly)."""
-        if len(systems) != 1:
-            raise AnswerError("a Likert known answer rates exactly one output")
+        """``gold`` is ``{"scores": {criterion: value}, "tolerance": t}``, the known rating
+        of every output of the input (each is an item of its own): at least one criterion,
+        every value valid on its criterion's scale (or one of its labels), ``t`` a number
+        ≥ 0 (default 0; labels always match exactly)."""
         if not isinstance(gold, Mapping) or not isinstance(gold.get("scores"), Mapping):
             raise AnswerError(
                 'a Likert known answer is {"scores": {criterion: value}, "tolerance": t}'

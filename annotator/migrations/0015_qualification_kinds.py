@@ -108,6 +108,24 @@ class Migration(migrations.Migration):
             ),
         ),
         migrations.RunPython(forwards, backwards),
+        # defaults, so that migrating back can add the old columns to existing rows
+        migrations.AlterField(
+            model_name="qualificationquestion",
+            name="output_a",
+            field=models.TextField(default=""),
+        ),
+        migrations.AlterField(
+            model_name="qualificationquestion",
+            name="output_b",
+            field=models.TextField(default=""),
+        ),
+        migrations.AlterField(
+            model_name="qualificationquestion",
+            name="answer",
+            field=models.CharField(
+                choices=[("A", "A"), ("B", "B"), ("tie", "tie")], default="", max_length=12
+            ),
+        ),
         migrations.RemoveField(model_name="qualificationquestion", name="answer"),
         migrations.RemoveField(model_name="qualificationquestion", name="output_a"),
         migrations.RemoveField(model_name="qualificationquestion", name="output_b"),
