@@ -184,7 +184,10 @@ class Study(models.Model):
 
     def clean(self) -> None:
         test = self.qualification
-        if test is not None and test.kind != self.kind:
+        other_kind = QualificationTest.objects.filter(pk=self.qualification_id).exclude(
+            kind=self.kind
+        )
+        if test is not None and other_kind.exists():
             raise ValidationError(
                 {
                     "qualification": f"'{test}' is a {test.kind} test; a {self.kind} study "
@@ -559,7 +562,9 @@ class QualificationTest(models.Model):
         return {**self.options, **self.kind_impl.validate_options(self.options or {}, None)}
 
     def clean(self) -> None:
-        if self.kind not in kinds.NAMES:
+        try:
+            kinds.get(self.kind)
+        except KeyError:
             return  # the field's own choice check names it
         if self.options is None:  # left empty in a form
             self.options = {}
@@ -573,8 +578,8 @@ class QualificationTest(models.Model):
             return
         if self.pass_threshold > self.questions.count():
             raise ValidationError({"pass_threshold": "More than the number of questions."})
-        saved = QualificationTest.objects.filter(pk=self.pk).values_list("kind", flat=True)
-        if self.kind not in saved and self.questions.exists():
+        kind_changed = QualificationTest.objects.filter(pk=self.pk).exclude(kind=self.kind)
+        if kind_changed.exists() and self.questions.exists():
             raise ValidationError(
                 {"kind": "The test has questions of its kind; make a new test for another kind."}
             )
