@@ -579,7 +579,7 @@ class QualificationQuestionInline(admin.StackedInline):
 
     model = QualificationQuestion
     formset = QuestionFormSet
-    fields = ["prompt", "outputs", "expected", "order"]
+    fields = ["prompt", "conversation", "outputs", "expected", "order"]
     extra = 0
 
 

@@ -598,6 +598,12 @@ class QualificationQuestion(models.Model):
 
     test = models.ForeignKey(QualificationTest, on_delete=models.CASCADE, related_name="questions")
     prompt = models.TextField()
+    conversation = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A conversation shown as the input instead of the prompt: a JSON list of "
+        '{"role": …, "content": …} turns (empty: the prompt is shown).',
+    )
     outputs = models.JSONField(
         default=list,
         help_text='The outputs shown, as a JSON list of texts in system order (["first", '
@@ -628,6 +634,17 @@ class QualificationQuestion(models.Model):
         ):
             raise ValidationError(
                 {"outputs": "Give the outputs as a JSON list of non-empty texts."}
+            )
+        if self.conversation is None:  # left empty in a form
+            self.conversation = []
+        if not isinstance(self.conversation, list) or not all(
+            isinstance(t, dict)
+            and isinstance(t.get("role"), str)
+            and isinstance(t.get("content"), str)
+            for t in self.conversation
+        ):
+            raise ValidationError(
+                {"conversation": "Give the conversation as a JSON list of {role, content} turns."}
             )
         try:
             test = self.test

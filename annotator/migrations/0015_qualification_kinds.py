@@ -90,6 +90,16 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name="qualificationquestion",
+            name="conversation",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="A conversation shown as the input instead of the prompt: a JSON list "
+                'of {"role": …, "content": …} turns (empty: the prompt is shown).',
+            ),
+        ),
+        migrations.AddField(
+            model_name="qualificationquestion",
             name="outputs",
             field=models.JSONField(
                 default=list,

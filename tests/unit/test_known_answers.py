@@ -286,6 +286,23 @@ def test_a_simulated_crowd_answers_a_likert_test_through_the_kind(likert_screene
     assert QualificationAttempt.objects.filter(passed__isnull=False).count() >= 3
 
 
+def test_a_question_made_of_a_conversation_shows_the_conversation(make_study):
+    turns = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+        {"role": "user", "content": "Bye?"},
+    ]
+    records = [{"id": "c", "input": turns, "outputs": {"s1": "Bye!", "s2": "No."}}]
+    study = make_study(bundle(records, {"name": "chat", "kind": "pairwise", "redundancy": 1}))
+    Item.objects.filter(study=study).update(expected={"value": "A"})
+    test = services.study_prepare_checks(study, n_qualification=1, seed=0)
+    assert test.questions.get().conversation == turns
+    client = Client()
+    client.get(f"/w/{study.public_id}/", {"worker": "c"})
+    html = client.get(f"/w/{study.public_id}/qualify/").content.decode()
+    assert 'class="turn turn-assistant"' in html and "Bye?" in html
+
+
 # --- the admin's question form -----------------------------------------------------------------
 def test_the_admin_reads_a_question_s_known_answer_through_the_test_s_kind(db):
     get_user_model().objects.create_superuser("boss", "b@example.org", "x" * 12)
@@ -311,6 +328,10 @@ def test_the_admin_reads_a_question_s_known_answer_through_the_test_s_kind(db):
     assert not QualificationTest.objects.exists()
     bad_outputs = client.post(url, {**form, "questions-0-outputs": '"Hello!"'})
     assert "Give the outputs as a JSON list of non-empty texts." in bad_outputs.content.decode()
+    bad_turns = client.post(url, {**form, "questions-0-conversation": '[{"role": 1}]'})
+    assert "Give the conversation as a JSON list of {role, content} turns." in (
+        bad_turns.content.decode()
+    )
     saved = client.post(url, {**form, "questions-0-expected": '{"scores": {"fluency": "4"}}'})
     assert saved.status_code == 302
     question = QualificationQuestion.objects.get()
