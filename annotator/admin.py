@@ -562,8 +562,24 @@ class ParticipationAdmin(StudyScopedAdmin):
             services.participation_review(participation, False)
 
 
+class QuestionFormSet(forms.BaseInlineFormSet):
+    """Each question knows its test while it is validated, also a test being added, so
+    its known answer is read by the kind chosen on the same page
+    (``QualificationQuestion.clean``)."""
+
+    def _construct_form(self, i, **kwargs):
+        form = super()._construct_form(i, **kwargs)
+        form.instance.test = self.instance
+        return form
+
+
 class QualificationQuestionInline(admin.StackedInline):
+    """A question: its prompt, its outputs and known answer as JSON, checked by the test's
+    kind (docs/crowd.md, "Known answers per kind")."""
+
     model = QualificationQuestion
+    formset = QuestionFormSet
+    fields = ["prompt", "conversation", "outputs", "expected", "order"]
     extra = 0
 
 
@@ -572,7 +588,7 @@ class QualificationTestAdmin(ScopedAdmin):
     """Tests are shared between studies: a researcher sees the tests they wrote and those a
     study of theirs uses, and changes or deletes only their own (superusers: all)."""
 
-    list_display = ["name", "pass_threshold", "created_by", "created_at"]
+    list_display = ["name", "kind", "pass_threshold", "created_by", "created_at"]
     readonly_fields = ["created_by"]
     inlines = [QualificationQuestionInline]
 

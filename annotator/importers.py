@@ -101,6 +101,19 @@ class InputSpec:
     #: The known answer in system order, as the kind reads it (``Item.expected``).
     expected: dict[str, Any] = field(default_factory=dict)
     is_gold: bool = False
+    #: The record's ``"gold"`` as written; the study's kind turns it into ``expected``
+    #: (``Kind.parse_expected``, see :func:`expected_of`).
+    gold: Any = None
+
+
+def expected_of(kind: kinds.Kind, opts: dict[str, Any], record: InputSpec) -> dict[str, Any]:
+    """The known answer of ``record`` in system order: its ``"gold"`` read by the study's
+    kind, else what the reader stored; ``kinds.AnswerError`` when the kind refuses it."""
+    if record.gold is None:
+        return record.expected
+    return kind.parse_expected(
+        opts, record.gold, systems=list(record.outputs), outputs=list(record.outputs.values())
+    )
 
 
 @dataclass
@@ -500,6 +513,8 @@ class _Index:
         self.shape_of = array("l")
         self.shapes: dict[tuple[str, ...], int] = {}
         self.gold = False
+        #: (where, record) of every record with a ``"gold"`` (checked by the kind later)
+        self.golds: list[tuple[str, InputSpec]] = []
         self.valid = 0
         #: False when the study options could not be read (a broken first line)
         self.options_known = True
@@ -669,6 +684,8 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
             # a record with a fault named already gets no second message about its outputs
             outputs = parsed.outputs if errors.total == before else None
             index.add(parsed.external_id, _line_of(where), outputs, parsed.is_gold)
+            if parsed.gold is not None and outputs is not None:
+                index.golds.append((parsed.where, parsed))
         elif _valid_id(ident := record.get("id")):
             index.add(str(ident), _line_of(where), None)
     inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)
@@ -736,13 +753,6 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         errors.add(f"{where}: 'reference' must be text")
         reference = ""
     gold = record.get("gold")
-    expected: dict[str, Any] = {}
-    if gold is not None:
-        names = list(outputs)
-        if len(names) != 2 or not isinstance(gold, str) or gold not in (*names, "tie"):
-            errors.add(f"{where}: 'gold' names the better of exactly two outputs, or 'tie'")
-            return None
-        expected = {"value": {names[0]: "A", names[1]: "B", "tie": "tie"}[gold]}
     if bad:
         return None
     return InputSpec(
@@ -753,8 +763,8 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         reference=reference,
         priority=priority,
         metadata=metadata,
-        expected=expected,
         is_gold=gold is not None,
+        gold=gold,
     )
 
 
@@ -1148,6 +1158,12 @@ def _validate_kind_options(
         for message in exc.messages:
             errors.add(message)
         return
+    kind_opts = {**raw, **validated}
+    for where, record in index.golds:
+        try:
+            expected_of(kind, kind_opts, record)
+        except kinds.AnswerError as exc:
+            errors.add(f"{where}: 'gold': {exc.message}")
     if kind.criterion_rows:
         spec.criteria = [CriterionSpec(**c) for c in validated.pop("criteria", [])]
     opts["options"] = validated

@@ -182,6 +182,19 @@ class Study(models.Model):
         """The study's task kind (:mod:`kinds`)."""
         return kinds.get(self.kind)
 
+    def clean(self) -> None:
+        test = self.qualification
+        other_kind = QualificationTest.objects.filter(pk=self.qualification_id).exclude(
+            kind=self.kind
+        )
+        if test is not None and other_kind.exists():
+            raise ValidationError(
+                {
+                    "qualification": f"'{test}' is a {test.kind} test; a {self.kind} study "
+                    "screens its workers with a test of its own kind."
+                }
+            )
+
     def kind_options(self) -> dict:
         """What the kind reads as ``opts``: ``options`` with the study's answer switches
         and, for a kind that keeps ``Criterion`` rows (Likert), those as ``criteria``."""
@@ -496,9 +509,24 @@ def browser_key(secret: str) -> str:
 
 
 class QualificationTest(models.Model):
-    """Questions with known answers a worker must pass before real work; shareable."""
+    """Questions with known answers a worker must pass before real work; shareable among
+    studies of its kind. Its questions are tasks of that kind (with ``options``, the kind's
+    options they are asked with: e.g. a Likert test's criteria)."""
 
     name = models.CharField(max_length=200)
+    kind = models.CharField(
+        max_length=16,
+        choices=kinds.choices,
+        default="pairwise",
+        help_text="The task its questions ask; only studies of this kind may use the test.",
+    )
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The kind's options the questions are asked with, as on a study line "
+        '(pairwise: {"allow_tie": true}; Likert: {"criteria": [{"name": "overall", '
+        '"scale_min": 1, "scale_max": 5}]}).',
+    )
     instructions = models.TextField(blank=True, help_text="Markdown shown before the test.")
     pass_threshold = models.PositiveSmallIntegerField(
         default=9, help_text="Correct answers needed (HREF: 9 of 10)."
@@ -523,20 +551,69 @@ class QualificationTest(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def kind_impl(self) -> kinds.Kind:
+        """The kind of the test's questions (:mod:`kinds`)."""
+        return kinds.get(self.kind)
+
+    def kind_options(self) -> dict:
+        """The questions' ``opts``: :attr:`options` validated by the kind (its defaults
+        filled in); ``kinds.OptionError`` when they are invalid."""
+        return {**self.options, **self.kind_impl.validate_options(self.options or {}, None)}
+
     def clean(self) -> None:
-        if self.pk and self.pass_threshold > self.questions.count():
+        try:
+            kinds.get(self.kind)
+        except KeyError:
+            return  # the field's own choice check names it
+        if self.options is None:  # left empty in a form
+            self.options = {}
+        if not isinstance(self.options, dict):
+            raise ValidationError({"options": "Give the options as a JSON object."})
+        try:
+            self.kind_options()
+        except kinds.OptionError as exc:
+            raise ValidationError({"options": exc.messages}) from None
+        if not self.pk:
+            return
+        if self.pass_threshold > self.questions.count():
             raise ValidationError({"pass_threshold": "More than the number of questions."})
+        kind_changed = QualificationTest.objects.filter(pk=self.pk).exclude(kind=self.kind)
+        if kind_changed.exists() and self.questions.exists():
+            raise ValidationError(
+                {"kind": "The test has questions of its kind; make a new test for another kind."}
+            )
+        other = self.studies.exclude(kind=self.kind).values_list("name", flat=True)[:3]
+        if other:
+            raise ValidationError(
+                {"kind": f"Studies of another kind use this test: {', '.join(other)}."}
+            )
 
 
 class QualificationQuestion(models.Model):
-    """A pairwise question whose better output is known."""
+    """A task of the test's kind whose answer is known: a prompt, the outputs shown (in
+    system order; the order a worker sees is drawn per attempt) and ``expected``, the known
+    answer as the kind stores it (``Kind.parse_expected``: pairwise ``{"value": "A"}``,
+    Likert ``{"scores": {"overall": 4}, "tolerance": 1}``)."""
 
     test = models.ForeignKey(QualificationTest, on_delete=models.CASCADE, related_name="questions")
     prompt = models.TextField()
-    output_a = models.TextField()
-    output_b = models.TextField()
-    answer = models.CharField(
-        max_length=12, choices=[(Preference.A, "A"), (Preference.B, "B"), (Preference.TIE, "tie")]
+    conversation = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A conversation shown as the input instead of the prompt: a JSON list of "
+        '{"role": …, "content": …} turns (empty: the prompt is shown).',
+    )
+    outputs = models.JSONField(
+        default=list,
+        help_text='The outputs shown, as a JSON list of texts in system order (["first", '
+        '"second"]); a pairwise question has two, a Likert question one.',
+    )
+    expected = models.JSONField(
+        default=dict,
+        help_text='The known answer as the test\'s kind reads it: pairwise "A", "B" '
+        '(the first or second output) or "tie"; Likert {"scores": {"overall": 4}, '
+        '"tolerance": 1}. See docs/crowd.md, "Known answers".',
     )
     order = models.PositiveIntegerField(default=0)
 
@@ -545,6 +622,47 @@ class QualificationQuestion(models.Model):
 
     def __str__(self) -> str:
         return self.prompt[:60]
+
+    def clean(self) -> None:
+        """Check the outputs and read ``expected`` through the test's kind (stored in the
+        kind's form)."""
+        outputs = self.outputs
+        if (
+            not isinstance(outputs, list)
+            or not outputs
+            or not all(isinstance(o, str) and o.strip() for o in outputs)
+        ):
+            raise ValidationError(
+                {"outputs": "Give the outputs as a JSON list of non-empty texts."}
+            )
+        if self.conversation is None:  # left empty in a form
+            self.conversation = []
+        if not isinstance(self.conversation, list) or not all(
+            isinstance(t, dict)
+            and isinstance(t.get("role"), str)
+            and isinstance(t.get("content"), str)
+            for t in self.conversation
+        ):
+            raise ValidationError(
+                {"conversation": "Give the conversation as a JSON list of {role, content} turns."}
+            )
+        try:
+            test = self.test
+        except QualificationTest.DoesNotExist:
+            return  # the test's own form names what is missing
+        try:
+            opts = test.kind_options()
+        except kinds.OptionError as exc:
+            raise ValidationError(f"The test's options are invalid: {exc}") from None
+        try:
+            self.expected = test.kind_impl.parse_expected(
+                opts,
+                self.expected,
+                systems=kinds.position_names(len(outputs)),
+                outputs=list(outputs),
+            )
+        except kinds.AnswerError as exc:
+            raise ValidationError({"expected": exc.message}) from None
 
 
 class QualificationAttempt(models.Model):
@@ -561,9 +679,14 @@ class QualificationAttempt(models.Model):
         Annotator, on_delete=models.CASCADE, related_name="qualification_attempts"
     )
     number = models.PositiveSmallIntegerField(default=1, help_text="1 for the first attempt.")
-    #: Per question, in the order shown: {"question", "left_is_a", "raw", "correct"}.
+    #: Per question, in the order shown: {"question", "display_order", "answer", "correct"}
+    #: (``answer``: what the kind's ``parse_answer`` returned, in system order).
     answers = models.JSONField(default=list)
-    order = models.JSONField(default=list, help_text="Question ids in the order shown.")
+    order = models.JSONField(
+        default=list,
+        help_text="Per question in the order shown: {question: id, display_order: the "
+        "positions of its outputs as shown, first (left) first}.",
+    )
     n_correct = models.PositiveSmallIntegerField(default=0)
     passed = models.BooleanField(null=True)
     started_at = models.DateTimeField(auto_now_add=True)

@@ -12,7 +12,17 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from .choices import AssignmentState
-from .models import Annotation, Annotator, Assignment, Item, ItemOutput, Participation, Study
+from .models import (
+    Annotation,
+    Annotator,
+    Assignment,
+    Item,
+    ItemOutput,
+    Participation,
+    QualificationQuestion,
+    QualificationTest,
+    Study,
+)
 from .signals import work_expected
 from .signals import work_imminent as work_imminent_signal
 from .sqlrows import Columns, db_value
@@ -300,6 +310,20 @@ def task_page(study: Study, item: Item, display_order: list[int]) -> dict[str, A
         "kind_template": kind.template,
         "outputs": [outputs[i].text for i in display_order],
         **kind.context(opts),
+    }
+
+
+def qualification_page(
+    test: QualificationTest, question: QualificationQuestion, display_order: list[int]
+) -> dict[str, Any]:
+    """What the qualify page shows of a question: like :func:`task_page`, the test's kind's
+    own template with the question's outputs in ``display_order`` and the kind's context."""
+    kind = test.kind_impl
+    return {
+        "kind": kind.name,
+        "kind_template": kind.template,
+        "outputs": [question.outputs[i] for i in display_order],
+        **kind.context(test.kind_options()),
     }
 
 

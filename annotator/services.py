@@ -33,7 +33,6 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 import kinds
-from kinds.pairwise import normalise
 
 from . import importers, ratings, selectors
 from .choices import AnnotationSource, AssignmentState
@@ -165,6 +164,7 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         s.name: s
         for s in System.objects.bulk_create(System(study=study, name=n) for n in spec.systems)
     }
+    kind, kind_opts = study.kind_impl, study.kind_options()
     labelled = {a.input_id for a in spec.annotations}
     first_item: dict[str, int] = {}  # input id → its first item, for the imported labels
     for batch in _batches(spec.inputs, BULK):
@@ -187,7 +187,10 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         by_input: dict[int, dict[str, Output]] = {}
         for out in outputs:
             by_input.setdefault(out.input_id, {})[out.system.name] = out
-        expected = {inp.pk: r.expected for inp, r in zip(inputs, batch, strict=True)}
+        expected = {
+            inp.pk: importers.expected_of(kind, kind_opts, r)
+            for inp, r in zip(inputs, batch, strict=True)
+        }
         gold = {inp.pk for inp, r in zip(inputs, batch, strict=True) if r.is_gold}
         if study.collection != "all":  # adaptive: rounds release the items; gold from the start
             inputs = [inp for inp in inputs if inp.pk in gold]
@@ -307,10 +310,10 @@ def study_prepare_checks(
     seed: int | None = None,
     owner: AbstractBaseUser | None = None,
 ) -> QualificationTest | None:
-    """Turn items whose better output is known (e.g. expert labels) into gold checks and a
-    qualification test (written by ``owner``, who may then edit it). Items used for the test
-    leave the work pool, so no worker sees a test question again as work; gold items are
-    shown to workers at random."""
+    """Turn items whose answer is known (e.g. expert labels) into gold checks and a
+    qualification test of the study's kind, asked with the study's kind options (written by
+    ``owner``, who may then edit it). Items used for the test leave the work pool, so no
+    worker sees a test question again as work; gold items are shown to workers at random."""
     rng = random.Random(seed)
     with transaction.atomic():
         known = [
@@ -320,8 +323,6 @@ def study_prepare_checks(
             .exclude(expected={})
             .select_related("input")
             .prefetch_related("item_outputs__output")
-            # a qualification question shows two outputs (QualificationQuestion)
-            if len(item.output_list()) == 2
         ]
         if not known:
             raise InvalidAnswer(
@@ -341,6 +342,8 @@ def study_prepare_checks(
             return None
         test = QualificationTest.objects.create(
             name=f"Qualification for {study.name}"[:200],
+            kind=study.kind,
+            options={k: v for k, v in study.kind_options().items() if k != "collection"},
             instructions=study.instructions,
             pass_threshold=max(1, round(0.9 * len(questions))),
             created_by=owner if owner is not None and owner.pk else None,
@@ -349,9 +352,9 @@ def study_prepare_checks(
             QualificationQuestion(
                 test=test,
                 prompt=i.input.text,
-                output_a=i.output_list()[0].text,
-                output_b=i.output_list()[1].text,
-                answer=i.expected.get("value", ""),
+                conversation=(i.input.metadata or {}).get("conversation") or [],
+                outputs=[o.text for o in i.output_list()],
+                expected=i.expected,
                 order=n,
             )
             for n, i in enumerate(questions)
@@ -662,7 +665,7 @@ def _takeover_time(part: Participation, now: datetime) -> datetime:
 
 
 def qualification_next(participation: Participation) -> dict[str, Any] | None:
-    """The next test question (with its drawn left/right order), or ``None`` when done.
+    """The next test question (with its drawn display order), or ``None`` when done.
 
     The test comes before any item. A worker gets up to ``max_attempts`` attempts in each
     study (a shared test is taken afresh per study); each attempt draws a fresh question
@@ -701,7 +704,7 @@ def qualification_next(participation: Participation) -> dict[str, Any] | None:
     slot = attempt.order[position]
     return {
         "question": QualificationQuestion.objects.get(pk=slot["question"]),
-        "left_is_a": slot["left_is_a"],
+        "display_order": list(slot["display_order"]),
         "position": position + 1,
         "total": len(attempt.order),
         "attempt": attempt.number,
@@ -721,11 +724,14 @@ def qualification_next(participation: Participation) -> dict[str, Any] | None:
 def _attempt_start(
     test: QualificationTest, part: Participation, previous: QualificationAttempt | None
 ) -> QualificationAttempt:
-    """A new attempt with the questions in a fresh random order, each with its own drawn
-    left/right order. A retry never opens with the question the failed attempt ended on,
-    so a repeated post of that last answer cannot count in the new attempt."""
-    ids = list(test.questions.values_list("pk", flat=True))
-    random.SystemRandom().shuffle(ids)
+    """A new attempt with the questions in a fresh random order, each with its own display
+    order drawn by the test's kind. A retry never opens with the question the failed
+    attempt ended on, so a repeated post of that last answer cannot count in the new
+    attempt."""
+    sizes = {pk: len(outputs) for pk, outputs in test.questions.values_list("pk", "outputs")}
+    ids = list(sizes)
+    rng = random.SystemRandom()
+    rng.shuffle(ids)
     if previous is not None and len(ids) > 1 and previous.order:
         last = previous.order[-1]["question"]
         if ids[0] == last:
@@ -736,7 +742,10 @@ def _attempt_start(
         study_id=part.study_id,
         annotator_id=part.annotator_id,
         number=previous.number + 1 if previous is not None else 1,
-        order=[{"question": pk, "left_is_a": secrets.randbelow(2) == 0} for pk in ids],
+        order=[
+            {"question": pk, "display_order": test.kind_impl.display_order(sizes[pk], rng)}
+            for pk in ids
+        ],
     )
 
 
@@ -755,17 +764,16 @@ def _qualification_settle(part: Participation, *, passed: bool) -> None:
     part.save(update_fields=["status"])
 
 
-#: The answers a qualification question takes (its questions are pairwise, A / B / tie).
-QUALIFICATION_ANSWERS = ("left", "right", "tie")
-
-
 def qualification_answer(
-    participation: Participation, *, question_id: int, answer: str
+    participation: Participation, *, question_id: int, data: Mapping[str, Any]
 ) -> Participation:
-    """Record one answer (no feedback); after the last one, score the attempt: a pass lets
-    the worker work, a failure starts the next attempt (at the next question asked) or,
-    after the last attempt, fails the worker in this study for good. A stale or repeated
-    post is ignored."""
+    """Record one answer (no feedback): ``data``, the submitted form in display order, is
+    read by the test's kind (``parse_answer``; a refused answer raises
+    :class:`InvalidAnswer` and stores nothing) and scored against the question's known
+    answer (``gold_correct``). After the last one, score the attempt: a pass lets the
+    worker work, a failure starts the next attempt (at the next question asked) or, after
+    the last attempt, fails the worker in this study for good. A stale or repeated post is
+    ignored."""
     with transaction.atomic():
         participation = Participation.objects.select_for_update().get(pk=participation.pk)
         if participation.status != Participation.Status.QUALIFYING:
@@ -785,13 +793,16 @@ def qualification_answer(
         position = len(attempt.answers)
         if position >= len(attempt.order) or attempt.order[position]["question"] != question_id:
             return participation  # a stale or repeated post: already recorded
-        if answer not in QUALIFICATION_ANSWERS:
-            raise InvalidAnswer("Choose left, right or tie.")
         slot = attempt.order[position]
         question = QualificationQuestion.objects.get(pk=question_id)
-        shown = [0, 1] if slot["left_is_a"] else [1, 0]
-        correct = normalise(answer, shown) == question.answer
-        attempt.answers = [*attempt.answers, {**slot, "raw": answer, "correct": correct}]
+        test = attempt.test
+        kind, opts = test.kind_impl, test.kind_options()
+        try:
+            answer = kind.parse_answer(opts, slot["display_order"], data)
+        except kinds.AnswerError as exc:
+            raise InvalidAnswer(exc.message) from None
+        correct = kind.gold_correct(opts, question.expected, answer)
+        attempt.answers = [*attempt.answers, {**slot, "answer": answer, "correct": correct}]
         attempt.n_correct += int(correct)
         if len(attempt.answers) == len(attempt.order):
             _attempt_score(attempt, participation)

@@ -21,8 +21,6 @@ from typing import Any
 
 from django.conf import settings
 
-from kinds.pairwise import pick
-
 from . import services
 from .errors import ServiceError, WorkerBlocked
 from .models import Assignment, Participation, Study
@@ -150,8 +148,17 @@ def _turn(study: Study, worker: _Worker, report: CrowdReport) -> bool:
 def _qualify(part: Participation, worker: _Worker, report: CrowdReport) -> Participation:
     while (question := services.qualification_next(part)) is not None:
         q = question["question"]
-        raw = pick(q.answer, question["left_is_a"], worker.rng, worker.accuracy, allow_tie=True)
-        part = services.qualification_answer(part, question_id=q.pk, answer=raw)
+        test = q.test
+        data, _ = test.kind_impl.simulate_answer(
+            test.kind_options(),
+            question["display_order"],
+            [None] * len(q.outputs),
+            None,
+            q.expected,
+            worker.rng,
+            worker.accuracy,
+        )
+        part = services.qualification_answer(part, question_id=q.pk, data=data)
         report.qualification_answers += 1
     return part
 

@@ -16,8 +16,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-import kinds
-
 from . import selectors, services, throttle
 from .errors import InvalidAnswer, OpenInAnotherBrowser, ServiceError, WorkerBlocked
 from .invites import invite_worker
@@ -247,6 +245,10 @@ def instructions(request: HttpRequest, study: Study, participation: Participatio
 @require_http_methods(["GET", "POST"])
 @participant_view
 def qualify(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
+    """The test's next question, shown as a task of the test's kind (the kind's own
+    template); a POST records the answer and redirects to the next one. An answer the kind
+    refuses is shown over the same question with status 400 and nothing is stored."""
+    status = 200
     if request.method == "POST":
         try:
             question_id = int(request.POST.get("question", ""))
@@ -254,36 +256,22 @@ def qualify(request: HttpRequest, study: Study, participation: Participation) ->
             question_id = -1
         try:
             services.qualification_answer(
-                participation, question_id=question_id, answer=request.POST.get("answer", "")
+                participation, question_id=question_id, data=_posted(request.POST)
             )
+            return redirect("annotator:qualify", study_id=study.public_id)
+        except InvalidAnswer as exc:
+            messages.error(request, exc.message)
+            status = exc.status
         except ServiceError as exc:
             messages.error(request, exc.message)
-        return redirect("annotator:qualify", study_id=study.public_id)
+            return redirect("annotator:qualify", study_id=study.public_id)
     step = services.qualification_next(participation)
     if step is None:
         return redirect("annotator:task", study_id=study.public_id)
     question = step["question"]
-    outputs = [question.output_a, question.output_b]
-    if not step["left_is_a"]:
-        outputs.reverse()
-    # a qualification question is pairwise whatever the study's kind (QualificationQuestion)
-    pairwise = kinds.get("pairwise")
-    answers = [
-        a
-        for a in pairwise.context(study.kind_options())["answers"]
-        if a.value in services.QUALIFICATION_ANSWERS
-    ]
-    return render(
-        request,
-        "annotator/qualify.html",
-        {
-            "study": study,
-            "step": step,
-            "question": question,
-            "outputs": outputs,
-            "answers": answers,
-        },
-    )
+    page = selectors.qualification_page(question.test, question, step["display_order"])
+    context = {"study": study, "step": step, "question": question, **page}
+    return render(request, "annotator/qualify.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -345,17 +333,23 @@ def _answer_or_next(
         return _next(participation), 200
 
 
-def _answer(post, participation: Participation) -> services.Task | None:
+def _posted(post) -> dict:
     """The posted form as the kind reads it: every field (a list where a name repeats),
     with the ``score-<criterion>`` fields gathered as ``scores``."""
     data: dict = {
         key: values if len(values) > 1 else values[0]
         for key, values in post.lists()
-        if key not in ("csrfmiddlewaretoken", "token", "time_ms")
+        if key not in ("csrfmiddlewaretoken", "token", "time_ms", "question")
     }
     data["scores"] = {
         key.removeprefix("score-"): value for key, value in post.items() if key.startswith("score-")
     }
+    return data
+
+
+def _answer(post, participation: Participation) -> services.Task | None:
+    """Store the posted answer (:func:`_posted`) and lease the next task."""
+    data = _posted(post)
     try:
         time_ms = int(post.get("time_ms", "")) if post.get("time_ms") else None
     except ValueError:

@@ -7,7 +7,7 @@ and docs/architecture.md, "Task kinds"). Pure: no Django imports.
 
 from __future__ import annotations
 
-from .base import AnswerError, Kind, OptionError, preferences_from_scores
+from .base import AnswerError, Kind, OptionError, position_names, preferences_from_scores
 from .likert import KIND as _LIKERT
 from .pairwise import KIND as _PAIRWISE
 
@@ -18,6 +18,7 @@ __all__ = [
     "OptionError",
     "choices",
     "get",
+    "position_names",
     "preferences_from_scores",
 ]
 

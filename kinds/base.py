@@ -32,6 +32,7 @@ __all__ = [
     "Kind",
     "OptionError",
     "PairPreference",
+    "position_names",
     "preferences_from_scores",
 ]
 
@@ -201,10 +202,25 @@ class Kind:
             if not c.get("labels")
         ]
 
+    # --- known answers (gold items, qualification questions) ---------------------------
+    def parse_expected(
+        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+    ) -> dict[str, Any]:
+        """A known answer as written in the import format (a JSONL record's ``"gold"``, a
+        qualification question's ``expected`` in the admin) as the stored expected answer
+        in system order, the form :meth:`gold_correct` reads; raise :class:`AnswerError`
+        with a readable message on bad input. ``systems``: the names of the item's outputs
+        in system order (a qualification question's outputs are named ``A``, ``B``, ``C`` …
+        by position, see :func:`position_names`); ``outputs``: their texts. A kind's
+        stored form must parse to itself, so a stored answer can be edited and saved again.
+        Default: the kind takes no known answers."""
+        raise AnswerError(f"a {self.noun or self.name} study takes no known answers")
+
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
-        """Whether ``answer`` matches the known answer ``expected`` (both system order)."""
+        """Whether ``answer`` (what :meth:`parse_answer` returned) matches the known answer
+        ``expected`` (what :meth:`parse_expected` returned); both in system order."""
         raise NotImplementedError
 
     # --- export --------------------------------------------------------------------------
@@ -229,6 +245,13 @@ class Kind:
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"
+
+
+def position_names(n: int) -> list[str]:
+    """The names of ``n`` outputs that have no system (a qualification question's):
+    ``A``, ``B``, ``C`` … by position, then ``A1``, ``B1`` … past 26."""
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return [letters[i % 26] + (str(i // 26) if i >= 26 else "") for i in range(n)]
 
 
 def preferences_from_scores(a: float, b: float, dead_zone: float = 0.0) -> float:

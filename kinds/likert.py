@@ -7,8 +7,10 @@ study (a numeric scale with anchors, or categorical labels).
 * scores: criterion → {0: value} for criteria rated on a scale (labels have no order);
 * no pair preferences of its own: the protocol and the report compare two outputs' scores
   (:func:`kinds.preferences_from_scores`);
-* known answer: ``{"scores": {criterion: value}, "tolerance": t}`` — every given criterion
-  within ``t`` (default 0) of the known value, labels equal.
+* known answer (gold inputs: the known rating of each of the input's outputs; qualification
+  questions): ``{"scores": {criterion: value}, "tolerance": t}`` — written and stored
+  alike; correct when every given criterion is within ``t`` (default 0) of the known
+  value, labels equal.
 """
 
 from __future__ import annotations
@@ -137,14 +139,25 @@ class Likert(Kind):
         accuracy: float,
     ) -> tuple[dict[str, Any], bool]:
         """A rating per criterion: the output's true quality placed on the scale between
-        the input's lowest and highest, with Gaussian noise; at random when unknown."""
+        the input's lowest and highest, with Gaussian noise; else the known answer's score
+        with that noise (a label: the known one with chance ``accuracy``); at random when
+        neither is known."""
         quality = qualities[0] if qualities else None
+        known_scores = expected.get("scores") or {}
         scores: dict[str, Any] = {}
         for criterion in opts.get("criteria") or []:
+            name = criterion["name"]
             if criterion.get("labels"):
-                scores[criterion["name"]] = rng.choice([str(x) for x in criterion["labels"]])
+                labels = [str(x) for x in criterion["labels"]]
+                known = known_scores.get(name)
+                right = known is not None and rng.random() < accuracy
+                scores[name] = str(known) if right else rng.choice(labels)
                 continue
             lo, hi = int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5))
+            if (quality is None or known_range is None) and name in known_scores:
+                value = round(float(known_scores[name]) + rng.gauss(0, SIMULATED_NOISE))
+                scores[name] = min(max(value, lo), hi)
+                continue
             if quality is None or known_range is None:
                 scores[criterion["name"]] = rng.randint(lo, hi)
                 continue
@@ -152,7 +165,7 @@ class Likert(Kind):
             share = (quality - low) / (high - low) if high > low else 0.5
             value = round(lo + share * (hi - lo) + rng.gauss(0, SIMULATED_NOISE))
             scores[criterion["name"]] = min(max(value, lo), hi)
-        return {"scores": scores}, quality is None
+        return {"scores": scores}, quality is None and not known_scores
 
     def scores(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
@@ -181,6 +194,45 @@ class Likert(Kind):
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> list[tuple[str, Any]]:
         return list((answer.get("scores") or {}).items())
+
+    def parse_expected(
+        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+    ) -> dict[str, Any]:
+        """``gold`` is ``{"scores": {criterion: value}, "tolerance": t}``, the known rating
+        of every output of the input (each is an item of its own): at least one criterion,
+        every value valid on its criterion's scale (or one of its labels), ``t`` a number
+        ≥ 0 (default 0; labels always match exactly)."""
+        if not isinstance(gold, Mapping) or not isinstance(gold.get("scores"), Mapping):
+            raise AnswerError(
+                'a Likert known answer is {"scores": {criterion: value}, "tolerance": t}'
+            )
+        unknown = set(gold) - {"scores", "tolerance"}
+        if unknown:
+            raise AnswerError(f"unknown keys in the known answer: {', '.join(sorted(unknown))}")
+        by_name = {c["name"]: c for c in opts.get("criteria") or []}
+        scores: dict[str, Any] = {}
+        problems = []
+        for name, value in gold["scores"].items():
+            if name not in by_name:
+                problems.append(f"'{name}' is not a criterion of the study")
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                problems.append(f"'{name}' needs a value on its scale")
+                continue
+            try:
+                scores[name] = parse_value(by_name[name], value)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if not gold["scores"]:
+            problems.append("give the known score of at least one criterion")
+        tolerance = gold.get("tolerance", 0)
+        if isinstance(tolerance, bool) or not isinstance(tolerance, int | float):
+            problems.append("'tolerance' must be a number")
+        elif not 0 <= tolerance < float("inf"):
+            problems.append("'tolerance' must be 0 or more")
+        if problems:
+            raise AnswerError("; ".join(problems))
+        return {"scores": scores, "tolerance": tolerance}
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

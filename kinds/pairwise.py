@@ -7,8 +7,9 @@ allows them.
 * answer (system order): ``{"raw": "left"|"right"|"tie"|"both_good"|"both_bad",
   "value": "A"|"B"|"tie"|"both_good"|"both_bad"}``; ``A`` is the output at position 0;
 * pair preferences: criterion ``preference``, A → 1.0, B → 0.0, the rest → 0.5;
-* known answer (gold items, ``Item.expected``; qualification questions): ``{"value": "A"}``,
-  matched exactly.
+* known answer (gold items, ``Item.expected``; qualification questions): written as the
+  name of the better output's system or ``"tie"`` (a qualification question's outputs are
+  ``A`` and ``B``), stored as ``{"value": "A"|"B"|"tie"}``, matched exactly.
 """
 
 from __future__ import annotations
@@ -149,6 +150,20 @@ class Pairwise(Kind):
     ) -> list[tuple[str, Any]]:
         value = answer.get("value")
         return [(OVERALL, value)] if value else []
+
+    def parse_expected(
+        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+    ) -> dict[str, Any]:
+        """``gold`` names the better of the two outputs (its system), or is ``"tie"``; the
+        stored form ``{"value": "A"|"B"|"tie"}`` is accepted as well."""
+        if len(systems) != 2:
+            raise AnswerError("a pairwise known answer needs exactly two outputs")
+        if isinstance(gold, Mapping) and set(gold) == {"value"} and gold["value"] in VALUES[:3]:
+            return {"value": gold["value"]}
+        if not isinstance(gold, str) or gold not in (*systems, "tie"):
+            names = ", ".join(f"'{s}'" for s in systems)
+            raise AnswerError(f"'gold' names the better output ({names}) or 'tie'")
+        return {"value": {systems[0]: "A", systems[1]: "B", "tie": "tie"}[gold]}
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

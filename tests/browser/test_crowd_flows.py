@@ -33,8 +33,8 @@ def answer_test(page, n_right: int) -> None:
         page.wait_for_selector(f"text=Test question {k + 1} of 10")
         left, _ = texts(page)
         question = QualificationQuestion.objects.get(prompt=page.inner_text(".input .text").strip())
-        left_is_a = left == question.output_a.strip()
-        right_side = "left" if (question.answer == "A") == left_is_a else "right"
+        left_is_a = left == question.outputs[0].strip()
+        right_side = "left" if (question.expected["value"] == "A") == left_is_a else "right"
         wrong_side = "right" if right_side == "left" else "left"
         page.click(f'button[value="{right_side if k < n_right else wrong_side}"]')
 

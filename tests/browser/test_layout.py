@@ -52,7 +52,7 @@ def wide_study(db):
     )
     test = QualificationTest.objects.create(name="wide test", pass_threshold=1)
     QualificationQuestion.objects.create(
-        test=test, prompt="Which is better?", output_a=CODE, output_b=TABLE, answer="A"
+        test=test, prompt="Which is better?", outputs=[CODE, TABLE], expected={"value": "A"}
     )
     study.qualification = test
     study.save(update_fields=["qualification"])

@@ -356,10 +356,13 @@ def take_test(study, participation, n_right: int) -> None:
     """Answer the test, the first ``n_right`` questions correctly."""
     for k in range(10):
         step = services.qualification_next(participation)
-        right = "left" if (step["question"].answer == "A") == step["left_is_a"] else "right"
+        left_is_a = step["display_order"] == [0, 1]
+        right = "left" if (step["question"].expected["value"] == "A") == left_is_a else "right"
         wrong = "right" if right == "left" else "left"
         services.qualification_answer(
-            participation, question_id=step["question"].pk, answer=right if k < n_right else wrong
+            participation,
+            question_id=step["question"].pk,
+            data={"answer": right if k < n_right else wrong},
         )
         participation.refresh_from_db()
 
@@ -387,8 +390,8 @@ def test_qualification_threshold(qualified_study, n_right, status):
     attempt = QualificationAttempt.objects.get()
     assert (attempt.n_correct, attempt.passed, attempt.number) == (n_right, n_right >= 9, 1)
     assert part.status == status  # a first failure leaves a second attempt
-    # the left/right order of questions was drawn per question and recorded
-    assert {a["left_is_a"] for a in attempt.answers} == {True, False}
+    # the display order of questions was drawn per question and recorded
+    assert {tuple(a["display_order"]) for a in attempt.answers} == {(0, 1), (1, 0)}
 
 
 def test_a_failed_first_attempt_gets_a_second_in_a_fresh_order(qualified_study):
@@ -406,7 +409,9 @@ def test_a_failed_first_attempt_gets_a_second_in_a_fresh_order(qualified_study):
     assert [q["question"] for q in one.order] != [q["question"] for q in two.order]
     assert two.order[0]["question"] != one.order[-1]["question"]
     # a repeated post of the first attempt's last answer does not count in the second
-    services.qualification_answer(part, question_id=one.order[-1]["question"], answer="left")
+    services.qualification_answer(
+        part, question_id=one.order[-1]["question"], data={"answer": "left"}
+    )
     two.refresh_from_db()
     assert two.answers == []
     take_test(study, part, 9)

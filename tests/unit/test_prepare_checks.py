@@ -33,7 +33,9 @@ def test_command_makes_gold_checks_and_a_test(llmbar, capsys):
     questions = QualificationQuestion.objects.filter(test=llmbar.qualification)
     assert questions.count() == 10
     assert Item.objects.filter(study=llmbar, is_active=False).count() == 10  # out of the pool
-    assert {q.answer for q in questions} <= {"A", "B"}
+    assert {q.expected["value"] for q in questions} <= {"A", "B"}
+    assert {len(q.outputs) for q in questions} == {2}
+    assert llmbar.qualification.kind == "pairwise"
     # a new worker now takes the test first
     client = Client()
     client.get(f"/w/{llmbar.public_id}/?worker=new")

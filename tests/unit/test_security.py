@@ -84,7 +84,7 @@ def world(db):
     )
     test = QualificationTest.objects.create(name="A's test", created_by=users["researcher"])
     QualificationQuestion.objects.create(
-        test=test, prompt="p", output_a="a", output_b="b", answer="A"
+        test=test, prompt="p", outputs=["a", "b"], expected={"value": "A"}
     )
     Study.objects.filter(pk=adaptive.pk).update(qualification=test)
     pair = SystemPair.objects.filter(study=adaptive).first()
@@ -466,7 +466,8 @@ def test_qualification_tests_are_read_by_users_changed_by_their_author(world):
     # a test a researcher writes is theirs
     clients["other_researcher"].post(
         admin_url(QualificationTest, "add"),
-        {"name": "B's test", "pass_threshold": 0, "max_attempts": 2, "questions-TOTAL_FORMS": 0,
+        {"name": "B's test", "kind": "pairwise", "options": "", "pass_threshold": 0,
+         "max_attempts": 2, "questions-TOTAL_FORMS": 0,
          "questions-INITIAL_FORMS": 0},
     )  # fmt: skip
     mine = QualificationTest.objects.get(name="B's test")
