@@ -79,10 +79,10 @@ STRENGTH_ANSWERS: tuple[tuple[str, int, str], ...] = (
 _STRENGTH = {raw: s for raw, s, _ in STRENGTH_ANSWERS}
 #: Labels when the two responses are stacked (narrow screens): "Response 1" is the left one.
 _NARROW = {
-    "left>>": "1 much better",
-    "left>": "1 better",
-    "right>": "2 better",
-    "right>>": "2 much better",
+    "left>>": "Response 1 is much better",
+    "left>": "Response 1 is better",
+    "right>": "Response 2 is better",
+    "right>>": "Response 2 is much better",
     "left": "Response 1 is better",
     "right": "Response 2 is better",
 }

@@ -305,3 +305,9 @@ def test_form_rows_give_each_criterion_its_field_label_and_number_keys():
     ]
     implicit = C.form_rows(opts(strength=True), question="Which answer is better?")
     assert [(r["field"], r["label"]) for r in implicit] == [("answer", "Which answer is better?")]
+
+
+def test_the_module_examples_hold():
+    import doctest
+
+    assert doctest.testmod(C).failed == 0
