@@ -47,6 +47,7 @@ __all__ = [
     "STRENGTH_ANSWERS",
     "answer_choices",
     "criteria_of",
+    "criterion_labels",
     "export_fields",
     "export_row",
     "field_name",
@@ -327,6 +328,35 @@ def pair_preferences(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
         value = (per.get(c["name"]) or {}).get("value")
         if value in ("A", "B") or value in _SIDE_NEUTRAL:
             out.append((c["name"], 0, 1, 1.0 if value == "A" else 0.0 if value == "B" else 0.5))
+    return out
+
+
+def criterion_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per answered criterion for analysis: ``criterion``, ``label`` (system order:
+    A/B/tie/both_good/both_bad), ``raw`` (display order, ``None`` for an imported label),
+    ``strength`` (−2..2 in system order, ``None`` without strength).
+
+    An answer without ``criteria`` (an imported label) counts for the summary criterion.
+
+    >>> criterion_labels({"strength": True}, {"criteria": {"overall": {"raw": "left>", "value": "B",
+    ...     "strength": -1}}, "raw": "left>", "value": "B"})
+    [{'criterion': 'overall', 'label': 'B', 'raw': 'left>', 'strength': -1}]
+    """
+    per = answer.get("criteria")
+    if not per:
+        per = {summary_criterion(opts): {"value": answer.get("value"), "raw": answer.get("raw")}}
+    out = []
+    for c in criteria_of(opts):
+        got = per.get(c["name"]) or {}
+        if got.get("value") in ("A", "B") or got.get("value") in _SIDE_NEUTRAL:
+            out.append(
+                {
+                    "criterion": c["name"],
+                    "label": got["value"],
+                    "raw": got.get("raw") or None,
+                    "strength": got.get("strength"),
+                }
+            )
     return out
 
 

@@ -42,11 +42,13 @@
       var label = row && row.querySelector('label.choice[data-key="' + event.key + '"] input');
       if (!label || label.disabled) return;
       event.preventDefault();
+      event.stopPropagation(); // task.js's own shortcuts are for the one-row answer buttons
       label.checked = true;
       label.dispatchEvent(new Event("change", { bubbles: true }));
       advance(row);
     } else if (event.key === "Enter" && !(target && target.tagName === "BUTTON")) {
       event.preventDefault();
+      event.stopPropagation();
       if (form.reportValidity()) form.requestSubmit(submit);
     }
   }, true);
