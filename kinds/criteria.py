@@ -52,6 +52,7 @@ __all__ = [
     "export_row",
     "field_name",
     "form_rows",
+    "gold_correct",
     "normalise",
     "pair_preferences",
     "parse_answer",
@@ -358,6 +359,23 @@ def criterion_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
                 }
             )
     return out
+
+
+def gold_correct(
+    opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+) -> bool:
+    """Whether an answer matches a known one (both system order). ``{"value": "A"}`` checks
+    the summary criterion, as gold items always did; ``{"criteria": {"safe": "B", …}}``
+    checks each criterion named. A strong and a weak win are the same side.
+
+    >>> gold_correct({}, {"value": "A"}, {"value": "A", "criteria": {"overall": {"value": "A"}}})
+    True
+    """
+    per = answer.get("criteria") or {}
+    wanted = expected.get("criteria")
+    if wanted:
+        return all((per.get(name) or {}).get("value") == value for name, value in wanted.items())
+    return bool(expected.get("value")) and answer.get("value") == expected.get("value")
 
 
 # --- export --------------------------------------------------------------------------------

@@ -307,6 +307,23 @@ def test_form_rows_give_each_criterion_its_field_label_and_number_keys():
     assert [(r["field"], r["label"]) for r in implicit] == [("answer", "Which answer is better?")]
 
 
+def test_gold_checks_the_summary_or_the_named_criteria_and_ignores_strength():
+    o = opts(criteria=TWO, strength=True)
+    answer = C.parse_answer(o, [1, 0], {"answer-helpful": "right>", "answer-safe": "left>>"})
+    # helpful: A (weakly), safe: B (strongly); the summary is helpful, the first criterion
+    assert C.gold_correct(o, {"value": "A"}, answer)
+    assert not C.gold_correct(o, {"value": "B"}, answer)
+    assert C.gold_correct(o, {"criteria": {"safe": "B"}}, answer)
+    assert C.gold_correct(o, {"criteria": {"helpful": "A", "safe": "B"}}, answer)
+    assert not C.gold_correct(o, {"criteria": {"helpful": "A", "safe": "tie"}}, answer)
+    assert not C.gold_correct(o, {}, answer)
+    # the implicit criterion: today's rule, annotation.value == item.expected_answer
+    for raw in ("left", "right", "tie"):
+        plain = C.parse_answer(opts(), [1, 0], {"answer": raw})
+        for known in ("A", "B", "tie"):
+            assert C.gold_correct(opts(), {"value": known}, plain) == (plain["value"] == known)
+
+
 def test_the_module_examples_hold():
     import doctest
 
