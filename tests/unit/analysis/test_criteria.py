@@ -139,3 +139,56 @@ def test_rows_for_a_criterion_the_study_lacks_are_refused():
     rows = pd.DataFrame([{"criterion": "style", "label": "A", "item": 1, "annotator": "w"}])
     with pytest.raises(ValueError, match="style"):
         ac.criteria_annotations(rows, study_opts())
+
+
+def test_an_export_reads_back_into_the_same_properties_and_labels():
+    from annotator.selectors import LABEL_FIELDS
+
+    opts = study_opts(strength=True, rationale="optional")
+    rows, _ = labels(opts, n_inputs=2)
+    direct = ac.criteria_annotations(rows, opts)
+    # the export: one line per annotation, the criteria columns after the usual ones
+    export = []
+    for pk, group in rows.groupby("annotation"):
+        answer = {
+            "criteria": {
+                r.criterion: {"value": r.label, "strength": int(r.strength)}
+                for r in group.itertuples()
+            },
+            "rationale": "because" if pk % 2 else "",
+        }
+        base = {
+            "annotation_id": pk,
+            "item_id": group["item"].iloc[0],
+            "label": "A",
+            "raw_answer": "left",
+        }
+        export.append(base | kc.export_row(opts, answer))
+    frame = pd.DataFrame(export).astype({"helpful_strength": object})
+    frame.loc[0, "helpful_strength"] = "-3"  # a bad cell is reported, not read
+    props, found, problems = ac.export_criteria(frame, LABEL_FIELDS)
+    assert [(p.name, p.kind) for p in props] == [
+        ("helpful", "pairwise"),
+        ("helpful_strength", "ordinal"),
+        ("correct", "pairwise"),
+        ("correct_strength", "ordinal"),
+    ]
+    assert problems == [(0, "helpful_strength must be an integer from -2 to 2, got '-3'")]
+    for name, (pos, values) in found.items():
+        got = sorted(
+            zip(frame["annotation_id"].to_numpy()[pos].tolist(), values.tolist(), strict=True)
+        )
+        want = direct.loc[direct["property"] == name, ["annotation", "label"]]
+        want = want.loc[
+            ~((want["annotation"] == frame.loc[0, "annotation_id"]) & (name == "helpful_strength"))
+        ]
+        assert got == sorted(map(tuple, want.to_numpy().tolist())), name
+
+
+def test_an_export_without_criteria_has_no_criteria_columns():
+    frame = pd.DataFrame([{"item_id": 1, "label": "A", "raw_answer": "left", "note": "free text"}])
+    assert ac.export_criteria(frame, ["item_id", "label", "raw_answer"]) == ([], {}, [])
+    implicit = pd.DataFrame([{"item_id": 1, "label": "B", "overall_strength": -1}])
+    props, found, _ = ac.export_criteria(implicit, ["item_id", "label"])
+    assert [p.name for p in props] == ["overall_strength"]
+    assert found["overall_strength"][1].tolist() == [-1]
