@@ -4,9 +4,10 @@ A pairwise study may ask several questions about the same two outputs, each a *c
 
 * ``"criteria": [{"name": "helpful", "label": "Which response is more helpful?"}, …]`` —
   1 to 8 criteria with unique slug names. Without ``criteria`` the study has one *implicit*
-  criterion named ``overall`` (its question is the study's question) and behaves exactly as
-  a pairwise study always did: one answer ``left``/``right``/``tie`` (+ ``both_good``,
-  ``both_bad`` where the study allows them) submitted as the form field ``answer``.
+  criterion named ``preference`` (the pairwise kind's overall criterion; its question is the
+  study's question) and behaves exactly as a pairwise study always did: one answer
+  ``left``/``right``/``tie`` (+ ``both_good``, ``both_bad`` where the study allows them)
+  submitted as the form field ``answer``, stored as ``{"raw": …, "value": …}``.
 * ``"strength": true`` — each criterion is a five-point answer instead:
   ``left>>`` (left much better), ``left>``, ``=``, ``right>``, ``right>>`` in display order,
   stored raw and in system order as ``value`` (``A``/``B``/``tie``) plus ``strength``,
@@ -15,17 +16,20 @@ A pairwise study may ask several questions about the same two outputs, each a *c
   at most :data:`RATIONALE_MAX` characters; ``required`` needs one non-space character.
 
 The answer in system order (what :func:`parse_answer` returns, stored as
-``Annotation.answer``)::
+``Annotation.answer``) of a study with criteria or strength::
 
     {"criteria": {"helpful": {"raw": "left>>", "value": "B", "strength": -2}, …},
      "raw": "left>>", "value": "B",            # the summary criterion (see below)
      "rationale": "…"}                          # only when the study asks for one
 
 ``raw``/``value`` at the top level repeat the *summary criterion* — ``overall`` when the
-study has a criterion of that name, else its first — so ``Annotation.raw_answer``/``value``
-keep meaning "the overall preference". ``strength`` is present only when the study asks for
-it. Both strong and weak wins count as a win in :func:`pair_preferences`; the strength is kept
-for analysis (:func:`export_row`, ``<name>_strength``).
+study declares a criterion of that name, else its first — so ``Annotation.raw_answer``/
+``value`` keep meaning "the overall preference" and the adaptive protocol follows it
+(:func:`overall_criterion`). ``strength`` is present only when the study asks for it. Both
+strong and weak wins count as a win in :func:`pair_preferences`; the strength is kept for
+analysis (:func:`report_labels`, ``<name>_strength``) and the export. An answer without
+``criteria`` (a study with neither, an imported label ``{"value": "A"}``) counts for the
+summary criterion everywhere.
 
 Pure: standard library only; :mod:`kinds.pairwise` calls these functions.
 """
@@ -40,11 +44,13 @@ from kinds.base import AnswerError, OptionError, PairPreference
 
 __all__ = [
     "MAX_CRITERIA",
-    "OVERALL",
+    "IMPLICIT",
     "RATIONALE_FIELD",
     "RATIONALE_MAX",
     "RATIONALE_MODES",
+    "PAIRWISE_VALUES",
     "STRENGTH_ANSWERS",
+    "STRENGTH_LABELS",
     "answer_choices",
     "criteria_of",
     "criterion_labels",
@@ -56,12 +62,20 @@ __all__ = [
     "normalise",
     "pair_preferences",
     "parse_answer",
+    "overall_criterion",
+    "report_labels",
+    "report_labels_with_raw",
+    "report_properties",
+    "strength_property",
     "summary_criterion",
     "uses_form",
     "validate_options",
 ]
 
-OVERALL = "overall"
+#: The implicit criterion of a study without ``criteria`` (the pairwise kind's overall one).
+IMPLICIT = "preference"
+#: A declared criterion of this name is the summary criterion.
+SUMMARY_NAME = "overall"
 MAX_CRITERIA = 8
 RATIONALE_MODES = ("none", "optional", "required")
 RATIONALE_MAX = 2000
@@ -136,7 +150,7 @@ def validate_options(opts: Mapping[str, Any]) -> dict[str, Any]:
     """``criteria``, ``strength`` and ``rationale`` of a pairwise study line validated and
     normalised; raise :class:`OptionError` listing every problem.
 
-    Absent ``criteria`` normalises to ``[]`` (the implicit ``overall`` criterion, see
+    Absent ``criteria`` normalises to ``[]`` (the implicit ``preference`` criterion, see
     :func:`criteria_of`); labels default to the name.
 
     >>> validate_options({"criteria": [{"name": "helpful", "label": "Helpful?"}], "strength": True})
@@ -205,16 +219,22 @@ def _criteria(value: Any, errors: list[str]) -> list[dict[str, str]]:
 
 
 def criteria_of(opts: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The study's criteria: its declared ones, or the implicit ``overall`` criterion (label
-    empty: the page shows the study's question instead)."""
-    return list(opts.get("criteria") or [{"name": OVERALL, "label": ""}])
+    """The study's criteria: its declared ones, or the implicit ``preference`` criterion
+    (label empty: the page shows the study's question instead)."""
+    return list(opts.get("criteria") or [{"name": IMPLICIT, "label": ""}])
 
 
 def summary_criterion(opts: Mapping[str, Any]) -> str:
     """The criterion whose answer fills ``Annotation.raw_answer``/``value``: ``overall`` if
-    the study has one, else its first criterion."""
+    the study declares one, else its first criterion (``preference`` without criteria)."""
     names = [c["name"] for c in criteria_of(opts)]
-    return OVERALL if OVERALL in names else names[0]
+    return SUMMARY_NAME if SUMMARY_NAME in names else names[0]
+
+
+def overall_criterion(opts: Mapping[str, Any]) -> str:
+    """The criterion of :func:`pair_preferences` the adaptive protocol counts: the summary
+    criterion (``preference`` for a study without criteria, as for every pairwise study)."""
+    return summary_criterion(opts)
 
 
 def uses_form(opts: Mapping[str, Any]) -> bool:
@@ -301,7 +321,9 @@ def parse_answer(
             raise AnswerError(f"Unknown answer {raw!r} for {field}.")
         answers[c["name"]] = normalise(raw, display_order, strength)
     summary = answers[summary_criterion(opts)]
-    out: dict[str, Any] = {"criteria": answers, "raw": summary["raw"], "value": summary["value"]}
+    out: dict[str, Any] = {"raw": summary["raw"], "value": summary["value"]}
+    if opts.get("criteria") or strength:
+        out = {"criteria": answers} | out
     mode = _mode(opts)
     text = _one(data, RATIONALE_FIELD)
     text = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip()
@@ -321,9 +343,8 @@ def pair_preferences(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
     """One pair preference per criterion, positions 0 (A) and 1 (B): 1.0 when A won (weakly
     or strongly), 0.0 when B won, 0.5 for tie/both_good/both_bad.
 
-    An answer without ``criteria`` (an imported label: ``{"value": "A"}``) counts for the
-    summary criterion."""
-    per = answer.get("criteria") or {summary_criterion(opts): {"value": answer.get("value")}}
+    An answer without ``criteria`` counts for the summary criterion."""
+    per = _per_criterion(opts, answer)
     out: list[PairPreference] = []
     for c in criteria_of(opts):
         value = (per.get(c["name"]) or {}).get("value")
@@ -339,13 +360,11 @@ def criterion_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
 
     An answer without ``criteria`` (an imported label) counts for the summary criterion.
 
-    >>> criterion_labels({"strength": True}, {"criteria": {"overall": {"raw": "left>", "value": "B",
-    ...     "strength": -1}}, "raw": "left>", "value": "B"})
-    [{'criterion': 'overall', 'label': 'B', 'raw': 'left>', 'strength': -1}]
+    >>> criterion_labels({"strength": True}, {"criteria": {"preference": {"raw": "left>",
+    ...     "value": "B", "strength": -1}}, "raw": "left>", "value": "B"})
+    [{'criterion': 'preference', 'label': 'B', 'raw': 'left>', 'strength': -1}]
     """
-    per = answer.get("criteria")
-    if not per:
-        per = {summary_criterion(opts): {"value": answer.get("value"), "raw": answer.get("raw")}}
+    per = _per_criterion(opts, answer)
     out = []
     for c in criteria_of(opts):
         got = per.get(c["name"]) or {}
@@ -361,6 +380,69 @@ def criterion_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
     return out
 
 
+#: A study's pairwise labels in report order (``analysis.aggregation.PAIRWISE_LABELS``).
+PAIRWISE_VALUES = ("A", "B", "tie", "both_good", "both_bad")
+#: The ordinal labels of a ``<name>_strength`` report property.
+STRENGTH_LABELS = (-2, -1, 0, 1, 2)
+_VALUE_OF_RAW = {"left": "A", "right": "B", "left>>": "A", "left>": "A", "=": "tie"}
+_VALUE_OF_RAW |= {"right>": "B", "right>>": "B"}
+
+
+def strength_property(criterion: str) -> str:
+    """The report property (and export column) of a criterion's strength."""
+    return f"{criterion}_strength"
+
+
+def report_properties(
+    opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+) -> list[tuple[str, str, tuple, str]]:
+    """The report's properties (``Kind.report_properties``): per criterion ``(name,
+    "pairwise", labels, title)`` — labels the ones a worker can give plus any observed, in
+    report order — then, with strength, ``(<name>_strength, "ordinal", −2..2, title)``.
+
+    >>> report_properties({"strength": True}, "Better?", {})  # doctest: +NORMALIZE_WHITESPACE
+    [('preference', 'pairwise', ('A', 'B', 'tie'), 'Better?'),
+     ('preference_strength', 'ordinal', (-2, -1, 0, 1, 2),
+      'Better? (strength: +2 A much better … −2 B much better)')]
+    """
+    allowed = {_VALUE_OF_RAW.get(v, v) for v, _ in answer_choices(opts)}
+    props: list[tuple[str, str, tuple, str]] = []
+    for c in criteria_of(opts):
+        seen = allowed | {str(x) for x in observed.get(c["name"], ())}
+        title = c["label"] or question
+        props.append((c["name"], "pairwise", tuple(x for x in PAIRWISE_VALUES if x in seen), title))
+        if opts.get("strength"):
+            note = "strength: +2 A much better … −2 B much better"
+            title_s = f"{title} ({note})" if title else f"{c['name']} ({note})"
+            props.append((strength_property(c["name"]), "ordinal", STRENGTH_LABELS, title_s))
+    return props
+
+
+def report_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The answer as ``(property, label)`` rows of the report (``Kind.report_labels``): each
+    criterion's value (system order) and, where given, its strength."""
+    return [(prop, label) for prop, label, _ in report_labels_with_raw(opts, answer)]
+
+
+def report_labels_with_raw(
+    opts: Mapping[str, Any], answer: Mapping[str, Any]
+) -> list[tuple[str, Any, str | None]]:
+    """:func:`report_labels` with each criterion's own display-order answer (``None`` for a
+    strength, whose position bias is its criterion's), so that the report's position-bias
+    test reads every criterion's side rather than the summary's ``raw_answer``.
+
+    >>> report_labels_with_raw({"criteria": [{"name": "a", "label": "A?"}], "strength": True},
+    ...     {"criteria": {"a": {"raw": "right>>", "value": "B", "strength": -2}}})
+    [('a', 'B', 'right>>'), ('a_strength', -2, None)]
+    """
+    out: list[tuple[str, Any, str | None]] = []
+    for row in criterion_labels(opts, answer):
+        out.append((row["criterion"], row["label"], row["raw"]))
+        if row["strength"] is not None:
+            out.append((strength_property(row["criterion"]), int(row["strength"]), None))
+    return out
+
+
 def gold_correct(
     opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
 ) -> bool:
@@ -368,7 +450,7 @@ def gold_correct(
     the summary criterion, as gold items always did; ``{"criteria": {"safe": "B", …}}``
     checks each criterion named. A strong and a weak win are the same side.
 
-    >>> gold_correct({}, {"value": "A"}, {"value": "A", "criteria": {"overall": {"value": "A"}}})
+    >>> gold_correct({}, {"value": "A"}, {"raw": "left", "value": "A"})
     True
     """
     per = answer.get("criteria") or {}
@@ -383,7 +465,7 @@ def export_fields(opts: Mapping[str, Any]) -> list[str]:
     """The criteria's export columns: ``<name>`` (A/B/tie/… in system order) and, with
     strength, ``<name>_strength`` (−2..2, +2: A ≫ B) per *declared* criterion, then
     ``rationale`` when the study asks for one. The implicit criterion adds no column of its
-    own (it is the export's ``label``) except its strength (``overall_strength``)."""
+    own (it is the export's ``label``) except its strength (``preference_strength``)."""
     fields: list[str] = []
     for c in criteria_of(opts):
         if opts.get("criteria"):
@@ -398,7 +480,7 @@ def export_fields(opts: Mapping[str, Any]) -> list[str]:
 def export_row(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
     """The values of :func:`export_fields` for one answer (``None`` where it has none, e.g.
     an imported label)."""
-    per = answer.get("criteria") or {}
+    per = _per_criterion(opts, answer)
     row: dict[str, Any] = {}
     for c in criteria_of(opts):
         got = per.get(c["name"]) or {}
@@ -429,6 +511,14 @@ def form_rows(opts: Mapping[str, Any], question: str = "") -> list[dict[str, Any
         }
         for c in criteria_of(opts)
     ]
+
+
+def _per_criterion(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Criterion → its answer; an answer without ``criteria`` is the summary criterion's."""
+    per = answer.get("criteria")
+    if per:
+        return per
+    return {summary_criterion(opts): {"raw": answer.get("raw"), "value": answer.get("value")}}
 
 
 def _mode(opts: Mapping[str, Any]) -> str:

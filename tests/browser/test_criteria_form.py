@@ -189,7 +189,7 @@ def test_five_points_stack_readably_on_a_phone_and_post_the_implicit_answer(page
     assert len(serve.posts) == 1  # task.js lets one submit through
     answer = crit.parse_answer(opts, [0, 1], serve.posts[0])
     assert answer == {
-        "criteria": {"overall": {"raw": "right>>", "value": "B", "strength": -2}},
+        "criteria": {"preference": {"raw": "right>>", "value": "B", "strength": -2}},
         "raw": "right>>",
         "value": "B",
         "rationale": "",

@@ -1,7 +1,9 @@
-"""Pairwise criteria in the report (analysis/criteria.py): each criterion is its own pairwise
-property with its own ranking, each strength an ordinal property per system pair; a study
-without criteria reports under ``preference`` as before. Labels go the whole way: a worker's
-display-order form → kinds.criteria.parse_answer → criterion_labels → build_report."""
+"""Pairwise criteria in the report: each criterion is its own pairwise property with its own
+ranking, each strength an ordinal property per system pair, and the position-bias test reads
+five-point answers; a study without criteria reports under ``preference`` as before. Labels go
+the whole way: a worker's display-order form → kinds.criteria.parse_answer → report_labels
+(as annotator.selectors.report_rows calls the kind) → analysis.report.build_report; and an
+export's criteria columns read back (analysis/criteria.py) into the same properties."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import pandas as pd
 import pytest
 
 from analysis import criteria as ac
-from analysis.report import build_report
+from analysis.aggregation import position_bias
+from analysis.report import Property, build_report
 from kinds import criteria as kc
 
 SYSTEMS = ("x", "y", "z")
@@ -30,9 +33,10 @@ def study_opts(**kw):
 
 
 def labels(opts, n_inputs=8, annotators=("w1", "w2", "w3"), seed=1):
-    """One row per (annotation, criterion) and the items frame, from simulated form posts."""
+    """The report's annotation rows, the items frame and the answers (annotation → (item,
+    answer)), from simulated form posts; ``raw`` per criterion (``report_labels_with_raw``)."""
     rng = random.Random(seed)
-    items, rows, pk = [], [], 0
+    items, rows, pk, answers = [], [], 0, {}
     for i in range(n_inputs):
         for a, b in itertools.combinations(SYSTEMS, 2):
             item = len(items)
@@ -48,20 +52,30 @@ def labels(opts, n_inputs=8, annotators=("w1", "w2", "w3"), seed=1):
                         if opts["strength"]
                         else ("left" if shown > 0 else "right" if shown < 0 else "tie")
                     )
+                if opts["rationale"] != "none":
+                    form["rationale"] = f"reason {pk}"
                 answer = kc.parse_answer(opts, order, form)
                 pk += 1
-                for row in kc.criterion_labels(opts, answer):
+                answers[pk] = (item, answer)
+                for prop, label, raw in kc.report_labels_with_raw(opts, answer):
                     rows.append(
-                        row
-                        | {"annotation": pk, "item": item, "annotator": who, "source": "platform"}
+                        {"annotation": pk, "item": item, "annotator": who, "property": prop}
+                        | {"label": label, "raw": raw, "source": "platform"}
                     )
-    return pd.DataFrame(rows), pd.DataFrame(items)
+    ann = pd.DataFrame(rows)
+    ann["label"] = ann["label"].astype(object)
+    return ann, pd.DataFrame(items).set_index("item", drop=False), answers
+
+
+def properties(opts, ann, question=""):
+    observed = ann.groupby("property")["label"].agg(set).to_dict()
+    return [Property(*p) for p in kc.report_properties(opts, question, observed)]
 
 
 def test_each_criterion_is_its_own_property_with_its_own_ranking():
     opts = study_opts(strength=True)
-    rows, items = labels(opts)
-    props = ac.criteria_properties(opts, observed=set(rows["label"]))
+    ann, items, _ = labels(opts)
+    props = properties(opts, ann)
     assert [(p.name, p.kind) for p in props] == [
         ("helpful", "pairwise"),
         ("helpful_strength", "ordinal"),
@@ -69,12 +83,10 @@ def test_each_criterion_is_its_own_property_with_its_own_ranking():
         ("correct_strength", "ordinal"),
     ]
     assert props[0].labels == ("A", "B", "tie") and props[1].labels == (-2, -1, 0, 1, 2)
-    ann = ac.criteria_annotations(rows, opts)
     # 24 items × 3 workers × 2 criteria, once as a preference and once as a strength
     assert len(ann) == 24 * 3 * 2 * 2
-    assert set(ann.loc[ann["property"] == "helpful", "raw"]) == {"left", "right"}
 
-    report = build_report(ann, props, items=items, n_boot=0)
+    report = build_report(ann, props, items=items.reset_index(drop=True), n_boot=0)
     sections = {s["name"]: s for s in report["properties"]}
     assert list(sections) == ["helpful", "helpful_strength", "correct", "correct_strength"]
     # soft-voted outcomes per criterion: x wins every helpfulness pair, z every correctness one
@@ -95,76 +107,66 @@ def test_each_criterion_is_its_own_property_with_its_own_ranking():
         r["system"]: r["mean_rating"] for r in sections["correct_strength"]["likert"]["systems"]
     }
     assert means == {"all": pytest.approx(-4 / 3), "x vs y": -1, "x vs z": -2, "y vs z": -1}
-    # the position-bias test reads the side of every five-point answer
-    bias = sections["helpful"]["position_bias"]
-    assert bias["overall"]["n"] == 24 * 3
+    # the position-bias test counts every five-point answer's side
+    assert sections["helpful"]["position_bias"]["overall"]["n"] == 24 * 3
+
+
+def test_position_bias_reads_graded_answers_as_their_side():
+    frame = pd.DataFrame(
+        {"annotator": ["w"] * 6, "raw": ["left>>", "left>", "=", "right>", "right>>", "LEFT"]}
+    )
+    overall = position_bias(frame).iloc[0]
+    assert (overall["n"], overall["n_left"], overall["n_excluded"]) == (5, 3, 1)
 
 
 def test_without_strength_only_the_preferences_are_reported():
     opts = study_opts()
-    rows, items = labels(opts, n_inputs=3)
-    assert rows["strength"].isna().all()
-    props = ac.criteria_properties(opts)
-    assert [p.name for p in props] == ["helpful", "correct"]
-    ann = ac.criteria_annotations(rows, opts)
+    ann, _, _ = labels(opts, n_inputs=3)
+    assert [p.name for p in properties(opts, ann)] == ["helpful", "correct"]
     assert set(ann["property"]) == {"helpful", "correct"}
     assert len(ann) == 9 * 3 * 2
+    assert set(ann["raw"]) == {"left", "right"}
 
 
 def test_the_implicit_criterion_reports_under_preference_as_before():
     opts = kc.validate_options({}) | {"allow_tie": False, "allow_both_bad": True}
-    props = ac.criteria_properties(opts, question="Which is better?")
-    assert [(p.name, p.kind, p.labels, p.title) for p in props] == [
+    assert kc.report_properties(opts, "Which is better?", {}) == [
         ("preference", "pairwise", ("A", "B", "both_bad"), "Which is better?")
     ]
-    # an imported label (no display order) and a platform label
-    answers = [{"value": "B"}, kc.parse_answer(opts, [1, 0], {"answer": "left"})]
-    rows = pd.DataFrame(
-        [
-            r | {"item": 1, "annotator": f"w{k}"}
-            for k, a in enumerate(answers)
-            for r in kc.criterion_labels(opts, a)
-        ]
+    assert kc.report_properties(opts, "", {"preference": {"tie"}})[0][2] == (
+        "A",
+        "B",
+        "tie",
+        "both_bad",
     )
-    ann = ac.criteria_annotations(rows, opts)
-    assert ann[["property", "label", "raw"]].to_dict("records") == [
-        {"property": "preference", "label": "B", "raw": None},
-        {"property": "preference", "label": "B", "raw": "left"},
+    # a platform label and an imported one (no display order)
+    answer = kc.parse_answer(opts, [1, 0], {"answer": "left"})
+    assert answer == {"raw": "left", "value": "B"}
+    assert kc.report_labels_with_raw(opts, answer) == [("preference", "B", "left")]
+    assert kc.report_labels(opts, {"value": "A"}) == [("preference", "A")]
+    strong = kc.validate_options({"strength": True}) | {"allow_tie": True}
+    assert [p[0] for p in kc.report_properties(strong, "", {})] == [
+        "preference",
+        "preference_strength",
     ]
-    strong = kc.validate_options({"strength": True})
-    assert [p.name for p in ac.criteria_properties(strong)] == ["preference", "overall_strength"]
-
-
-def test_rows_for_a_criterion_the_study_lacks_are_refused():
-    rows = pd.DataFrame([{"criterion": "style", "label": "A", "item": 1, "annotator": "w"}])
-    with pytest.raises(ValueError, match="style"):
-        ac.criteria_annotations(rows, study_opts())
+    answer = kc.parse_answer(strong, [0, 1], {"answer": "right>"})
+    assert kc.report_labels(strong, answer) == [("preference", "B"), ("preference_strength", -1)]
 
 
 def test_an_export_reads_back_into_the_same_properties_and_labels():
     from annotator.selectors import LABEL_FIELDS
 
     opts = study_opts(strength=True, rationale="optional")
-    rows, _ = labels(opts, n_inputs=2)
-    direct = ac.criteria_annotations(rows, opts)
+    ann, _, answers = labels(opts, n_inputs=2)
     # the export: one line per annotation, the criteria columns after the usual ones
-    export = []
-    for pk, group in rows.groupby("annotation"):
-        answer = {
-            "criteria": {
-                r.criterion: {"value": r.label, "strength": int(r.strength)}
-                for r in group.itertuples()
-            },
-            "rationale": "because" if pk % 2 else "",
-        }
-        base = {
-            "annotation_id": pk,
-            "item_id": group["item"].iloc[0],
-            "label": "A",
-            "raw_answer": "left",
-        }
-        export.append(base | kc.export_row(opts, answer))
+    export = [
+        {"annotation_id": pk, "item_id": item, "label": a["value"], "raw_answer": a["raw"]}
+        | kc.export_row(opts, a)
+        for pk, (item, a) in answers.items()
+    ]
     frame = pd.DataFrame(export).astype({"helpful_strength": object})
+    assert list(frame.columns[4:]) == kc.export_fields(opts)
+    assert frame.loc[0, "rationale"] == "reason 0"
     frame.loc[0, "helpful_strength"] = "-3"  # a bad cell is reported, not read
     props, found, problems = ac.export_criteria(frame, LABEL_FIELDS)
     assert [(p.name, p.kind) for p in props] == [
@@ -174,21 +176,21 @@ def test_an_export_reads_back_into_the_same_properties_and_labels():
         ("correct_strength", "ordinal"),
     ]
     assert problems == [(0, "helpful_strength must be an integer from -2 to 2, got '-3'")]
+    bad = (ann["annotation"] == frame.loc[0, "annotation_id"]) & (
+        ann["property"] == "helpful_strength"
+    )
     for name, (pos, values) in found.items():
         got = sorted(
             zip(frame["annotation_id"].to_numpy()[pos].tolist(), values.tolist(), strict=True)
         )
-        want = direct.loc[direct["property"] == name, ["annotation", "label"]]
-        want = want.loc[
-            ~((want["annotation"] == frame.loc[0, "annotation_id"]) & (name == "helpful_strength"))
-        ]
+        want = ann.loc[(ann["property"] == name) & ~bad, ["annotation", "label"]]
         assert got == sorted(map(tuple, want.to_numpy().tolist())), name
 
 
 def test_an_export_without_criteria_has_no_criteria_columns():
     frame = pd.DataFrame([{"item_id": 1, "label": "A", "raw_answer": "left", "note": "free text"}])
     assert ac.export_criteria(frame, ["item_id", "label", "raw_answer"]) == ([], {}, [])
-    implicit = pd.DataFrame([{"item_id": 1, "label": "B", "overall_strength": -1}])
+    implicit = pd.DataFrame([{"item_id": 1, "label": "B", "preference_strength": -1}])
     props, found, _ = ac.export_criteria(implicit, ["item_id", "label"])
-    assert [p.name for p in props] == ["overall_strength"]
-    assert found["overall_strength"][1].tolist() == [-1]
+    assert [p.name for p in props] == ["preference_strength"]
+    assert found["preference_strength"][1].tolist() == [-1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from annotator.choices import RawAnswer, normalise
 from kinds import criteria as C  # noqa: N812
 from kinds.base import AnswerError, OptionError
 
@@ -22,12 +21,13 @@ def opts(**kw):
 
 
 # --- options ------------------------------------------------------------------------------
-def test_absent_options_are_the_implicit_overall_criterion():
+def test_absent_options_are_the_implicit_preference_criterion():
     o = C.validate_options({})
     assert o == {"criteria": [], "strength": False, "rationale": "none"}
-    assert C.criteria_of(o) == [{"name": "overall", "label": ""}]
+    assert C.criteria_of(o) == [{"name": "preference", "label": ""}]
+    assert C.overall_criterion(o) == "preference"  # the pairwise kind's overall criterion
     assert not C.uses_form(o)
-    assert C.field_name(o, "overall") == "answer"
+    assert C.field_name(o, "preference") == "answer"
     assert C.export_fields(o) == []
 
 
@@ -77,19 +77,40 @@ def test_every_option_problem_is_listed_at_once():
 
 
 # --- the implicit criterion reproduces today's normalisation ------------------------------
-@pytest.mark.parametrize("raw", [r.value for r in RawAnswer])
-@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
-def test_implicit_overall_matches_annotator_normalise(raw, order):
+#: Today's rule (annotator.choices.normalise before issue 18): display order [0, 1] shows A on
+#: the left; a side-neutral answer is the same in both orders.
+TODAY = {
+    ("left", (0, 1)): "A",
+    ("left", (1, 0)): "B",
+    ("right", (0, 1)): "B",
+    ("right", (1, 0)): "A",
+} | {(r, o): r for r in ("tie", "both_good", "both_bad") for o in ((0, 1), (1, 0))}
+
+
+def todays_normalise(raw: str, order: list[int]) -> str:
+    """The platform's normalisation as it stands: annotator.choices.normalise until the
+    pairwise kind moved into kinds/ (then kinds.pairwise)."""
+    try:
+        from annotator.choices import normalise
+    except ImportError:
+        from kinds.pairwise import KIND
+
+        return KIND.parse_answer(ALL_ALLOWED, order, {"answer": raw})["value"]
+    return normalise(raw, left_is_a=order == [0, 1])
+
+
+@pytest.mark.parametrize(("raw", "order"), sorted(TODAY))
+def test_implicit_criterion_matches_todays_normalisation(raw, order):
     o = opts(**ALL_ALLOWED)
-    answer = C.parse_answer(o, order, {"answer": raw})
-    today = normalise(raw, left_is_a=order == [0, 1])
-    assert answer == {
-        "criteria": {"overall": {"raw": raw, "value": today}},
-        "raw": raw,
-        "value": today,
-    }
+    answer = C.parse_answer(o, list(order), {"answer": raw})
+    today = TODAY[raw, order]
+    assert todays_normalise(raw, list(order)) == today
+    # exactly today's stored answer: no criteria, no strength
+    assert answer == {"raw": raw, "value": today}
     expected = {"A": 1.0, "B": 0.0}.get(today, 0.5)
-    assert C.pair_preferences(o, answer) == [("overall", 0, 1, expected)]
+    assert C.pair_preferences(o, answer) == [("preference", 0, 1, expected)]
+    assert C.gold_correct(o, {"value": today}, answer)
+    assert C.export_fields(o) == [] and C.export_row(o, answer) == {}
 
 
 def test_implicit_criterion_offers_todays_answers_in_todays_order():
@@ -100,7 +121,13 @@ def test_implicit_criterion_offers_todays_answers_in_todays_order():
         "right",
         "both_bad",
     ]
-    assert [v for v, _ in C.answer_choices(ALL_ALLOWED)] == [r.value for r in RawAnswer]
+    assert [v for v, _ in C.answer_choices(ALL_ALLOWED)] == [
+        "left",
+        "right",
+        "tie",
+        "both_good",
+        "both_bad",
+    ]
 
 
 @pytest.mark.parametrize("raw", ["tie", "both_good"])
@@ -129,12 +156,13 @@ def test_a_side_neutral_answer_the_study_does_not_allow_is_refused(raw):
 def test_five_point_answers_in_system_order(raw, order, value, strength):
     o = opts(strength=True)
     answer = C.parse_answer(o, order, {"answer": raw})
-    assert answer["criteria"]["overall"] == {"raw": raw, "value": value, "strength": strength}
+    assert answer["criteria"]["preference"] == {"raw": raw, "value": value, "strength": strength}
+    assert (answer["raw"], answer["value"]) == (raw, value)
     # strong and weak wins are the same win for the protocol
     assert C.pair_preferences(o, answer) == [
-        ("overall", 0, 1, {"A": 1.0, "B": 0.0, "tie": 0.5}[value])
+        ("preference", 0, 1, {"A": 1.0, "B": 0.0, "tie": 0.5}[value])
     ]
-    assert C.export_row(o, answer) == {"overall_strength": strength}
+    assert C.export_row(o, answer) == {"preference_strength": strength}
 
 
 def test_the_five_point_value_agrees_with_todays_normalisation_of_its_side():
@@ -146,7 +174,7 @@ def test_the_five_point_value_agrees_with_todays_normalisation_of_its_side():
     ]:
         for order in ([0, 1], [1, 0]):
             got = C.normalise(raw, order, strength=True)["value"]
-            assert got == normalise(side, left_is_a=order == [0, 1])
+            assert got == TODAY[side, tuple(order)]
 
 
 def test_strength_without_ties_has_four_points_and_keeps_both_good():
@@ -158,7 +186,7 @@ def test_strength_without_ties_has_four_points_and_keeps_both_good():
         "right>>",
         "both_good",
     ]
-    assert C.parse_answer(o, [0, 1], {"answer": "both_good"})["criteria"]["overall"] == {
+    assert C.parse_answer(o, [0, 1], {"answer": "both_good"})["criteria"]["preference"] == {
         "raw": "both_good",
         "value": "both_good",
         "strength": 0,
@@ -213,9 +241,11 @@ def test_the_summary_is_the_overall_criterion_when_declared_else_the_first():
     o = opts(criteria=[{"name": "safe"}, {"name": "overall"}])
     answer = C.parse_answer(o, [0, 1], {"answer-safe": "left", "answer-overall": "right"})
     assert (answer["raw"], answer["value"]) == ("right", "B")
+    assert C.overall_criterion(o) == "overall"
     o = opts(criteria=TWO)
     answer = C.parse_answer(o, [0, 1], {"answer-helpful": "left", "answer-safe": "right"})
     assert (answer["raw"], answer["value"]) == ("left", "A")
+    assert C.overall_criterion(o) == "helpful"
     assert C.export_fields(o) == ["helpful", "safe"]
 
 
@@ -280,10 +310,11 @@ def test_no_rationale_study_refuses_a_reason_and_stores_none():
 def test_an_imported_label_counts_for_the_summary_criterion():
     o = opts(criteria=TWO)
     assert C.pair_preferences(o, {"value": "B"}) == [("helpful", 0, 1, 0.0)]
-    assert C.pair_preferences(opts(), {"value": "tie"}) == [("overall", 0, 1, 0.5)]
+    assert C.pair_preferences(opts(), {"value": "tie"}) == [("preference", 0, 1, 0.5)]
     assert C.pair_preferences(opts(), {}) == []
+    assert C.report_labels(o, {"value": "B"}) == [("helpful", "B")]
     assert C.export_row(opts(criteria=TWO, strength=True), {"value": "B"}) == {
-        "helpful": None,
+        "helpful": "B",
         "helpful_strength": None,
         "safe": None,
         "safe_strength": None,
