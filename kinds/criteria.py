@@ -36,6 +36,7 @@ Pure: standard library only; :mod:`kinds.pairwise` calls these functions.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -66,6 +67,7 @@ __all__ = [
     "report_labels",
     "report_labels_with_raw",
     "report_properties",
+    "simulate_form",
     "strength_property",
     "summary_criterion",
     "uses_form",
@@ -458,6 +460,38 @@ def gold_correct(
     if wanted:
         return all((per.get(name) or {}).get("value") == value for name, value in wanted.items())
     return bool(expected.get("value")) and answer.get("value") == expected.get("value")
+
+
+def simulate_form(
+    opts: Mapping[str, Any],
+    display_order: Sequence[int],
+    known: str | None,
+    rng: random.Random,
+    accuracy: float,
+) -> dict[str, str]:
+    """A simulated worker's form (display order) for every criterion, for ``simulate_crowd``
+    and the demo: the side of ``known`` (system order ``A``/``B``/``tie``; ``None``: answer
+    at random) with chance ``accuracy``, strong or weak at random with strength, and a reason
+    when the study requires one. Every criterion follows the same truth."""
+    left_is_a = _left_is_a(display_order)
+    offered = [v for v, _ in answer_choices(opts)]
+    strength = bool(opts.get("strength"))
+    form: dict[str, str] = {}
+    for c in criteria_of(opts):
+        if known is None:
+            raw = rng.choice(offered)
+        elif known == "tie" and ("=" if strength else "tie") in offered:
+            raw = "=" if strength else "tie"
+        else:
+            a_better = known == "A" if known in ("A", "B") else rng.random() < 0.5
+            if rng.random() > accuracy:
+                a_better = not a_better
+            side = "left" if a_better == left_is_a else "right"
+            raw = side + (">>" if rng.random() < 0.5 else ">") if strength else side
+        form[field_name(opts, c["name"])] = raw
+    if _mode(opts) == "required":
+        form[RATIONALE_FIELD] = "Simulated reason."
+    return form
 
 
 # --- export --------------------------------------------------------------------------------

@@ -355,6 +355,27 @@ def test_gold_checks_the_summary_or_the_named_criteria_and_ignores_strength():
             assert C.gold_correct(opts(), {"value": known}, plain) == (plain["value"] == known)
 
 
+@pytest.mark.parametrize("strength", [False, True])
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]])
+def test_a_simulated_form_parses_and_follows_the_truth(strength, order):
+    import random
+
+    o = opts(criteria=TWO, strength=strength, rationale="required")
+    rng = random.Random(3)
+    for known in ("A", "B", "tie"):
+        answer = C.parse_answer(o, order, C.simulate_form(o, order, known, rng, accuracy=1.0))
+        assert {v["value"] for v in answer["criteria"].values()} == {known}
+        assert answer["rationale"]
+    # accuracy 0: always the wrong side
+    answer = C.parse_answer(o, order, C.simulate_form(o, order, "A", rng, accuracy=0.0))
+    assert {v["value"] for v in answer["criteria"].values()} == {"B"}
+    # no truth: every answer offered, all parse
+    seen = {
+        C.simulate_form(o, order, None, rng, accuracy=1.0)["answer-helpful"] for _ in range(200)
+    }
+    assert seen == {v for v, _ in C.answer_choices(o)}
+
+
 def test_the_module_examples_hold():
     import doctest
 
