@@ -70,6 +70,7 @@ __all__ = [
     "simulate_form",
     "strength_property",
     "summary_criterion",
+    "template_context",
     "uses_form",
     "validate_options",
 ]
@@ -545,6 +546,19 @@ def form_rows(opts: Mapping[str, Any], question: str = "") -> list[dict[str, Any
         }
         for c in criteria_of(opts)
     ]
+
+
+def template_context(
+    opts: Mapping[str, Any], question: str = "", disabled: bool = False
+) -> dict[str, Any]:
+    """The context of ``kinds/_criteria.html`` (``disabled``: the preview's inert form)."""
+    return {
+        "rows": form_rows(opts, question),
+        "strength": bool(opts.get("strength")),
+        "rationale": _mode(opts),
+        "rationale_max": RATIONALE_MAX,
+        "disabled": disabled,
+    }
 
 
 def _per_criterion(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,5 +1,6 @@
 """The pairwise criteria form (kinds/_criteria.html, kinds/criteria.js|css) in real Chromium,
-on a static page served under a strict CSP: keyboard answers move through the criteria, the
+on a static page served under a strict CSP (the partial brings its own stylesheet and
+script): keyboard answers move through the criteria, the
 reason box counts characters and refuses blanks when required, the five points stack on a
 phone, and what the browser posts parses (kinds.criteria.parse_answer) to the expected answer
 in system order. The full worker flow is tested with the pairwise kind's page."""
@@ -30,29 +31,26 @@ THREE = [
 ]
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>fixture</title>
-<link rel="stylesheet" href="/static/humeval/humeval.css">
-<link rel="stylesheet" href="/static/kinds/criteria.css"></head>
+<link rel="stylesheet" href="/static/humeval/humeval.css"></head>
 <body><main class="page"><form method="post" action="/submit" id="task-form" class="task pairwise">
 <input type="hidden" name="time_ms" id="time_ms" value="">
 <div class="outputs two"><section class="output"><h2>Left</h2><div class="text">one</div></section>
 <section class="output"><h2>Right</h2><div class="text">two</div></section></div>
 {form}</form></main>
-<script src="/static/humeval/task.js"></script><script src="/static/kinds/criteria.js"></script>
+<script src="/static/humeval/task.js"></script>
 </body></html>"""
 
 
-def render(opts: dict, question: str = "Which response is better?") -> str:
-    engine = Engine(dirs=[str(ROOT / "kinds/templates")], autoescape=True)
-    context = {
-        "rows": crit.form_rows(opts, question),
-        "strength": opts.get("strength", False),
-        "rationale": opts.get("rationale", "none"),
-        "rationale_max": crit.RATIONALE_MAX,
-        "disabled": False,
-    }
-    return PAGE.replace(
-        "{form}", engine.get_template("kinds/_criteria.html").render(Context(context))
+def render(opts: dict, question: str = "Which response is better?", disabled: bool = False) -> str:
+    engine = Engine(
+        dirs=[str(ROOT / "kinds/templates")],
+        autoescape=True,
+        libraries={"static": "django.templatetags.static"},
     )
+    form = engine.get_template("kinds/_criteria.html").render(
+        Context(crit.template_context(opts, question, disabled))
+    )
+    return PAGE.replace("{form}", form)
 
 
 @pytest.fixture
@@ -194,4 +192,18 @@ def test_five_points_stack_readably_on_a_phone_and_post_the_implicit_answer(page
         "value": "B",
         "rationale": "",
     }
+    assert serve.problems == []
+
+
+@pytest.mark.browser
+def test_the_preview_form_is_inert(page, serve):
+    opts = crit.validate_options({"criteria": THREE, "strength": True, "rationale": "required"})
+    serve(render(opts, disabled=True))
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    page.locator("label.choice").first.click(force=True)
+    page.wait_for_timeout(200)
+    assert page.locator("input:checked").count() == 0
+    assert page.locator("textarea").is_disabled()
+    assert page.url.endswith("/task") and serve.posts == []
     assert serve.problems == []

@@ -47,6 +47,7 @@
       label.dispatchEvent(new Event("change", { bubbles: true }));
       advance(row);
     } else if (event.key === "Enter" && !(target && target.tagName === "BUTTON")) {
+      if (!submit || submit.disabled) return; // the preview's inert form
       event.preventDefault();
       event.stopPropagation();
       if (form.reportValidity()) form.requestSubmit(submit);
