@@ -153,7 +153,7 @@ def validate_options(opts: Mapping[str, Any]) -> dict[str, Any]:
     """``criteria``, ``strength`` and ``rationale`` of a pairwise study line validated and
     normalised; raise :class:`OptionError` listing every problem.
 
-    Absent ``criteria`` normalises to ``[]`` (the implicit ``preference`` criterion, see
+    Absent (or empty) ``criteria`` normalises to ``[]`` (the implicit ``preference`` criterion, see
     :func:`criteria_of`); labels default to the name.
 
     >>> validate_options({"criteria": [{"name": "helpful", "label": "Helpful?"}], "strength": True})
@@ -173,12 +173,10 @@ def validate_options(opts: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _criteria(value: Any, errors: list[str]) -> list[dict[str, str]]:
-    if value is None:
+    if value is None or value == []:
         return []
-    if not isinstance(value, list) or not value:
-        errors.append(
-            f"criteria must be a non-empty list of objects with name and label, got {value!r}"
-        )
+    if not isinstance(value, list):
+        errors.append(f"criteria must be a list of objects with name and label, got {value!r}")
         return []
     if len(value) > MAX_CRITERIA:
         errors.append(f"criteria: at most {MAX_CRITERIA} criteria, got {len(value)}")
