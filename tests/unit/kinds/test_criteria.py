@@ -113,6 +113,29 @@ def test_implicit_criterion_matches_todays_normalisation(raw, order):
     assert C.export_fields(o) == [] and C.export_row(o, answer) == {}
 
 
+@pytest.mark.parametrize("flags", [(True, False, False), (False, True, True), (True, True, True)])
+def test_implicit_criterion_answers_as_the_pairwise_kind_does(flags):
+    """kinds.pairwise as h-core moved it (today's behaviour) and the criteria helper agree on
+    every answer, order, preference and gold check (phase 2 makes the kind call the helper)."""
+    from kinds.pairwise import KIND
+
+    o = dict(zip(("allow_tie", "allow_both_good", "allow_both_bad"), flags, strict=True))
+    oc = C.validate_options({}) | o
+    assert KIND.answers(o) == [v for v, _ in C.answer_choices(oc)]
+    for raw in KIND.answers(o):
+        for order in ([0, 1], [1, 0]):
+            theirs, ours = (
+                KIND.parse_answer(o, order, {"answer": raw}),
+                C.parse_answer(oc, order, {"answer": raw}),
+            )
+            assert theirs == ours
+            assert KIND.pair_preferences(o, theirs) == C.pair_preferences(oc, ours)
+            for known in ("A", "B", "tie"):
+                assert KIND.gold_correct(o, {"value": known}, theirs) == C.gold_correct(
+                    oc, {"value": known}, ours
+                )
+
+
 def test_implicit_criterion_offers_todays_answers_in_todays_order():
     # annotator.models.Study.pairwise_answers: left, right, then tie/both_good/both_bad if allowed
     assert [v for v, _ in C.answer_choices({"allow_tie": True})] == ["left", "right", "tie"]
