@@ -399,6 +399,30 @@ def test_a_simulated_form_parses_and_follows_the_truth(strength, order):
     assert seen == {v for v, _ in C.answer_choices(o)}
 
 
+def test_instruction_sentences_name_the_questions_strength_and_reason():
+    from pathlib import Path
+
+    from django.template import Context, Engine
+
+    root = Path(__file__).resolve().parents[3] / "kinds" / "templates"
+    template = Engine(dirs=[str(root)], autoescape=True).get_template(
+        "kinds/_criteria_instructions.html"
+    )
+
+    def text(o):
+        return template.render(Context(C.template_context(o, "Q?"))).strip()
+
+    assert text(opts()) == ""  # a plain pairwise study: today's instructions unchanged
+    two = [{"name": "a", "label": "Is <b> kept?"}, {"name": "b", "label": "Safer?"}]
+    got = text(opts(criteria=two, strength=True, rationale="required"))
+    assert got == (
+        "You answer 2 questions about each pair: “Is &lt;b&gt; kept?”, “Safer?”. For each, say "
+        "whether one response is much better, better, or whether they are about the same. Then "
+        "write a short reason for your answer."
+    )
+    assert text(opts(rationale="optional")) == "You may add a short reason."
+
+
 def test_the_module_examples_hold():
     import doctest
 
