@@ -44,12 +44,12 @@ from typing import Any
 from kinds.base import AnswerError, OptionError, PairPreference
 
 __all__ = [
-    "MAX_CRITERIA",
     "IMPLICIT",
+    "MAX_CRITERIA",
+    "PAIRWISE_VALUES",
     "RATIONALE_FIELD",
     "RATIONALE_MAX",
     "RATIONALE_MODES",
-    "PAIRWISE_VALUES",
     "STRENGTH_ANSWERS",
     "STRENGTH_LABELS",
     "answer_choices",
@@ -61,9 +61,9 @@ __all__ = [
     "form_rows",
     "gold_correct",
     "normalise",
+    "overall_criterion",
     "pair_preferences",
     "parse_answer",
-    "overall_criterion",
     "report_labels",
     "report_labels_with_raw",
     "report_properties",
