@@ -44,6 +44,7 @@ from typing import Any
 from kinds.base import AnswerError, OptionError, PairPreference
 
 __all__ = [
+    "EXPORT_COLUMNS",
     "IMPLICIT",
     "MAX_CRITERIA",
     "PAIRWISE_VALUES",
@@ -64,6 +65,7 @@ __all__ = [
     "overall_criterion",
     "pair_preferences",
     "parse_answer",
+    "parse_expected",
     "report_labels",
     "report_labels_with_raw",
     "report_properties",
@@ -119,7 +121,7 @@ _SIDE_NEUTRAL = {"tie", "both_good", "both_bad"}
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Names a criterion may not take: the label export's own columns (annotator.selectors.
 #: LABEL_FIELDS and those the kinds add) — a criterion's ``<name>`` column would clash.
-_RESERVED = frozenset(
+EXPORT_COLUMNS = frozenset(
     {
         "annotation_id",
         "study_id",
@@ -197,7 +199,7 @@ def _criteria(value: Any, errors: list[str]) -> list[dict[str, str]]:
                 f"at most {NAME_MAX} characters, got {name!r}"
             )
             continue
-        if name in _RESERVED or name.startswith("score_"):
+        if name in EXPORT_COLUMNS or name.startswith("score_"):
             errors.append(f"{where}: name {name!r} is reserved (an export column); choose another")
         if name in seen:
             errors.append(f"{where}: name {name!r} appears twice")
@@ -461,6 +463,46 @@ def gold_correct(
     return bool(expected.get("value")) and answer.get("value") == expected.get("value")
 
 
+def parse_expected(opts: Mapping[str, Any], gold: Any, systems: Sequence[str]) -> dict[str, Any]:
+    """A known answer as written in the import format, in system order (``systems``: the
+    item's two system names in system order); raise :class:`AnswerError`.
+
+    ``gold`` names the better system (or ``"tie"``) for the summary criterion, as gold items
+    always did, or maps criteria to such names: ``{"helpful": "sys-b", "safe": "tie"}``
+    (every name a declared criterion; naming the summary criterion also sets ``value``).
+
+    >>> two = {"criteria": [{"name": "helpful", "label": "?"}, {"name": "safe", "label": "?"}]}
+    >>> parse_expected(two, {"safe": "m2"}, ["m1", "m2"])
+    {'criteria': {'safe': 'B'}}
+    >>> parse_expected(two, "m1", ["m1", "m2"])
+    {'value': 'A'}
+    """
+    names = list(systems)
+    if len(names) != 2:
+        raise AnswerError("'gold' names the better of exactly two outputs, or 'tie'")
+    side = {names[0]: "A", names[1]: "B", "tie": "tie"}
+
+    def one(value: Any, what: str) -> str:
+        if not isinstance(value, str) or value not in side:
+            raise AnswerError(f"{what} names the better of {names[0]!r} and {names[1]!r}, or 'tie'")
+        return side[value]
+
+    if not isinstance(gold, dict):
+        return {"value": one(gold, "'gold'")}
+    declared = [c["name"] for c in criteria_of(opts)]
+    unknown = sorted(set(gold) - set(declared))
+    if unknown or not gold:
+        raise AnswerError(
+            f"'gold' maps criteria ({', '.join(declared)}) to the better output; "
+            f"unknown: {', '.join(map(str, unknown)) or 'none given'}"
+        )
+    per = {name: one(gold[name], f"'gold' of {name!r}") for name in declared if name in gold}
+    out: dict[str, Any] = {"criteria": per}
+    if summary_criterion(opts) in per:
+        out["value"] = per[summary_criterion(opts)]
+    return out
+
+
 def simulate_form(
     opts: Mapping[str, Any],
     display_order: Sequence[int],
@@ -540,6 +582,7 @@ def form_rows(opts: Mapping[str, Any], question: str = "") -> list[dict[str, Any
             "name": c["name"],
             "field": field_name(opts, c["name"]),
             "label": c["label"] or question or "Which response is better?",
+            "implicit": not c["label"],
             "choices": choices,
         }
         for c in criteria_of(opts)

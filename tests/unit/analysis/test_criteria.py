@@ -76,7 +76,7 @@ def test_each_criterion_is_its_own_property_with_its_own_ranking():
     opts = study_opts(strength=True)
     ann, items, _ = labels(opts)
     props = properties(opts, ann)
-    assert [(p.name, p.kind) for p in props] == [
+    assert [(p.name, p.scale) for p in props] == [
         ("helpful", "pairwise"),
         ("helpful_strength", "ordinal"),
         ("correct", "pairwise"),
@@ -169,7 +169,7 @@ def test_an_export_reads_back_into_the_same_properties_and_labels():
     assert frame.loc[0, "rationale"] == "reason 0"
     frame.loc[0, "helpful_strength"] = "-3"  # a bad cell is reported, not read
     props, found, problems = ac.export_criteria(frame, LABEL_FIELDS)
-    assert [(p.name, p.kind) for p in props] == [
+    assert [(p.name, p.scale) for p in props] == [
         ("helpful", "pairwise"),
         ("helpful_strength", "ordinal"),
         ("correct", "pairwise"),

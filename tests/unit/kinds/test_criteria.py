@@ -87,53 +87,21 @@ TODAY = {
 } | {(r, o): r for r in ("tie", "both_good", "both_bad") for o in ((0, 1), (1, 0))}
 
 
-def todays_normalise(raw: str, order: list[int]) -> str:
-    """The platform's normalisation as it stands: annotator.choices.normalise until the
-    pairwise kind moved into kinds/ (then kinds.pairwise)."""
-    try:
-        from annotator.choices import normalise
-    except ImportError:
-        from kinds.pairwise import KIND
-
-        return KIND.parse_answer(ALL_ALLOWED, order, {"answer": raw})["value"]
-    return normalise(raw, left_is_a=order == [0, 1])
-
-
 @pytest.mark.parametrize(("raw", "order"), sorted(TODAY))
 def test_implicit_criterion_matches_todays_normalisation(raw, order):
-    o = opts(**ALL_ALLOWED)
-    answer = C.parse_answer(o, list(order), {"answer": raw})
+    """The pairwise kind (which delegates to kinds.criteria) stores today's answer."""
+    from kinds.pairwise import KIND
+
+    o = KIND.validate_options(ALL_ALLOWED, 2)
+    answer = KIND.parse_answer(o, list(order), {"answer": raw})
     today = TODAY[raw, order]
-    assert todays_normalise(raw, list(order)) == today
     # exactly today's stored answer: no criteria, no strength
     assert answer == {"raw": raw, "value": today}
     expected = {"A": 1.0, "B": 0.0}.get(today, 0.5)
-    assert C.pair_preferences(o, answer) == [("preference", 0, 1, expected)]
-    assert C.gold_correct(o, {"value": today}, answer)
-    assert C.export_fields(o) == [] and C.export_row(o, answer) == {}
-
-
-@pytest.mark.parametrize("flags", [(True, False, False), (False, True, True), (True, True, True)])
-def test_implicit_criterion_answers_as_the_pairwise_kind_does(flags):
-    """kinds.pairwise as h-core moved it (today's behaviour) and the criteria helper agree on
-    every answer, order, preference and gold check (phase 2 makes the kind call the helper)."""
-    from kinds.pairwise import KIND
-
-    o = dict(zip(("allow_tie", "allow_both_good", "allow_both_bad"), flags, strict=True))
-    oc = C.validate_options({}) | o
-    assert KIND.answers(o) == [v for v, _ in C.answer_choices(oc)]
-    for raw in KIND.answers(o):
-        for order in ([0, 1], [1, 0]):
-            theirs, ours = (
-                KIND.parse_answer(o, order, {"answer": raw}),
-                C.parse_answer(oc, order, {"answer": raw}),
-            )
-            assert theirs == ours
-            assert KIND.pair_preferences(o, theirs) == C.pair_preferences(oc, ours)
-            for known in ("A", "B", "tie"):
-                assert KIND.gold_correct(o, {"value": known}, theirs) == C.gold_correct(
-                    oc, {"value": known}, ours
-                )
+    assert KIND.pair_preferences(o, answer) == [("preference", 0, 1, expected)]
+    assert KIND.gold_correct(o, {"value": today}, answer)
+    assert KIND.overall_criterion(o) == "preference"
+    assert KIND.export_fields(o) == [] and KIND.export_row(o, answer, ["x", "y"], order) == {}
 
 
 def test_implicit_criterion_offers_todays_answers_in_todays_order():
