@@ -29,11 +29,11 @@ import pandas as pd
 from analysis.aggregation import PAIRWISE_LABELS
 from analysis.criteria import export_criteria
 from analysis.properties import Property
-from kinds.criteria import EXPORT_COLUMNS
 from formats import judgebench
 from formats.labels import LabelRows, read_export
 from formats.ratings import rating_records
 from formats.vocab import FLIP, PAIRWISE_WORDS
+from kinds.criteria import EXPORT_COLUMNS
 
 __all__ = [
     "JUDGE_COLUMNS",
