@@ -187,11 +187,11 @@ class Kind:
         ``ordinal`` or ``categorical``; ``observed``: property → labels present in the data."""
         return []
 
-    def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[tuple[str, Any]]:
+    def report_labels(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple]:
         """The answer as ``(property, label)`` rows of the report (see
-        :meth:`report_properties`)."""
+        :meth:`report_properties`), or ``(property, label, raw)`` when a property has its
+        own display-order answer (the position-bias test reads it; default: the
+        annotation's ``raw_answer``)."""
         return []
 
     def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:

@@ -160,10 +160,8 @@ class Pairwise(Kind):
     ) -> list[tuple[str, str, tuple, str]]:
         return criteria.report_properties(opts, question, observed)
 
-    def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[tuple[str, Any]]:
-        return criteria.report_labels(opts, answer)
+    def report_labels(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple]:
+        return criteria.report_labels_with_raw(opts, answer)
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

@@ -129,5 +129,12 @@ def test_criteria_study_from_import_to_report(base_url, page, make_study):
     text = report.content.decode()
     for title in ("Which response is more helpful?", "Which response is safer?"):
         assert title in text and f"{title} (strength: +2 A much better" in text
-    properties = [p.name for p in study_dataset(study).properties]
-    assert properties == ["helpful", "helpful_strength", "safe", "safe_strength"]
+    dataset = study_dataset(study)
+    assert [p.name for p in dataset.properties] == [
+        "helpful",
+        "helpful_strength",
+        "safe",
+        "safe_strength",
+    ]
+    safe = dataset.annotations[dataset.annotations["property"] == "safe"]
+    assert list(safe["raw"]) == ["right>", "right>>"]  # its own side, for the position bias
