@@ -194,3 +194,38 @@ def test_an_export_without_criteria_has_no_criteria_columns():
     props, found, _ = ac.export_criteria(implicit, ["item_id", "label"])
     assert [p.name for p in props] == ["preference_strength"]
     assert found["preference_strength"][1].tolist() == [-1]
+
+
+def test_load_dataset_reads_a_csv_export_s_criteria_columns(tmp_path):
+    """analysis.loaders: a CSV label export of a study with criteria and strength reports
+    the criteria and their strength (not the summary ``label`` as ``preference``); a bad
+    strength cell names its row."""
+    from analysis.loaders import load_dataset
+
+    opts = study_opts(strength=True, rationale="optional")
+    _, _, answers = labels(opts, n_inputs=2)
+    export = pd.DataFrame(
+        [
+            {"annotation_id": pk, "item_id": item, "annotator": f"w{pk % 3}", "label": a["value"]}
+            | {"raw_answer": a["raw"]}
+            | kc.export_row(opts, a)
+            for pk, (item, a) in answers.items()
+        ]
+    )
+    path = tmp_path / "labels.csv"
+    export.to_csv(path, index=False)
+    dataset = load_dataset(path)
+    assert [(p.name, p.scale) for p in dataset.properties] == [
+        ("helpful", "pairwise"),
+        ("helpful_strength", "ordinal"),
+        ("correct", "pairwise"),
+        ("correct_strength", "ordinal"),
+    ]
+    got = dataset.annotations
+    for name in ("helpful", "correct_strength"):
+        rows = got[got["property"] == name]
+        assert sorted(rows["label"].tolist()) == sorted(export[name].tolist())
+    export.loc[0, "correct_strength"] = 7
+    export.to_csv(path, index=False)
+    with pytest.raises(ValueError, match="correct_strength must be an integer from -2 to 2"):
+        load_dataset(path)

@@ -395,3 +395,39 @@ def test_the_module_examples_hold():
     import doctest
 
     assert doctest.testmod(C).failed == 0
+
+
+# --- the pairwise kind delegates ----------------------------------------------------------
+def test_the_pairwise_kind_validates_and_keeps_only_the_options_given():
+    from kinds.pairwise import KIND
+
+    plain = KIND.validate_options({}, 2)
+    assert plain == {"allow_tie": True, "allow_both_good": False, "allow_both_bad": False}
+    assert "criteria_form" not in KIND.context(plain)
+    o = KIND.validate_options({"criteria": TWO, "strength": True, "rationale": "required"}, 2)
+    assert o["criteria"] == TWO and o["strength"] and o["rationale"] == "required"
+    assert KIND.overall_criterion(o) == "helpful"
+    assert [r["field"] for r in KIND.context(o)["criteria_form"]["rows"]] == [
+        "answer-helpful",
+        "answer-safe",
+    ]
+    assert KIND.card_settings(o)["criteria"] == ["helpful", "safe"]
+    with pytest.raises(OptionError) as err:
+        KIND.validate_options({"criteria": [{"name": "Bad name"}], "rationale": "x"}, 1)
+    assert len(err.value.messages) == 3  # systems, name, rationale: every problem at once
+
+
+def test_known_answers_name_the_better_system_overall_or_per_criterion():
+    from kinds.pairwise import KIND
+
+    o = KIND.validate_options({"criteria": TWO}, 2)
+    kw = {"systems": ["m1", "m2"], "outputs": ["x", "y"]}
+    assert KIND.parse_expected(o, "m2", **kw) == {"value": "B"}
+    expected = KIND.parse_expected(o, {"safe": "m1", "helpful": "tie"}, **kw)
+    assert expected == {"criteria": {"helpful": "tie", "safe": "A"}, "value": "tie"}
+    answer = KIND.parse_answer(o, [1, 0], {"answer-helpful": "left", "answer-safe": "right"})
+    assert not KIND.gold_correct(o, expected, answer)  # helpful: B, not tie
+    assert KIND.gold_correct(o, {"criteria": {"safe": "A"}}, answer)
+    for bad in ("m3", {"kind": "m1"}, {"safe": "m3"}, {}, 3):
+        with pytest.raises(AnswerError):
+            KIND.parse_expected(o, bad, **kw)
