@@ -14,7 +14,13 @@ from .outcome import pair_status
 @admin.register(ProtocolConfig)
 class ProtocolConfigAdmin(StudyScopedAdmin):
     list_display = ["study", "paper", "allocation", "metric_judge", "committed", "dashboard"]
-    readonly_fields = ["committed", "decision_level", "dashboard"]
+    readonly_fields = [
+        "committed",
+        "decision_level",
+        "lone_decision_level",
+        "futility_threshold",
+        "dashboard",
+    ]
 
     @admin.display(description="dashboard")
     def dashboard(self, obj: ProtocolConfig) -> str:

@@ -65,6 +65,13 @@ class ProtocolConfig(models.Model):
     #: The predictive level a decision needs (calibrated under the null when the first round
     #: is decided, then fixed; ``protocol.predictive.calibrate_decision_level``).
     decision_level = models.FloatField(null=True, blank=True, editable=False)
+    #: The level of a pair that pooling does not inform (calibrated on a lone null pair with
+    #: ``decision_level``; then ``decision_level`` is the level of a pair the other pairs pin
+    #: down, calibrated on null studies of this study's shape; ``protocol.rounds.study_level``).
+    lone_decision_level = models.FloatField(null=True, blank=True, editable=False)
+    #: The futility threshold calibrated over the looks when round 1 is decided (at most
+    #: ``futility``; ``protocol.rounds.futility_threshold``); null: ``futility`` as given.
+    futility_threshold = models.FloatField(null=True, blank=True, editable=False)
 
     def __str__(self) -> str:
         return f"protocol of {self.study}"

@@ -29,6 +29,10 @@ from .decision import PosteriorDraws, decide, human_posterior, theta_human
 
 __all__ = [
     "PooledEffects",
+    "blended_level",
+    "calibrate_study_level",
+    "null_study_bounds",
+    "pooling_information",
     "first_early_look",
     "calibrate_decision_level",
     "outcome_probabilities",
@@ -304,6 +308,7 @@ def calibrate_decision_level(
     draw_rate: float = 0.4,
     n_sim: int = 20000,
     seed: int | np.random.Generator | None = 0,
+    spending: float = 0.0,
 ) -> float:
     """The smallest predictive level that keeps a lone null pair's false-decision rate ≤ γ.
 
@@ -312,7 +317,8 @@ def calibrate_decision_level(
     pair's own evidence only). At an interim look from :func:`first_early_look` on, the pair is
     decided when Algorithm 1 is significant now and :func:`outcome_probabilities` gives the same
     direction on all data a probability ≥ ``level``; it is retired undecided when ``P(undecided)
-    > 1 − futility`` (binding: no later look); at the last look (pool used up) Algorithm 1 at
+    > 1 − futility`` and more than ``batch`` labels are left (binding: no later look); at the
+    last look (pool used up) Algorithm 1 at
     level γ decides. A decision is false whatever its direction. The false-decision rate falls
     as ``level`` rises; the returned level is the smallest with rate ≤ ``gamma`` (1.0 when even
     the last look alone exceeds it: then only the last look decides).
@@ -328,7 +334,9 @@ def calibrate_decision_level(
         axis=1,
     )
     wins, losses = counts_at[..., 0], counts_at[..., 2]
-    top = np.zeros(n_sim)  # max over live interim looks of P(final in the significant direction)
+    top = np.full(
+        n_sim, -np.inf
+    )  # max over live interim looks of P(final in the significant direction)
     alive = np.ones(n_sim, dtype=bool)
     for j, k in enumerate(looks[:-1]):
         if k < first_early_look(n_max, min_annotations):
@@ -343,8 +351,11 @@ def calibrate_decision_level(
         )
         now = decide(theta_human(counts), gamma)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
-        top = np.where(alive, np.maximum(top, sig[back]), top)
-        alive &= ~(p_u[back] > 1.0 - futility)
+        # the level at this look is 1 − (1 − level)·t^spending: decided iff level ≤ this
+        need = 1.0 - (1.0 - sig[back]) / (k / n_max) ** spending
+        top = np.where(alive, np.maximum(top, need), top)
+        if n_max - k > batch:  # futility only with more than a batch left
+            alive &= ~(p_u[back] > 1.0 - futility)
     last = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
     final_false = alive & (decide(theta_human(last), gamma) != 0)
 
@@ -357,6 +368,275 @@ def calibrate_decision_level(
     if rate(lo) <= gamma:
         return lo
     for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        if rate(mid) <= gamma:
+            hi = mid
+        else:
+            lo = mid
+    return float(hi)
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration of futility over the looks
+# --------------------------------------------------------------------------------------------
+
+
+def _near_boundary_sequences(
+    n_max: int,
+    looks: NDArray[np.int64],
+    gamma: float,
+    draw_rate: float,
+    n_sim: int,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Label counts (wins, losses) at every look of ``n_sim`` lone pairs whose effect puts the
+    expected all-data z uniformly in ``[z_γ, z_γ + 1]`` (``z_γ = Φ⁻¹(1 − γ/2)``), kept only
+    when Algorithm 1 on all ``n_max`` labels decides for the better system."""
+    nondraw = 1.0 - draw_rate
+    z_target = ndtri(1.0 - gamma / 2.0) + rng.random(n_sim)
+    d = np.minimum(z_target * np.sqrt(nondraw / n_max), nondraw)
+    probs = np.stack([(nondraw + d) / 2.0, np.full(n_sim, draw_rate), (nondraw - d) / 2.0], 1)
+    steps = np.diff(looks, prepend=0)
+    # cumulative labels at every look: one categorical draw per label, summed per look
+    u = rng.random((n_sim, int(n_max)))
+    win = u < probs[:, :1]
+    loss = u >= probs[:, :1] + probs[:, 1:2]
+    cuts = np.cumsum(steps)
+    wins = np.cumsum(win, axis=1)[:, cuts - 1]
+    losses = np.cumsum(loss, axis=1)[:, cuts - 1]
+    final = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
+    keep = decide(theta_human(final), gamma) > 0
+    return wins[keep], losses[keep]
+
+
+def futility_scores(
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_sim: int = 4000,
+    seed: int | np.random.Generator | None = 0,
+) -> NDArray[np.float64]:
+    """Per simulated near-boundary pair that all data decide (see
+    :func:`_near_boundary_sequences`), the highest ``P(undecided)`` over its interim looks
+    (every ``batch`` labels from :func:`first_early_look` on while more than ``batch`` are
+    left, its own evidence only). The pair
+    is wrongly retired by a futility threshold ``f`` exactly when this exceeds ``1 − f``.
+    Early decisions are ignored: a pair decided first could not be retired, so the rate this
+    gives is an upper bound."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    n_max = int(n_max)
+    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    wins, losses = _near_boundary_sequences(n_max, looks, gamma, draw_rate, n_sim, rng)
+    top = np.zeros(wins.shape[0])
+    for j, k in enumerate(looks[:-1]):
+        if k < first_early_look(n_max, min_annotations):
+            continue
+        key, back = np.unique(wins[:, j] * (n_max + 1) + losses[:, j], return_inverse=True)
+        seen = np.stack([key // (n_max + 1), key % (n_max + 1)], axis=1)
+        counts = np.stack([seen[:, 0], k - seen.sum(axis=1), seen[:, 1]], axis=1).astype(float)
+        mean, var, nondraw = pool_effect(counts, np.full(len(seen), float(n_max)))
+        _, _, p_u = outcome_probabilities(
+            no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
+        )
+        if n_max - k > batch:  # futility only with more than a batch left
+            top = np.maximum(top, p_u[back])
+    return top
+
+
+def wrong_retirement_rate(scores: NDArray[np.float64], futility: float) -> float:
+    """Share of the near-boundary pairs of :func:`futility_scores` that ``futility`` retires."""
+    return float(np.mean(scores > 1.0 - futility)) if scores.size else 0.0
+
+
+def calibrate_futility(
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    error: float = 0.2,
+    ceiling: float = 0.5,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_sim: int = 4000,
+    seed: int | np.random.Generator | None = 0,
+) -> float:
+    """The largest futility threshold (at most ``ceiling``) that wrongly retires at most
+    ``error`` of the near-boundary pairs that all data decide (:func:`futility_scores`)."""
+    scores = futility_scores(
+        n_max,
+        batch,
+        gamma,
+        min_annotations=min_annotations,
+        draw_rate=draw_rate,
+        n_sim=n_sim,
+        seed=seed,
+    )
+    if scores.size == 0:
+        return ceiling
+    # retire iff score > 1 − f: the rate is ≤ error for f ≤ 1 − (the (1 − error) quantile)
+    cut = np.quantile(scores, 1.0 - error, method="lower")
+    return float(np.clip(1.0 - cut, 0.0, ceiling))
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration on null studies of the study's own shape (pooling on)
+# --------------------------------------------------------------------------------------------
+
+
+def pooling_information(effects: PooledEffects, own_var: ArrayLike) -> NDArray[np.float64]:
+    """How much the pooling model informs each pair: ``1 − Var_pooled(δ) / Var_own(δ)``,
+    in [0, 1] (0: the pair's own evidence only, e.g. a lone pair or a study whose pairs do
+    not fit the model; near 1: the other pairs pin the pair's effect down)."""
+    _, pooled = effects.summary()
+    own = np.maximum(np.asarray(own_var, dtype=float), 1e-15)
+    return np.clip(1.0 - pooled / own, 0.0, 1.0)
+
+
+def blended_level(
+    study_level: float, lone_level: float, information: ArrayLike
+) -> NDArray[np.float64]:
+    """Per pair: the lone-pair level where pooling adds nothing, the study level where the
+    other pairs pin the pair down, linearly in :func:`pooling_information` between them."""
+    info = np.clip(np.asarray(information, dtype=float), 0.0, 1.0)
+    return lone_level + info * (study_level - lone_level)
+
+
+def _pooled_batch(
+    m: NDArray[np.float64], v: NDArray[np.float64], x: NDArray[np.float64], tau_grid: NDArray
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`pool_across_pairs` for ``B`` studies of one connected design at once:
+    ``m``, ``v`` (B, P), ``x`` (P, S). Returns weights (B, G), means and variances (B, G, P)."""
+    tau2 = np.asarray(tau_grid, dtype=float) ** 2
+    prior_var = QUALITY_PRIOR_SD**2
+    d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
+    inv_d = 1.0 / d
+    s = x.shape[1]
+    a = np.eye(s)[None, None] / prior_var + np.einsum("pi,bgp,pj->bgij", x, inv_d, x)
+    b = np.einsum("bgp,pi->bgi", m[:, None, :] * inv_d, x)
+    a_inv = np.linalg.inv(a)
+    q = np.einsum("bgij,bgj->bgi", a_inv, b)
+    xq = np.einsum("bgi,pi->bgp", q, x)
+    quad = (m[:, None, :] ** 2 * inv_d).sum(axis=2) - (b * q).sum(axis=2)
+    logdet = np.log(d).sum(axis=2) + np.linalg.slogdet(a)[1]
+    edges = np.gradient(np.asarray(tau_grid, dtype=float))
+    logpost = -0.5 * (logdet + quad) + np.log(edges / edges.sum())[None]
+    w = np.exp(logpost - logpost.max(axis=1, keepdims=True))
+    shrink = v[:, None, :] * inv_d
+    mean = xq + (1.0 - shrink) * (m[:, None, :] - xq)
+    xax = np.einsum("pi,bgij,pj->bgp", x, a_inv, x)
+    var = shrink**2 * xax + tau2[None, :, None] * shrink
+    return w / w.sum(axis=1, keepdims=True), mean, np.maximum(var, 1e-15)
+
+
+def null_study_bounds(
+    pair_systems: ArrayLike,
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    lone_level: float,
+    futility: float = 0.2,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_studies: int = 100,
+    seed: int | np.random.Generator | None = 0,
+    spending: float = 0.0,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Simulated null studies of the given shape (every system equal; every pair a pool of
+    ``n_max`` with ``p> = p< = (1 − draw_rate) / 2``, ``batch`` more labels per pair per look,
+    pooling across the pairs on). Per simulated pair: the largest study level at which some
+    interim look would decide it (under :func:`blended_level` with ``lone_level``; −inf if
+    none, +inf if the lone level alone decides it) while futility has not retired it, and
+    whether the last look (Algorithm 1 on the whole pool) decides it. Shapes (n_studies·P,)."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    ps = np.asarray(pair_systems, dtype=np.int64).reshape(-1, 2)
+    _, local = np.unique(ps, return_inverse=True)
+    local = local.reshape(-1, 2)
+    n_pairs = ps.shape[0]
+    x = np.zeros((n_pairs, int(local.max()) + 1))
+    x[np.arange(n_pairs), local[:, 0]] = 1.0
+    x[np.arange(n_pairs), local[:, 1]] = -1.0
+    n_max = int(n_max)
+    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    pw = (1.0 - draw_rate) / 2.0
+    steps = np.diff(looks, prepend=0)
+    running = np.zeros((n_studies, n_pairs, 3), dtype=np.int64)  # labels so far, per look
+    top = np.full((n_studies, n_pairs), -np.inf)
+    alive = np.ones((n_studies, n_pairs), dtype=bool)
+    z = ndtri(1.0 - gamma / 2.0)
+    for j, k in enumerate(looks):
+        running += rng.multinomial(steps[j], [pw, draw_rate, pw], size=(n_studies, n_pairs))
+        if k == n_max or k < first_early_look(n_max, min_annotations):
+            continue
+        counts = running.astype(float)  # (B, P, 3)
+        flat = counts.reshape(-1, 3)
+        mean, var, nondraw = pool_effect(flat, np.full(flat.shape[0], float(n_max)))
+        mean, var, nondraw = (a.reshape(n_studies, n_pairs) for a in (mean, var, nondraw))
+        w, mu, vv = _pooled_batch(mean, np.maximum(var, 1e-12), x, TAU_GRID)
+        # outcome_probabilities for every study at once (rem = n_max − k, frac = 1: the final
+        # difference is N·δ; its sd is N·sd(δ) per τ component)
+        mix_mean = (w[:, :, None] * mu).sum(axis=1)
+        mix_var = (w[:, :, None] * (vv + mu**2)).sum(axis=1) - mix_mean**2
+        crit = z * np.sqrt(counts[..., 0] + counts[..., 2] + (n_max - k) * nondraw + 2.0)
+        sd = n_max * np.sqrt(vv)
+        p_a = (w[:, :, None] * ndtr((n_max * mu - crit[:, None]) / sd)).sum(axis=1)
+        p_b = (w[:, :, None] * ndtr((-crit[:, None] - n_max * mu) / sd)).sum(axis=1)
+        p_u = np.clip(1.0 - p_a - p_b, 0.0, 1.0)
+        info = np.clip(1.0 - np.maximum(mix_var, 0.0) / np.maximum(var, 1e-15), 0.0, 1.0)
+        now = decide(theta_human(flat), gamma).reshape(n_studies, n_pairs)
+        sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
+        need = 1.0 - (1.0 - sig) / (k / n_max) ** spending  # largest level deciding here
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = np.where(
+                info > 1e-9,
+                (need - lone_level * (1.0 - info)) / info,
+                np.where(need >= lone_level, np.inf, -np.inf),
+            )
+        bound = np.where(now != 0, bound, -np.inf)
+        top = np.where(alive, np.maximum(top, bound), top)
+        if n_max - k > batch:  # futility only with more than a batch left
+            alive &= ~(p_u > 1.0 - futility)
+    last = running.reshape(-1, 3).astype(float)
+    final = alive.ravel() & (decide(theta_human(last), gamma) != 0)
+    return top.ravel(), final
+
+
+def calibrate_study_level(
+    pair_systems: ArrayLike,
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    lone_level: float,
+    futility: float = 0.2,
+    min_annotations: int = 30,
+    draw_rate: float = 0.4,
+    n_studies: int = 100,
+    seed: int | np.random.Generator | None = 0,
+    spending: float = 0.0,
+) -> float:
+    """The smallest study level (in [0.5, 1]) whose per-pair false decisions over all looks of
+    simulated null studies of this shape (:func:`null_study_bounds`) stay ≤ γ. It is above
+    ``lone_level`` where pooling over few systems makes null pairs' predictions overconfident,
+    below it where many pairs pin each other down."""
+    top, final = null_study_bounds(
+        pair_systems, n_max, batch, gamma, lone_level=lone_level, futility=futility,
+        min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=seed,
+        spending=spending,
+    )  # fmt: skip
+
+    def rate(level: float) -> float:
+        return float(np.mean((top >= level) | final))
+
+    lo, hi = 0.5, 1.0
+    if rate(hi) > gamma:
+        return 1.0
+    if rate(lo) <= gamma:
+        return lo
+    for _ in range(40):
         mid = 0.5 * (lo + hi)
         if rate(mid) <= gamma:
             hi = mid

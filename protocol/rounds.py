@@ -17,16 +17,22 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from .correlation import pool_across_pairs_correlated
 from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
 from .predictive import (
+    blended_level,
     calibrate_decision_level,
+    calibrate_futility,
+    calibrate_study_level,
     first_early_look,
     no_pooling,
     outcome_probabilities,
     pool_across_pairs,
     pool_effect,
+    pooling_information,
 )
 from .settings import ProtocolSettings
 
@@ -78,6 +84,7 @@ def calibrated_level(
     min_annotations: int,
     draw_rate: float,
     n_sim: int,
+    spending: float = 0.0,
 ) -> float:
     """The decision level for looks every ``batch`` annotations up to ``n_max``."""
     return calibrate_decision_level(
@@ -89,6 +96,7 @@ def calibrated_level(
         draw_rate=draw_rate,
         n_sim=n_sim,
         seed=0,
+        spending=spending,
     )
 
 
@@ -103,18 +111,118 @@ def null_draw_rate(human: NDArray, settings: ProtocolSettings) -> float:
     return min(max(rate, 0.0), 0.95)
 
 
+@lru_cache(maxsize=64)
+def calibrated_futility(
+    n_max: int, batch: int, gamma: float, error: float, ceiling: float, min_annotations: int,
+    draw_rate: float,
+) -> float:  # fmt: skip
+    """The futility threshold for looks every ``batch`` annotations up to ``n_max``."""
+    return calibrate_futility(
+        n_max,
+        batch,
+        gamma,
+        error=error,
+        ceiling=ceiling,
+        min_annotations=min_annotations,
+        draw_rate=draw_rate,
+        seed=0,
+    )
+
+
+def futility_threshold(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
+    """``settings.futility``, or (with ``settings.futility_error``) the threshold calibrated
+    for this pool size and batch, at most ``settings.futility``."""
+    if settings.futility_error is None or settings.futility <= 0:
+        return float(settings.futility)
+    return calibrated_futility(
+        int(n_max),
+        int(batch),
+        settings.gamma,
+        float(settings.futility_error),
+        float(settings.futility),
+        settings.min_annotations,
+        null_draw_rate(human, settings),
+    )
+
+
 def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
-    """``settings.decision_level``, or the level calibrated for this pool size and batch."""
+    """``settings.decision_level``, or the level calibrated for this pool size and batch
+    (with the futility rule of :func:`futility_threshold` binding)."""
     if settings.decision_level is not None:
         return float(settings.decision_level)
     return calibrated_level(
         int(n_max),
         int(batch),
         settings.gamma,
-        settings.futility,
+        futility_threshold(settings, n_max, batch, human),
         settings.min_annotations,
         null_draw_rate(human, settings),
         settings.calibration_sims,
+        settings.spending,
+    )
+
+
+@lru_cache(maxsize=64)
+def _study_level(
+    pairs: tuple[tuple[int, int], ...],
+    n_max: int,
+    batch: int,
+    gamma: float,
+    lone: float,
+    futility: float,
+    min_annotations: int,
+    draw_rate: float,
+    n_studies: int,
+    spending: float,
+) -> float:
+    return calibrate_study_level(
+        np.array(pairs), n_max, batch, gamma, lone_level=lone, futility=futility,
+        min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=0,
+        spending=spending,
+    )  # fmt: skip
+
+
+def study_level(
+    settings: ProtocolSettings,
+    systems: NDArray,
+    n_max: int,
+    batch: int,
+    human: NDArray,
+    lone: float,
+) -> float:
+    """The level of a pair that the other pairs pin down (:func:`blended_level`), calibrated on
+    null studies of this study's shape with pooling on
+    (:func:`protocol.predictive.calibrate_study_level`); ``lone`` without pooling or with
+    ``settings.pooled_calibration`` off, or when ``settings.decision_level`` fixes the level."""
+    if (
+        settings.decision_level is not None
+        or not settings.pooling
+        or not settings.pooled_calibration
+    ):
+        return float(lone)
+    # the shape only: systems relabelled 0..S-1, pairs sorted (the live study and the replay
+    # number systems and order pairs differently; the calibration must not depend on it)
+    # (a study whose systems fall apart into unconnected groups: the largest group's shape)
+    ids = np.asarray(systems, dtype=np.int64).reshape(-1, 2)
+    n_sys = int(ids.max()) + 1
+    graph = coo_matrix((np.ones(len(ids)), (ids[:, 0], ids[:, 1])), shape=(n_sys, n_sys))
+    _, comp = connected_components(graph, directed=False)
+    of_pair = comp[ids[:, 0]]
+    ids = ids[of_pair == np.bincount(of_pair).argmax()]
+    _, ids = np.unique(ids, return_inverse=True)
+    ids = np.sort(ids.reshape(-1, 2), axis=1)
+    pairs = tuple(sorted((int(a), int(b)) for a, b in ids))
+    return _study_level(
+        pairs,
+        int(n_max),
+        int(batch),
+        settings.gamma,
+        float(lone),
+        futility_threshold(settings, n_max, batch, human),
+        settings.min_annotations,
+        null_draw_rate(human, settings),
+        settings.calibration_studies,
+        settings.spending,
     )
 
 
@@ -141,6 +249,8 @@ def decide_round(
     closed: ClosedPairs | None = None,
     redundancy: int = 1,
     correlation: NDArray[np.float64] | None = None,
+    futility: float | None = None,
+    lone_level: float | None = None,
 ) -> RoundDecision:
     """Decide every open pair after a round (Algorithm 2, inner loop) and say which close.
 
@@ -151,7 +261,11 @@ def decide_round(
     pools evidence across pairs (``settings.pooling``); ``redundancy``: annotations per input
     (metric-only inputs count that many labels to come); ``correlation``: the correlation of
     the pairs' own effect estimates, open pairs then closed ones, when their labels share
-    inputs (rankings, scores: :mod:`protocol.correlation`); None: independent.
+    inputs (rankings, scores: :mod:`protocol.correlation`; None: independent);
+    ``futility``: the threshold of :func:`futility_threshold` (None: ``settings.futility``);
+    ``lone_level``: the level of a pair pooling does not inform — with it, ``level`` is the
+    study level of :func:`study_level` and each pair needs
+    :func:`~protocol.predictive.blended_level` of the two (None: ``level`` for every pair).
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
@@ -189,8 +303,13 @@ def decide_round(
     last = (used >= pool) | (budget_left <= 0)
     early = ~last & (used >= first_early_look(pool, settings.min_annotations))
     decision = np.where(last, now, 0).astype(np.int8)
-    decision[early & (now > 0) & (p_a >= level)] = 1
-    decision[early & (now < 0) & (p_b >= level)] = -1
+    pair_level = level
+    if lone_level is not None and level is not None:
+        info = pooling_information(effects, eff_var)
+        pair_level = blended_level(level, lone_level, info)
+    level_now = look_level(pair_level, used, pool, settings.spending)
+    decision[early & (now > 0) & (p_a >= level_now)] = 1
+    decision[early & (now < 0) & (p_b >= level_now)] = -1
     outcome[decision != 0] = DECIDED
     undecided = decision == 0
     if settings.rope_delta > 0 and undecided.any():
@@ -200,8 +319,10 @@ def decide_round(
     for done, why in ((used >= pool, EXHAUSTED), (np.full(k, budget_left <= 0), BUDGET)):
         outcome[undecided & done] = why
         undecided &= ~done
-    if settings.futility > 0:
-        futile = undecided & early & (p_u > 1.0 - settings.futility)
+    futility = settings.futility if futility is None else futility
+    if futility > 0:
+        # retiring with at most a batch left saves little and loses the last look's decision
+        futile = undecided & early & (remaining > settings.batch) & (p_u > 1.0 - futility)
         outcome[futile] = FUTILE
     weight = 1.0 - np.maximum(np.maximum(p_a, p_b), p_u)
     return RoundDecision(
@@ -287,3 +408,13 @@ def round_allocation(
     if give.sum() == 0:
         give = allocate(round_total, np.ones(weights.size), cap)
     return give
+
+
+def look_level(
+    level: float | NDArray | None, used: NDArray, pool: NDArray, spending: float
+) -> NDArray:
+    """The predictive level a decision needs at this look: ``1 − (1 − level)·t^spending`` with
+    ``t = used / pool`` (stricter early, ``level`` at the pool's end; ``spending = 0``: flat)."""
+    frac = np.clip(np.asarray(used, dtype=float) / np.maximum(pool, 1), 0.0, 1.0)
+    base = np.asarray(level if level is not None else 1.0, dtype=float)
+    return 1.0 - (1.0 - base) * frac**spending

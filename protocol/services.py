@@ -296,10 +296,18 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         pool = inputs * per_input
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
-    level = config.decision_level
+    system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
+    systems = np.array([[system_ids[p.system_a_id], system_ids[p.system_b_id]] for p in pairs])
+    level, lone = config.decision_level, config.lone_decision_level
+    futility = config.futility_threshold
     if not settings.paper and level is None:
-        level = rounds.decision_level(settings, int(pool.max()), settings.batch * per_input, human)
-        ProtocolConfig.objects.filter(pk=config.pk).update(decision_level=level)
+        look, n_max = settings.batch * per_input, int(pool.max())
+        futility = rounds.futility_threshold(settings, n_max, look, human)
+        lone = rounds.decision_level(settings, n_max, look, human)
+        level = rounds.study_level(settings, systems, n_max, look, human, lone)
+        ProtocolConfig.objects.filter(pk=config.pk).update(
+            decision_level=level, lone_decision_level=lone, futility_threshold=futility
+        )
     # what the budget can still buy: whole items (r annotations each); less than an item's
     # worth left means this is every open pair's last look
     budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk)) // r
@@ -307,7 +315,6 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         budget_left = _likert_budget_inputs(study, pairs, ratings, budget_left)
     else:
         budget_left *= r
-    system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
     result = rounds.decide_round(
         post,
         used,
@@ -315,9 +322,11 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         budget_left,
         settings,
         level=level,
-        systems=np.array([[system_ids[p.system_a_id], system_ids[p.system_b_id]] for p in pairs]),
+        systems=systems,
         closed=_closed_pairs(study, system_ids),
         redundancy=per_input,
+        lone_level=lone,
+        futility=futility,
     )
     state_of = {
         rounds.OPEN: SystemPair.State.OPEN,

@@ -33,12 +33,27 @@ class ProtocolSettings:
     #: Probability that all data decide the same way, required for an early decision;
     #: None: the smallest level that keeps a lone null pair's false decisions at γ.
     decision_level: float | None = None
+    #: Exponent ρ of the level over a pair's looks: ``1 − (1 − level)·(used / pool)^ρ``;
+    #: 0: the same level at every look.
+    spending: float = 1.0
     #: Draw rate of the calibration's null; None: share of draws in round 1, rounded to 0.05.
     null_draw_rate: float | None = None
     #: Simulated null sequences of one pair in the calibration of ``decision_level``.
     calibration_sims: int = 20000
+    #: Also calibrate a study level on null studies of the study's own shape (pooling on); a
+    #: pair needs the lone-pair level where pooling adds nothing, the study level where the
+    #: other pairs pin it down, in between by how much pooling informs it. False: the
+    #: lone-pair level for every pair.
+    pooled_calibration: bool = True
+    #: Simulated null studies in that calibration.
+    calibration_studies: int = 100
     #: Retire a pair as undecided when the chance that all data decide it is below this.
     futility: float = 0.2
+    #: A rate β (default 0.1): the futility threshold is calibrated so that at
+    #: most β of lone pairs near the decision boundary that all data decide are retired
+    #: (:func:`protocol.predictive.calibrate_futility`; ``futility`` is then its ceiling);
+    #: None: ``futility`` as given.
+    futility_error: float | None = 0.1
     #: No early decision or retirement before this many annotations (or a quarter of the pool).
     min_annotations: int = 30
     #: Predict from all pairs through δ_ab = q_a − q_b + e_ab; False: each pair on its own.

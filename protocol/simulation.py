@@ -56,6 +56,7 @@ __all__ = [
     "preference_data_from_scores",
     "reference_decisions",
     "render_table",
+    "subset_inputs",
     "replay",
     "replay_once",
     "run_from_args",
@@ -358,6 +359,8 @@ def replay_once(
     is_open = np.ones(n_pairs, dtype=bool)
     retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
     level = settings.decision_level
+    lone = None
+    futility = None
     weights = np.ones(n_pairs)
     effect_mean = np.zeros(n_pairs)
     effect_var = np.ones(n_pairs)
@@ -375,9 +378,16 @@ def replay_once(
         n_rounds += 1
 
         post = _posterior(ordered, metric, used, idx, settings, rng)
-        if not settings.paper and level is None:
-            level = rounds.decision_level(
+        if not settings.paper and futility is None:
+            futility = rounds.futility_threshold(
                 settings, int(pools.max()), settings.batch, post.human_counts
+            )
+        if not settings.paper and level is None:
+            lone = rounds.decision_level(
+                settings, int(pools.max()), settings.batch, post.human_counts
+            )
+            level = rounds.study_level(
+                settings, systems, int(pools.max()), settings.batch, post.human_counts, lone
             )
         shut = np.flatnonzero(~is_open)
         closed = rounds.ClosedPairs(effect_mean[shut], effect_var[shut], systems[shut])
@@ -390,6 +400,8 @@ def replay_once(
             level=level,
             systems=systems[idx],
             closed=closed,
+            futility=futility,
+            lone_level=lone,
         )
         final[idx] = step.decision
         p_prot[idx] = step.mean_p
@@ -518,6 +530,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         default=None,
         help="systems to compare (MQM; default: the paper's eleven)",
     )
+    p.add_argument(
+        "--inputs",
+        type=int,
+        default=None,
+        help="replay on N inputs drawn at random (seeded by --seed) instead of all",
+    )
     p.add_argument("--batch", type=int, nargs="+", default=[10], help="annotations per round N")
     p.add_argument("--gamma", type=float, default=0.05)
     p.add_argument("--repeats", type=int, default=20)
@@ -535,6 +553,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--dead-zone", type=float, default=0.0, help="score difference counted as draw")
     p.add_argument("--rope-delta", type=float, default=None)
     p.add_argument("--futility", type=float, default=None)
+    p.add_argument(
+        "--futility-error",
+        type=_rate_or_off,
+        default=None,
+        help="futility calibrated to retire at most this share of near-boundary pairs that "
+        "all data decide (default 0.1); 'off': the fixed --futility threshold",
+    )
     p.add_argument("--allocation", choices=["uniform", "adaptive"], default=None)
     p.add_argument("--level", type=float, default=None, help="decision level (default: calibrate)")
     p.add_argument(
@@ -544,13 +569,41 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return p
 
 
+def _rate_or_off(value: str) -> float | str:
+    """A rate in (0, 1) or the word ``off``."""
+    if value == "off":
+        return value
+    rate = float(value)
+    if not 0 < rate < 1:
+        raise argparse.ArgumentTypeError("a rate in (0, 1) or 'off'")
+    return rate
+
+
 def _load_from_args(args: argparse.Namespace) -> PreferenceData:
     if args.mqm:
         wide = load_mqm(args.mqm, args.systems or list(PAPER_SYSTEMS))
-        return preference_data_from_scores(wide, args.dead_zone)
-    if args.frame:
-        return preference_data_from_frame(pd.read_csv(args.frame))
-    return preference_data_from_frame(frame_from_judgebench(args.judgebench))
+        data = preference_data_from_scores(wide, args.dead_zone)
+    elif args.frame:
+        data = preference_data_from_frame(pd.read_csv(args.frame))
+    else:
+        data = preference_data_from_frame(frame_from_judgebench(args.judgebench))
+    return data if args.inputs is None else subset_inputs(data, args.inputs, args.seed)
+
+
+def subset_inputs(data: PreferenceData, n_inputs: int, seed: int) -> PreferenceData:
+    """The same study on ``n_inputs`` of its inputs, drawn at random with ``seed`` (one draw
+    for the whole study: every pair keeps its labels of the chosen inputs)."""
+    every = np.unique(np.concatenate([np.asarray(x) for x in data.inputs]))
+    if not 0 < n_inputs <= every.size:
+        raise ValueError(f"--inputs must be in 1..{every.size}, got {n_inputs}")
+    chosen = np.random.default_rng(seed).choice(every, size=n_inputs, replace=False)
+    keep = [np.isin(x, chosen) for x in data.inputs]
+    return PreferenceData(
+        data.systems,
+        data.pairs,
+        tuple(lab[k] for lab, k in zip(data.labels, keep, strict=True)),
+        tuple(np.asarray(x)[k] for x, k in zip(data.inputs, keep, strict=True)),
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -565,6 +618,10 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
             overrides["rope_delta"] = args.rope_delta
         if args.futility is not None:
             overrides["futility"] = args.futility
+        if args.futility_error is not None:
+            overrides["futility_error"] = (
+                None if args.futility_error == "off" else args.futility_error
+            )
         if args.allocation is not None:
             overrides["allocation"] = args.allocation
         if args.level is not None:

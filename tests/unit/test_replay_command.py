@@ -40,6 +40,15 @@ def test_replay_mqm_paper_protocol(capsys):
     assert "Corr." in table and "Ins." in table
 
 
+def test_replay_on_a_seeded_subset_of_inputs(capsys):
+    args = ("--mqm", str(MQM), "--systems", "Facebook-AI,HuaweiTSC,Nemo", "--repeats", "1")
+    first = replay_json(capsys, *args, "--inputs", "60", "--seed", "4")
+    again = replay_json(capsys, *args, "--inputs", "60", "--seed", "4")
+    assert first["pool"] == 3 * 60 and first["summary"] == again["summary"]
+    with pytest.raises(CommandError, match="--inputs"):
+        call_command("replay", *args, "--inputs", "100000")
+
+
 @pytest.mark.django_db
 def test_replay_reads_the_platforms_export(tmp_path, capsys):
     import random

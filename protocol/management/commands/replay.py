@@ -54,6 +54,8 @@ class Command(BaseCommand):
                             help="MQM: each annotation scores one output")  # fmt: skip
         parser.add_argument("--systems", help="comma-separated systems (MQM; default: the "
                             "paper's eleven)")  # fmt: skip
+        parser.add_argument("--inputs", type=int, default=None,
+                            help="replay on N inputs drawn with --seed")  # fmt: skip
         parser.add_argument("--batch", type=int, nargs="+", default=[10], help="N per round")
         parser.add_argument("--gamma", type=float, default=0.05)
         parser.add_argument("--repeats", type=int, default=20)
@@ -132,6 +134,8 @@ class Command(BaseCommand):
         argv += ["--batch", *map(str, options["batch"]), "--gamma", str(options["gamma"]),
                  "--repeats", str(options["repeats"]), "--seed", str(options["seed"]),
                  "--dead-zone", str(options["dead_zone"])]  # fmt: skip
+        if options["inputs"] is not None:
+            argv += ["--inputs", str(options["inputs"])]
         if options["budget"] is not None:
             argv += ["--budget", str(options["budget"])]
         if options["mu"]:

@@ -24,7 +24,9 @@ from protocol.simulation import (
     replay,
     replay_once,
     run_from_args,
+    subset_inputs,
 )
+from protocol.synthetic import synthetic_mqm
 
 
 def _data(pools: dict[tuple[str, str], list[int]]) -> PreferenceData:
@@ -200,3 +202,42 @@ def test_judgebench_loader(tmp_path) -> None:
     assert len(frame) == 3
     data = preference_data_from_frame(frame)
     np.testing.assert_array_equal(data.labels[0], [1, -1, -1])
+
+
+def test_subset_inputs_is_seeded_and_keeps_each_pairs_labels_of_the_chosen_inputs() -> None:
+    data = preference_data_from_scores(synthetic_mqm(4, 300, 0.05, seed=3))
+    sub = subset_inputs(data, 50, seed=7)
+    assert sub.pairs == data.pairs and set(sub.pool_sizes) == {50}
+    chosen = set(sub.inputs[0].tolist())
+    assert all(set(x.tolist()) == chosen for x in sub.inputs)  # one draw for the whole study
+    for full_lab, full_in, lab, inp in zip(
+        data.labels, data.inputs, sub.labels, sub.inputs, strict=True
+    ):
+        by_input = dict(zip(full_in.tolist(), full_lab.tolist(), strict=True))
+        assert lab.tolist() == [by_input[i] for i in inp.tolist()]
+    assert set(subset_inputs(data, 50, seed=7).inputs[0].tolist()) == chosen
+    assert set(subset_inputs(data, 50, seed=8).inputs[0].tolist()) != chosen
+    with pytest.raises(ValueError):
+        subset_inputs(data, 301, seed=0)
+
+
+def test_synthetic_mqm_follows_its_generator() -> None:
+    wide = synthetic_mqm(3, 20000, 0.2, seed=1)
+    assert wide.shape == (20000, 3) and wide.equals(synthetic_mqm(3, 20000, 0.2, seed=1))
+    clean = (wide == 0).mean().to_numpy()
+    np.testing.assert_allclose(clean, [0.30, 0.50, 0.70], atol=0.015)  # p_i = 0.30 + s·i
+    assert set(np.unique(-wide.to_numpy())) == {0.0, 1.0, 5.0, 10.0, 25.0}
+    errors = -wide.to_numpy()[wide.to_numpy() < 0]
+    assert np.mean(errors == 1) == pytest.approx(3 / 7, abs=0.015)
+    # s = 0: every system alike, so all data decide (almost) no pair
+    null = preference_data_from_scores(synthetic_mqm(8, 527, 0.0, seed=1))
+    assert np.sum(reference_decisions(null) != 0) <= 2
+
+
+def test_futility_error_flag_takes_a_rate_or_off() -> None:
+    base = ["--mqm", "scores.tsv"]
+    assert build_parser().parse_args([*base, "--futility-error", "off"]).futility_error == "off"
+    assert build_parser().parse_args([*base, "--futility-error", "0.1"]).futility_error == 0.1
+    assert build_parser().parse_args(base).futility_error is None  # the default β of the settings
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--futility-error", "1.5"])

@@ -1,0 +1,216 @@
+"""The default protocol against the paper's (Algorithm 2) over a grid of studies.
+
+Synthetic MQM-like studies (:func:`protocol.synthetic.synthetic_mqm`): for every share of
+pairs significant on all data (25 / 50 / 75 / 100 %) and pool (50 / 200 / 527 / 2,000 inputs
+per pair), the spread ``s`` (and, where eight systems cannot reach the share, fewer systems)
+whose study comes closest to the share; then the WMT21 en-de file: the paper's eleven
+systems, systems far apart (the largest set whose every pair all data decide)
+and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
+
+    nice -n 10 python bench/protocol_sweep.py [--repeats 4]
+        [--only synthetic|ende|futility|partial-null]
+
+Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
+insertions / omissions / inversions of the default and of the paper's protocol
+(docs/protocol.md, "Sweep").
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from protocol.predictive import (  # noqa: E402
+    calibrate_futility,
+    futility_scores,
+    wrong_retirement_rate,
+)
+from protocol.settings import ProtocolSettings  # noqa: E402
+from protocol.simulation import (  # noqa: E402
+    PAPER_SYSTEMS,
+    PreferenceData,
+    load_mqm,
+    preference_data_from_scores,
+    reference_decisions,
+    replay,
+    replay_once,
+    subset_inputs,
+)
+from protocol.synthetic import PENALTIES, synthetic_mqm  # noqa: E402
+
+MQM = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "mqm_newstest2021_ende.avg_seg_scores.tsv"
+)
+SHARES = (0.25, 0.5, 0.75, 1.0)
+POOLS = (50, 200, 527, 2000)
+
+
+def study_for(share: float, pool: int, seed: int = 1) -> tuple[PreferenceData, str]:
+    """The synthetic study closest to ``share`` of pairs significant on all data."""
+    best: tuple[float, PreferenceData, str] | None = None
+    for n_systems in (8, 6, 4, 3):
+        for spread in np.linspace(0.0025, 0.7 / (n_systems - 1), 60):
+            data = preference_data_from_scores(synthetic_mqm(n_systems, pool, spread, seed))
+            got = float(np.mean(reference_decisions(data) != 0))
+            gap = abs(got - share)
+            if best is None or gap < best[0] - 1e-9:
+                best = (gap, data, f"S={n_systems} s={spread:.3f}")
+        if best is not None and best[0] <= 0.05:
+            break
+    assert best is not None
+    return best[1], best[2]
+
+
+def far_apart(wide) -> list[str]:
+    """The largest set of systems whose every pair all data decide (γ = 0.05): on en-de
+    four of the eleven; the first such set in column order."""
+    data = preference_data_from_scores(wide)
+    decided = {pair for pair, r in zip(data.pairs, reference_decisions(data), strict=True) if r}
+    columns = [str(c) for c in wide.columns]
+    for k in range(len(columns), 1, -1):
+        for subset in itertools.combinations(columns, k):
+            if all(pair in decided for pair in itertools.combinations(subset, 2)):
+                return list(subset)
+    return columns[:2]
+
+
+def row(name: str, data: PreferenceData, repeats: int, overrides: dict[str, Any]) -> str:
+    """One markdown row: the study, then default (with ``overrides``) and paper figures."""
+    ref = reference_decisions(data)
+    cells = [name, f"{int(np.sum(ref != 0))} of {data.n_pairs}"]
+    default = ProtocolSettings(batch=10, **overrides)
+    for settings in (default, ProtocolSettings.paper_protocol(batch=10)):
+        s = replay(data, settings, repeats=repeats, seed=0)["summary"]
+        cells.append(
+            f"{s['correct']:.2f} / {s['annotations']:.2f} / {s['insertion']:.3f} / "
+            f"{s['omission']:.3f} / {s['inversion']:.3f}"
+        )
+    return "| " + " | ".join(cells) + " |"
+
+
+def futility_check(error: float = 0.1) -> None:
+    """Wrongly retired near-boundary pairs (:func:`protocol.predictive.futility_scores`, draw
+    rate 0.45, batch 10, 4,000 pairs, seed 0): the fixed threshold 0.2 against the threshold
+    calibrated for ``error``, checked on fresh pairs (seed 1)."""
+    print(f"| pool | rate at futility 0.2 | calibrated futility (β = {error}) | rate, fresh |")
+    print("|---|---|---|---|")
+    for pool in POOLS:
+        fresh = futility_scores(pool, 10, draw_rate=0.45, seed=1)
+        f = calibrate_futility(pool, 10, error=error, draw_rate=0.45, seed=0)
+        print(
+            f"| {pool} | {wrong_retirement_rate(fresh, 0.2):.3f} | {f:.3f} | "
+            f"{wrong_retirement_rate(fresh, f):.3f} |"
+        )
+
+
+def couples_study(pool: int, spread: float, seed: int, n_systems: int = 8) -> PreferenceData:
+    """A synthetic study whose systems come in couples of equal quality (``p = 0.30 + s·⌊i/2⌋``):
+    the pairs within a couple are null pairs inside a study with real differences."""
+    rng = np.random.default_rng(seed)
+    p_clean = np.minimum(0.30 + spread * (np.arange(n_systems) // 2), 1.0)
+    clean = rng.random((pool, n_systems)) < p_clean[None, :]
+    penalty = rng.choice(PENALTIES, size=(pool, n_systems))
+    wide = pd.DataFrame(
+        np.where(clean, 0.0, -penalty), columns=[f"sys{i}" for i in range(n_systems)]
+    )
+    return preference_data_from_scores(wide)
+
+
+def partial_null_check(studies: int, overrides: dict[str, Any]) -> None:
+    """How often the null pairs of :func:`couples_study` are decided (8 systems, N = 10, one
+    random order per study, studies seeded 500…)."""
+    print("| pool | s | null pairs | decided | SE at γ |")
+    print("|---|---|---|---|---|")
+    for pool, spread in ((200, 0.1), (527, 0.08)):
+        hits = []
+        for k in range(studies):
+            data = couples_study(pool, spread, 500 + k)
+            res = replay_once(
+                data, ProtocolSettings(batch=10, **overrides), np.random.default_rng(k)
+            )
+            null = [j for j, (a, b) in enumerate(data.pairs) if int(a[3:]) // 2 == int(b[3:]) // 2]
+            hits += [bool(res.decisions[j] != 0) for j in null]
+        se = np.sqrt(0.05 * 0.95 / len(hits))
+        print(f"| {pool} | {spread} | {len(hits)} | {np.mean(hits):.3f} | {se:.3f} |", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument(
+        "--only", choices=["synthetic", "ende", "futility", "partial-null"], default=None
+    )
+    p.add_argument("--mqm", default=str(MQM))
+    p.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="ProtocolSettings of the default protocol, e.g. spending=1 futility_error=0.1",
+    )
+    args = p.parse_args(argv)
+    overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    if args.only == "futility":
+        futility_check()
+        return 0
+    if args.only == "partial-null":
+        partial_null_check(60, overrides)
+        return 0
+    cols = "C / Ann. / Ins. / Omi. / Inv."
+    head = f"| study | significant | default {cols} | paper {cols} |"
+    print(head)
+    print("|---|---|---|---|")
+    t0 = time.perf_counter()
+    if args.only in (None, "synthetic"):
+        for share in SHARES:
+            for pool in POOLS:
+                data, how = study_for(share, pool)
+                name = f"{share:.0%} share, pool {pool} ({how})"
+                print(row(name, data, args.repeats, overrides), flush=True)
+        for n_systems, pool in ((8, 200), (8, 527), (4, 200)):
+            null = preference_data_from_scores(synthetic_mqm(n_systems, pool, 0.0, 1))
+            name = f"null study, pool {pool} (S={n_systems} s=0)"
+            print(row(name, null, args.repeats, overrides), flush=True)
+    if args.only in (None, "ende"):
+        wide = load_mqm(args.mqm, list(PAPER_SYSTEMS))
+        full = preference_data_from_scores(wide)
+        print(row("en-de, eleven systems, 527 inputs", full, args.repeats, overrides), flush=True)
+        far = far_apart(wide)
+        print(
+            row(
+                f"en-de, far apart ({', '.join(far)})",
+                preference_data_from_scores(wide[far]),
+                args.repeats,
+                overrides,
+            ),
+            flush=True,
+        )
+        for n in (50, 126, 200, 350):
+            print(
+                row(
+                    f"en-de, {n} inputs (seed 0)",
+                    subset_inputs(full, n, 0),
+                    args.repeats,
+                    overrides,
+                ),
+                flush=True,
+            )
+    print(f"\n{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
