@@ -761,9 +761,10 @@ def position_bias(annotations: pd.DataFrame, *, rater: str = "annotator") -> pd.
     """Share of left-hand choices overall and per rater, with a two-sided binomial test vs ½.
 
     Input has ``rater`` and either a boolean ``chose_left`` column (missing = no side chosen) or
-    a ``raw`` column with ``"left"``/``"right"`` for a side and anything else (``"tie"``,
-    ``"both_good"``, ...) for no side. Choices without a side are excluded from the test and
-    counted in ``n_excluded``. Uses :func:`scipy.stats.binomtest` (exact test).
+    a ``raw`` column with ``"left"``/``"right"`` for a side (also graded, ``"left>>"`` …
+    ``"right>>"``: a pairwise criterion's five-point answer) and anything else (``"tie"``,
+    ``"="``, ``"both_good"``, ...) for no side. Choices without a side are excluded from the
+    test and counted in ``n_excluded``. Uses :func:`scipy.stats.binomtest` (exact test).
 
     Returns rows ``scope`` ("overall" or "rater"), ``rater``, ``n`` (sided choices), ``n_left``,
     ``share_left``, ``p_value``, ``n_excluded`` and ``reason`` (why share/p are missing).
@@ -776,7 +777,7 @@ def position_bias(annotations: pd.DataFrame, *, rater: str = "annotator") -> pd.
         left = np.zeros(len(col), dtype=bool)
         left[sided] = col[sided].astype(bool).to_numpy()
     elif "raw" in annotations.columns:
-        raw = annotations["raw"].astype("string").str.lower().to_numpy()
+        raw = annotations["raw"].astype("string").str.lower().str.rstrip(">").to_numpy()
         left = raw == "left"
         sided = left | (raw == "right")
     else:

@@ -27,11 +27,13 @@ import numpy as np
 import pandas as pd
 
 from analysis.aggregation import PAIRWISE_LABELS
+from analysis.criteria import export_criteria
 from analysis.properties import Property
 from formats import judgebench
 from formats.labels import LabelRows, read_export
 from formats.ratings import rating_records
 from formats.vocab import FLIP, PAIRWISE_WORDS
+from kinds.criteria import EXPORT_COLUMNS
 
 __all__ = [
     "JUDGE_COLUMNS",
@@ -222,6 +224,19 @@ def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
     properties: list[Property] = []
     label = col("label")
     has_label = np.array([v is not None for v in label])
+    pair_props, pair_found, pair_problems = export_criteria(rows, EXPORT_COLUMNS)
+    for i, problem in pair_problems[:_MAX_ERRORS]:
+        errors.add(where[i], problem)
+    if any(p.scale == "pairwise" for p in pair_props):
+        has_label[:] = False  # the label is only the summary of the criteria columns
+    for prop in pair_props:
+        pos, values = pair_found[prop.name]
+        frames.append(
+            pd.DataFrame(
+                {k: v[pos] for k, v in base.items()} | {"label": values, "property": prop.name}
+            )
+        )
+        properties.append(prop)
     if has_label.any():
         bad = has_label & ~np.isin(label.astype(str), PAIRWISE_LABELS)
         for i in np.flatnonzero(bad)[:_MAX_ERRORS]:

@@ -639,11 +639,17 @@ def _prioritisation(
 
 
 def _likert(lc: LabelCounts, items: pd.DataFrame | None) -> dict[str, Any]:
-    """Per-system summaries of item medians and means (and the pooled rating distribution)."""
+    """Per-system summaries of item medians and means (and the pooled rating distribution).
+    An ordinal label of a *pair* item (a pairwise criterion's strength, in system order) is
+    summarised per system pair, ``"<A> vs <B>"``."""
     summ = likert_summary(lc)
     vals = lc.ordinal_values()
     if items is not None and "system_a" in items.columns:
-        system = items["system_a"].reindex(lc.items).astype(object).to_numpy()
+        system = items["system_a"].reindex(lc.items).astype(object).to_numpy().copy()
+        if "system_b" in items.columns:
+            other = items["system_b"].reindex(lc.items).astype(object).to_numpy()
+            pair = ~pd.isna(system) & ~pd.isna(other)
+            system[pair] = [f"{a} vs {b}" for a, b in zip(system[pair], other[pair], strict=True)]
         system = np.where(pd.isna(system), "(unknown system)", system).astype(str)
     else:
         system = np.full(lc.n_items, "all items", dtype=object)

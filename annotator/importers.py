@@ -596,6 +596,9 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
             options[key] = value
             errors.bad_options.discard(key)
     raw_criteria = raw.get("criteria") or []
+    if isinstance(raw_criteria, list) and raw_criteria:
+        # a kind without Criterion rows (Kind.criterion_rows) validates the list as given
+        options.setdefault("options", {})["criteria"] = raw_criteria
     if not isinstance(raw_criteria, list):
         errors.add(f"{where}: 'criteria' must be a list of criteria")
         raw_criteria = []
@@ -1144,14 +1147,21 @@ def _validate_kind_options(
 ) -> None:
     """The kind's own options checked by the kind (``Kind.validate_options``): the
     validated options go to ``Study.options``; a kind that keeps ``Criterion`` rows gets
-    its criteria back as ``spec.criteria`` (Likert: the default one when none is given)."""
+    its criteria back as ``spec.criteria`` (Likert: the default one when none is given),
+    any other kind validates the study line's ``criteria`` list as given."""
     opts = spec.options
     raw = {
         **{k: v for k, v in opts.items() if k != "options"},
         **opts.get("options", {}),
-        "criteria": [asdict(c) for c in spec.criteria],
         "gold": bool(index.gold),
     }
+    if kind.criterion_rows:
+        raw["criteria"] = [asdict(c) for c in spec.criteria]
+    elif spec.criteria and "criteria" not in kind.extra_options:
+        errors.add(f"study: a {kind.noun or kind.name} study takes no 'criteria'")
+        return
+    else:
+        spec.criteria = []  # the kind keeps the study line's list in its options
     try:
         validated = kind.validate_options(raw, None if faulty else len(spec.systems))
     except kinds.OptionError as exc:

@@ -593,8 +593,8 @@ def report_rows(study: Study) -> Iterator[tuple]:
     for pk, item, who, answer, value, scores, raw, source, flagged, gold in rows.iterator(5000):
         if not answer:
             answer = kind.answer_from_summary(opts, value, scores or {})
-        for prop, label in kind.report_labels(opts, answer):
-            yield pk, item, who, prop, label, raw, source, flagged, gold
+        for prop, label, *own_raw in kind.report_labels(opts, answer):
+            yield pk, item, who, prop, label, own_raw[0] if own_raw else raw, source, flagged, gold
 
 
 def report_properties(study: Study, observed: dict[str, set]) -> list[tuple]:

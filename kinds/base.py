@@ -75,8 +75,6 @@ class Kind:
     #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
     #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
     criterion_rows: ClassVar[bool] = False
-    #: The criterion of the overall preference (the one the protocol counts).
-    overall_criterion: ClassVar[str] = "preference"
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
@@ -85,6 +83,11 @@ class Kind:
     def instructions_template(self) -> str:
         """The default instructions' sentence about the task (when the study has none)."""
         return f"kinds/{self.name}_instructions.html"
+
+    def overall_criterion(self, opts: Mapping[str, Any]) -> str:
+        """The criterion of the overall preference (the one the protocol counts) of a study
+        with options ``opts``. Default: ``preference``."""
+        return "preference"
 
     # --- options and items -------------------------------------------------------------
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
@@ -185,11 +188,11 @@ class Kind:
         ``ordinal`` or ``categorical``; ``observed``: property → labels present in the data."""
         return []
 
-    def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[tuple[str, Any]]:
+    def report_labels(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple]:
         """The answer as ``(property, label)`` rows of the report (see
-        :meth:`report_properties`)."""
+        :meth:`report_properties`), or ``(property, label, raw)`` when a property has its
+        own display-order answer (the position-bias test reads it; default: the
+        annotation's ``raw_answer``)."""
         return []
 
     def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:

@@ -9,7 +9,11 @@ allows them.
 * pair preferences: criterion ``preference``, A → 1.0, B → 0.0, the rest → 0.5;
 * known answer (gold items, ``Item.expected``; qualification questions): written as the
   name of the better output's system or ``"tie"`` (a qualification question's outputs are
-  ``A`` and ``B``), stored as ``{"value": "A"|"B"|"tie"}``, matched exactly.
+  ``A`` and ``B``), or per criterion; stored as ``{"value": "A"}``, matched exactly, or
+  ``{"criteria": {"safe": "B"}}`` checking each criterion named;
+* ``criteria``, ``strength``, ``rationale`` (study-line options): several questions per pair,
+  a five-point answer, a written reason — :mod:`kinds.criteria`, to which this kind delegates
+  (a study without them behaves exactly as above).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from . import criteria
 from .base import AnswerError, Kind, OptionError, PairPreference
 
 #: Display-order answers with their button captions, in button order.
@@ -39,12 +44,6 @@ class Choice(NamedTuple):
 
 #: Answers that name neither side (the same in display and system order).
 SIDE_NEUTRAL = ("tie", "both_good", "both_bad")
-#: A system-order value → preference of A over B.
-PREFERENCE = {"A": 1.0, "B": 0.0, "tie": 0.5, "both_good": 0.5, "both_bad": 0.5}
-#: System-order values in report order (the last three count as a tie).
-VALUES = ("A", "B", "tie", "both_good", "both_bad")
-#: The criterion name of the overall preference.
-OVERALL = "preference"
 
 
 def normalise(raw: str, display_order: Sequence[int]) -> str:
@@ -78,15 +77,27 @@ class Pairwise(Kind):
     label = "Pairwise preference"
     noun = "pairwise"
     template = "kinds/pairwise.html"
+    extra_options = frozenset({"criteria", "strength", "rationale"})
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+        errors = []
         if n_systems is not None and n_systems < 2:
-            raise OptionError(["a pairwise study needs outputs from at least two systems"])
+            errors.append("a pairwise study needs outputs from at least two systems")
+        try:
+            extra = criteria.validate_options(opts)
+        except OptionError as exc:
+            errors += exc.messages
+        if errors:
+            raise OptionError(errors)
         return {
             "allow_tie": bool(opts.get("allow_tie", True)),
             "allow_both_good": bool(opts.get("allow_both_good", False)),
             "allow_both_bad": bool(opts.get("allow_both_bad", False)),
+            **{k: v for k, v in extra.items() if v not in ([], False, "none")},
         }
+
+    def overall_criterion(self, opts: Mapping[str, Any]) -> str:
+        return criteria.overall_criterion(opts)
 
     def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
         return 2
@@ -100,11 +111,16 @@ class Pairwise(Kind):
         return allowed
 
     def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
-        return {"answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)]}
+        out: dict[str, Any] = {"answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)]}
+        if criteria.uses_form(opts):
+            out["criteria_form"] = criteria.template_context(opts)
+        return out
 
     def parse_answer(
         self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
     ) -> dict[str, Any]:
+        if criteria.uses_form(opts):
+            return criteria.parse_answer(opts, display_order, data)
         allowed = self.answers(opts)
         raw = data.get("answer")
         if raw not in allowed:
@@ -128,50 +144,71 @@ class Pairwise(Kind):
         elif expected.get("value"):
             known = str(expected["value"])
         else:
+            if criteria.uses_form(opts):
+                return criteria.simulate_form(opts, display_order, None, rng, accuracy), True
             return {"answer": rng.choice(["left", "right"] + ["tie"] * allow_tie)}, True
         left_is_a = list(display_order)[:1] == [0]
+        if criteria.uses_form(opts):
+            return criteria.simulate_form(opts, display_order, known, rng, accuracy), False
         return {"answer": pick(known, left_is_a, rng, accuracy, allow_tie)}, False
 
     def pair_preferences(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> list[PairPreference]:
-        value = answer.get("value")
-        return [(OVERALL, 0, 1, PREFERENCE[value])] if value in PREFERENCE else []
+        return criteria.pair_preferences(opts, answer)
 
     def report_properties(
         self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
     ) -> list[tuple[str, str, tuple, str]]:
-        shown = {"left": "A", "right": "B"}
-        allowed = {shown.get(a, a) for a in self.answers(opts)} | set(observed.get(OVERALL, ()))
-        return [(OVERALL, "pairwise", tuple(x for x in VALUES if x in allowed), question)]
+        return criteria.report_properties(opts, question, observed)
 
-    def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[tuple[str, Any]]:
-        value = answer.get("value")
-        return [(OVERALL, value)] if value else []
-
-    def parse_expected(
-        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
-    ) -> dict[str, Any]:
-        """``gold`` names the better of the two outputs (its system), or is ``"tie"``; the
-        stored form ``{"value": "A"|"B"|"tie"}`` is accepted as well."""
-        if len(systems) != 2:
-            raise AnswerError("a pairwise known answer needs exactly two outputs")
-        if isinstance(gold, Mapping) and set(gold) == {"value"} and gold["value"] in VALUES[:3]:
-            return {"value": gold["value"]}
-        if not isinstance(gold, str) or gold not in (*systems, "tie"):
-            names = ", ".join(f"'{s}'" for s in systems)
-            raise AnswerError(f"'gold' names the better output ({names}) or 'tie'")
-        return {"value": {systems[0]: "A", systems[1]: "B", "tie": "tie"}[gold]}
+    def report_labels(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple]:
+        return criteria.report_labels_with_raw(opts, answer)
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
-        return bool(expected.get("value")) and answer.get("value") == expected.get("value")
+        return criteria.gold_correct(opts, expected, answer)
+
+    def parse_expected(
+        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+    ) -> dict[str, Any]:
+        """A known answer: the better system's name or ``"tie"`` (the summary criterion), or
+        criterion → name/``"tie"`` (:func:`kinds.criteria.parse_expected`); the stored form
+        (``{"value": "A"}``, ``{"criteria": {...}}``) is accepted as well."""
+        if len(systems) != 2:
+            raise AnswerError("a pairwise known answer needs exactly two outputs")
+        if isinstance(gold, Mapping) and gold and set(gold) <= {"value", "criteria"}:
+            named = ("A", "B", "tie")
+            return criteria.parse_expected(
+                opts,
+                gold["criteria"] if "criteria" in gold else gold["value"],
+                named[:2],
+            ) | ({"value": gold["value"]} if "value" in gold and gold["value"] in named else {})
+        return criteria.parse_expected(opts, gold, systems)
 
     def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
-        return {"answers": self.answers(opts)}
+        settings: dict[str, Any] = {"answers": self.answers(opts)}
+        if criteria.uses_form(opts):
+            settings["answers"] = [v for v, _ in criteria.answer_choices(opts)]
+            settings |= {
+                "criteria": [c["name"] for c in criteria.criteria_of(opts)],
+                "strength": bool(opts.get("strength")),
+                "rationale": opts.get("rationale") or "none",
+            }
+        return settings
+
+    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+        return criteria.export_fields(opts)
+
+    def export_row(
+        self,
+        opts: Mapping[str, Any],
+        answer: Mapping[str, Any],
+        systems: Sequence[str],
+        display_order: Sequence[int],
+    ) -> dict[str, Any]:
+        return criteria.export_row(opts, answer)
 
 
 KIND = Pairwise()

@@ -207,7 +207,7 @@ def human_labels(
         rows = label_rows(study)
     labels: dict[int, list[int]] = defaultdict(list)
     mine = rows[
-        (rows["criterion"] == study.kind_impl.overall_criterion)
+        (rows["criterion"] == study.kind_impl.overall_criterion(study.kind_options()))
         & (rows["system"] == pair.system_a_id)
         & (rows["other_system"] == pair.system_b_id)
     ]

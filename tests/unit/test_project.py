@@ -179,8 +179,10 @@ PURE_CORE_LAYERS = {
     "analysis.perception": {"analysis.aggregation"},
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
     "analysis.properties": {"analysis.aggregation"},
+    "analysis.criteria": {"analysis.aggregation", "analysis.properties"},
     "analysis.loaders": {
         "analysis.aggregation",
+        "analysis.criteria",
         "analysis.properties",
         "formats.judgebench",
         "formats.labels",

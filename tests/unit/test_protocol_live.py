@@ -1,5 +1,7 @@
 """The adaptive protocol run live through the services (SQLite, eager tasks)."""
 
+import random
+
 import pytest
 
 from annotator import services
@@ -141,3 +143,30 @@ def test_a_blocked_worker_goes_to_the_end_not_the_waiting_page():
         client.post(f"/w/{study.public_id}/task/", {"token": "x", "answer": "tie"}),
     ):
         assert response.status_code == 302 and response.url.endswith("/end/")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_study_with_criteria_is_decided_on_its_summary_criterion():
+    """Criteria ``safe`` then ``overall``: workers answer ``overall`` by the true quality and
+    ``safe`` the other way round; the protocol counts ``overall`` (the summary criterion,
+    ``Kind.overall_criterion(opts)``), so no decided pair is inverted against the truth."""
+    from tests.protocol_sim import answer
+
+    criteria = [{"name": "safe", "label": "Safer?"}, {"name": "overall", "label": "Better?"}]
+    study, _ = make(criteria=criteria)
+    assert study.kind_impl.overall_criterion(study.kind_options()) == "overall"
+    flip = {"left": "right", "right": "left", "tie": "tie"}
+    rng = random.Random(0)
+    for w in range(200):
+        part = services.participation_enter(study=study, platform="link", external_id=f"c{w}")
+        a = services.assignment_next(participation=part)
+        if a is None:
+            break
+        side = answer(a, rng, accuracy=1.0)
+        data = {"answer-overall": side, "answer-safe": flip[side]}
+        services.annotation_submit(annotator=part.annotator, token=a.token, data=data)
+    decided = SystemPair.objects.filter(state="decided")
+    assert decided.exists()
+    for pair in decided:
+        loser = pair.system_b if pair.winner_id == pair.system_a_id else pair.system_a
+        assert pair.winner.name < loser.name or pair.winner.name == "s2" and loser.name in "s3s4"

@@ -94,3 +94,22 @@ def test_bad_arguments_are_refused(demo):
         call_command("simulate_crowd", "999")
     with pytest.raises(CommandError, match="--workers must be at least 1"):
         call_command("simulate_crowd", str(demo["adaptive"].pk), "--workers", "0")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simulated_workers_answer_every_criterion_and_the_required_reason(make_study):
+    """A study with criteria, strength and a required reason: the simulated crowd's answers
+    pass the kind's own validation (Kind.simulate_answer → kinds.criteria.simulate_form)."""
+    from annotator.simulated_crowd import crowd_run
+    from tests.conftest import pairwise_bundle
+
+    criteria = [{"name": "helpful", "label": "Helpful?"}, {"name": "safe", "label": "Safe?"}]
+    study = make_study(
+        pairwise_bundle(4, criteria=criteria, strength=True, rationale="required", redundancy=1)
+    )
+    crowd_run(study, workers=2, seed=3, until_done=True)
+    labels = list(Annotation.objects.filter(study=study))
+    assert len(labels) == 4
+    for label in labels:
+        assert set(label.answer["criteria"]) == {"helpful", "safe"}
+        assert label.answer["rationale"] and label.raw_answer.startswith(("left", "right", "="))
