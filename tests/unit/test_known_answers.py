@@ -164,7 +164,7 @@ def test_a_bad_gold_names_its_line_and_nothing_is_imported():
     with pytest.raises(ImportRejected) as caught:
         services.study_import(bad, filename="s.jsonl")
     assert "line 6 (input 'g0'): 'gold': 'fluency' must be between 1 and 5" in caught.value.errors
-    pair = {**LIKERT_STUDY, "kind": "pairwise"}
+    pair = {k: v for k, v in LIKERT_STUDY.items() if k != "criteria"} | {"kind": "pairwise"}
     records = [{"id": "g", "input": "q", "outputs": {"s1": "a", "s2": "b"}, "gold": "s9"}]
     with pytest.raises(ImportRejected) as caught:
         services.study_import(bundle(records, pair), filename="p.jsonl")
@@ -176,7 +176,7 @@ def test_a_bad_gold_names_its_line_and_nothing_is_imported():
 
 @pytest.mark.django_db
 def test_a_pairwise_gold_names_a_system_as_before():
-    pair = {**LIKERT_STUDY, "kind": "pairwise"}
+    pair = {k: v for k, v in LIKERT_STUDY.items() if k != "criteria"} | {"kind": "pairwise"}
     records = [{"id": "g", "input": "q", "outputs": {"s1": "a", "s2": "b"}, "gold": "s2"}]
     study = services.study_import(bundle(records, pair), filename="p.jsonl")
     assert Item.objects.get(study=study).expected == {"value": "B"}
@@ -272,7 +272,7 @@ def test_a_study_uses_only_a_test_of_its_own_kind(likert_screened, make_study):
     pairwise.qualification = test
     with pytest.raises(ValidationError, match="a likert test; a pairwise study screens"):
         pairwise.full_clean()
-    test.kind = "pairwise"
+    test.kind, test.options = "pairwise", {}
     with pytest.raises(ValidationError, match="The test has questions of its kind"):
         test.full_clean()
 
