@@ -120,6 +120,7 @@ def expected_from_gold(gold: object, systems: Sequence[str]) -> dict[str, Any]:
 class Ranking(Kind):
     name = "ranking"
     label = "Ranking (best to worst)"
+    noun = "ranking"
     template = "kinds/ranking.html"
     extra_options = frozenset({"per_item"})
 
@@ -236,6 +237,12 @@ class Ranking(Kind):
             return ranking == [sorted(map(int, tier)) for tier in expected["ranking"]]
         top = expected.get("top")
         return _is_int(top) and ranking[0] == [top]
+
+    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "allow_tie": bool(opts.get("allow_tie", False)),
+            "per_item": opts.get("per_item"),
+        }
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         return ["ranking", "display_order"]

@@ -236,3 +236,11 @@ def test_simulated_ties_only_when_allowed_and_guesses_without_truth():
     data, guessed = RANKING.simulate_answer(NO_TIES, [2, 1, 0], [None] * 3, None, {}, rng, 0.9)
     assert guessed
     assert len(RANKING.parse_answer(NO_TIES, [2, 1, 0], data)["ranking"]) == 3
+
+
+def test_dataset_card_states_the_options():
+    assert RANKING.card_settings({"allow_tie": True, "per_item": 3}) == {
+        "allow_tie": True,
+        "per_item": 3,
+    }
+    assert RANKING.card_settings({}) == {"allow_tie": False, "per_item": None}
