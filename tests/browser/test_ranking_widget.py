@@ -215,6 +215,11 @@ def test_ties_join_a_card_to_the_one_above(browser, serve):
     page.keyboard.press("Home")
     assert value(page) == [[3], [0, 1], [2]]
     assert not card(page, 4).locator(".rank-tie-box").is_checked()
+    # A tie is with one card: once another comes between them, it is undone.
+    card(page, 3).locator('[data-move="-1"]').click()  # 4, 1, 3, 2
+    assert value(page) == [[3], [0], [2], [1]]
+    assert not card(page, 2).locator(".rank-tie-box").is_checked()
+    assert page.locator(".rank-card.tied").count() == 0
 
 
 def test_submit_sends_what_the_server_reads_and_asks_once_about_an_untouched_order(browser, serve):
@@ -257,3 +262,17 @@ def test_conversation_outputs_show_each_role_apart(browser, serve):
     code = first.locator(".turn-assistant pre")
     assert code.evaluate("e => e.scrollWidth > e.clientWidth")
     assert page.evaluate("window.__pwned") is None and violations == []
+
+
+def test_a_card_dragged_past_a_tie_leaves_it_standing(browser, serve):
+    page, _, _ = serve(browser, allow_tie=True)
+    card(page, 2).get_by_label("Tie with the one above").check()
+    assert value(page) == [[0, 1], [2], [3]]
+    grip = card(page, 4).locator(".rank-grip").bounding_box()
+    page.mouse.move(grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2)
+    page.mouse.down()
+    target = page.locator(".rank-card").first.bounding_box()
+    page.mouse.move(grip["x"] + 10, target["y"] + 5, steps=20)  # between 2 and 1 on the way
+    page.mouse.up()
+    assert value(page) == [[3], [0, 1], [2]]
+    assert card(page, 2).locator(".rank-tie-box").is_checked()

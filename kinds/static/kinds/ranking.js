@@ -1,7 +1,8 @@
 // Ranking task (kinds/templates/kinds/ranking.html): the worker orders the response cards
 // best → worst by drag and drop (pointer events: mouse, touch, pen, on the ⠿ handle), by the
 // ↑/↓ buttons, or by keyboard (a focused card: ↑/↓, Home/End; Alt+↑/↓ from inside its text).
-// "Tie with the one above" joins a card to the tier above it (studies that allow ties).
+// "Tie with the one above" joins a card to the card then above it (studies that allow ties);
+// once another card comes between them (a move of either), the tie is undone.
 // The hidden input "ranking" always holds the current order as JSON tiers of 0-based
 // display positions, e.g. [[1], [0, 2]]; kinds/ranking.py validates it on the server.
 (function () {
@@ -20,31 +21,39 @@
   function cards() { return Array.prototype.slice.call(list.children); }
   function tieBox(card) { return card.querySelector("input.rank-tie-box"); }
 
+  // Whether a card is tied with the card now above it: its box is ticked and the card above
+  // is still the one it was tied with.
+  function isTied(card, i, all) {
+    var box = tieBox(card);
+    return Boolean(i > 0 && box && box.checked &&
+      all[i - 1].getAttribute("data-display") === card.getAttribute("data-tied-to"));
+  }
+
   function tiers() {
     var out = [];
-    cards().forEach(function (card, i) {
+    var all = cards();
+    all.forEach(function (card, i) {
       var shown = parseInt(card.getAttribute("data-display"), 10);
-      var box = tieBox(card);
-      if (i > 0 && box && box.checked) out[out.length - 1].push(shown);
+      if (isTied(card, i, all)) out[out.length - 1].push(shown);
       else out.push([shown]);
     });
     return out;
   }
 
   // Place numbers (tied cards share the place of the card above), buttons at the ends
-  // disabled, the first card's tie box cleared, and the hidden answer rewritten.
+  // disabled, broken ties unticked (not while a drag passes by), the hidden answer rewritten.
   function refresh() {
     var all = cards();
     var place = 0;
     all.forEach(function (card, i) {
       var box = tieBox(card);
+      var tied = isTied(card, i, all);
       if (box) {
-        if (i === 0) box.checked = false;
+        if (box.checked && !tied && !drag) box.checked = false;
         box.disabled = preview || i === 0;
       }
-      var tied = i > 0 && box && box.checked;
       if (!tied) place = i + 1;
-      card.classList.toggle("tied", Boolean(tied));
+      card.classList.toggle("tied", tied);
       card.querySelector(".rank-place").textContent = String(place);
       card.querySelector('[data-move="-1"]').disabled = preview || i === 0;
       card.querySelector('[data-move="1"]').disabled = preview || i === all.length - 1;
@@ -88,8 +97,10 @@
 
   list.addEventListener("change", function (event) {
     if (!event.target.classList.contains("rank-tie-box")) return;
-    changed();
     var card = event.target.closest(".rank-card");
+    var above = card.previousElementSibling;
+    card.setAttribute("data-tied-to", above ? above.getAttribute("data-display") : "");
+    changed();
     live.textContent = card.getAttribute("data-label") +
       (event.target.checked ? ": tied with the one above." : ": not tied.");
   });
@@ -174,6 +185,7 @@
     window.cancelAnimationFrame(drag.frame);
     if (drag.grip.hasPointerCapture(event.pointerId)) drag.grip.releasePointerCapture(event.pointerId);
     drag = null;
+    refresh(); // now untick the ties the drop broke
     list.classList.remove("rank-dragging");
     card.classList.remove("dragged");
     card.focus({ preventScroll: true });
