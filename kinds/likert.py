@@ -13,10 +13,14 @@ study (a numeric scale with anchors, or categorical labels).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import AnswerError, Kind, OptionError
+
+#: Standard deviation, in scale points, of a simulated worker's rating around the truth.
+SIMULATED_NOISE = 0.7
 
 #: The criterion a Likert study gets when it names none.
 DEFAULT_CRITERION = {
@@ -60,6 +64,7 @@ def parse_value(criterion: Mapping[str, Any], value: object) -> int | str:
 class Likert(Kind):
     name = "likert"
     label = "Likert rating"
+    noun = "Likert"
     template = "kinds/likert.html"
     criterion_rows = True
     scored = True
@@ -121,6 +126,34 @@ class Likert(Kind):
             raise AnswerError(" ".join(problems))
         return {"scores": clean}
 
+    def simulate_answer(
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        qualities: Sequence[float | None],
+        known_range: tuple[float, float] | None,
+        expected: Mapping[str, Any],
+        rng: random.Random,
+        accuracy: float,
+    ) -> tuple[dict[str, Any], bool]:
+        """A rating per criterion: the output's true quality placed on the scale between
+        the input's lowest and highest, with Gaussian noise; at random when unknown."""
+        quality = qualities[0] if qualities else None
+        scores: dict[str, Any] = {}
+        for criterion in opts.get("criteria") or []:
+            if criterion.get("labels"):
+                scores[criterion["name"]] = rng.choice([str(x) for x in criterion["labels"]])
+                continue
+            lo, hi = int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5))
+            if quality is None or known_range is None:
+                scores[criterion["name"]] = rng.randint(lo, hi)
+                continue
+            low, high = known_range
+            share = (quality - low) / (high - low) if high > low else 0.5
+            value = round(lo + share * (hi - lo) + rng.gauss(0, SIMULATED_NOISE))
+            scores[criterion["name"]] = min(max(value, lo), hi)
+        return {"scores": scores}, quality is None
+
     def scores(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> dict[str, dict[int, float]]:
@@ -130,6 +163,24 @@ class Likert(Kind):
             if name in numeric and isinstance(value, int | float) and not isinstance(value, bool):
                 out[name] = {0: float(value)}
         return out
+
+    def report_properties(
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+    ) -> list[tuple[str, str, tuple, str]]:
+        props = []
+        for c in opts.get("criteria") or []:
+            title = c.get("label", "")
+            if c.get("labels"):
+                props.append((c["name"], "categorical", tuple(str(x) for x in c["labels"]), title))
+            else:
+                low, high = int(c.get("scale_min", 1)), int(c.get("scale_max", 5))
+                props.append((c["name"], "ordinal", tuple(range(low, high + 1)), title))
+        return props
+
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[str, Any]]:
+        return list((answer.get("scores") or {}).items())
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
