@@ -226,10 +226,16 @@ class Ranking(Kind):
         self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
     ) -> list[tuple[str, str, tuple, str]]:
         """One pairwise property, ``preference``, over every pair of an item's outputs."""
-        labels = ("A", "B", "tie") if opts.get("allow_tie") or observed.get(OVERALL, set()) - {
-            "A",
-            "B",
-        } else ("A", "B")
+        labels = (
+            ("A", "B", "tie")
+            if opts.get("allow_tie")
+            or observed.get(OVERALL, set())
+            - {
+                "A",
+                "B",
+            }
+            else ("A", "B")
+        )
         return [(OVERALL, "pairwise", labels, question)]
 
     def scores(
