@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 import kinds
-from kinds import conversation
 from formats import judgebench
 from formats.bundle import finite_number, study_csv, study_jsonl, unstorable
 from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
 from formats.vocab import preference_of
+from kinds import conversation
 
 from .choices import Preference
 from .errors import ImportRejected, ImportTooLarge

@@ -287,11 +287,6 @@ class Output(models.Model):
     #: A conversation output as imported: a list of ``{"role", "content"}`` messages.
     messages = models.JSONField(null=True, blank=True)
 
-    @property
-    def shown(self) -> Any:
-        """What a template shows: the text, or the conversation (``kinds/_content.html``)."""
-        return conversation.for_display(self.messages) if self.messages else self.text
-
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["input", "system"], name="output_unique_per_system")
@@ -299,6 +294,11 @@ class Output(models.Model):
 
     def __str__(self) -> str:
         return f"{self.input_id}/{self.system_id}"
+
+    @property
+    def shown(self) -> Any:
+        """What a template shows: the text, or the conversation (``kinds/_content.html``)."""
+        return conversation.for_display(self.messages) if self.messages else self.text
 
 
 class Item(models.Model):
