@@ -76,6 +76,8 @@ STUDY_OPTIONS = {
     "max_strikes": int,
     "collection": str,
 }
+#: Study columns a kind may default differently (``Study.kind_options`` reads them back).
+ANSWER_SWITCHES = frozenset({"allow_tie", "allow_both_good", "allow_both_bad"})
 #: Study-line keys some kind accepts (``Kind.extra_options``); the kind validates them.
 KIND_OPTIONS = frozenset().union(*(kinds.get(name).extra_options for name in kinds.NAMES))
 
@@ -1184,6 +1186,8 @@ def _validate_kind_options(
         return
     if kind.criterion_rows:
         spec.criteria = [CriterionSpec(**c) for c in validated.pop("criteria", [])]
+    for key in ANSWER_SWITCHES & validated.keys():  # the kind's default (ranking: no ties)
+        opts[key] = validated.pop(key)
     opts["options"] = validated
 
 

@@ -157,7 +157,9 @@ def test_a_ranking_is_stored_once_in_system_order_and_exported_by_name(make_stud
 def test_a_refused_ranking_stores_nothing(make_study):
     from annotator.errors import InvalidAnswer
 
-    study = _study(make_study, allow_tie=False)
+    records = _records()
+    study = make_study(bundle(records, {"name": "no ties by default", "kind": "ranking"}))
+    assert study.allow_tie is False and study.kind_options()["allow_tie"] is False
     part = services.participation_enter(study=study, platform="link", external_id="w")
     lease = services.assignment_next(participation=part)
     for bad, message in (([[0, 1], [2]], "does not allow ties"), ([[0], [1]], "exactly once")):
