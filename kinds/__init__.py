@@ -10,6 +10,7 @@ from __future__ import annotations
 from .base import AnswerError, Kind, OptionError, position_names, preferences_from_scores
 from .likert import KIND as _LIKERT
 from .pairwise import KIND as _PAIRWISE
+from .ranking import KIND as _RANKING
 
 __all__ = [
     "NAMES",
@@ -22,7 +23,7 @@ __all__ = [
     "preferences_from_scores",
 ]
 
-_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT)}
+_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING)}
 
 #: Every registered kind's name, in registration order.
 NAMES: tuple[str, ...] = tuple(_REGISTRY)

@@ -78,6 +78,10 @@ class Kind:
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
+    #: The report reads each item of m outputs as its m(m−1)/2 pairs, each a pairwise item
+    #: (``"<item>:<i>-<j>"``) labelled ``A``/``B``/``tie`` from :meth:`pair_preferences`
+    #: (ranking), instead of :meth:`report_labels` per item.
+    report_by_pair: ClassVar[bool] = False
 
     @property
     def instructions_template(self) -> str:
@@ -218,6 +222,11 @@ class Kind:
         stored form must parse to itself, so a stored answer can be edited and saved again.
         Default: the kind takes no known answers."""
         raise AnswerError(f"a {self.noun or self.name} study takes no known answers")
+
+    def gold_groups(self, opts: Mapping[str, Any], n_outputs: int) -> list[tuple[int, ...]]:
+        """The items of a gold input (its outputs in the order given). Default: as
+        :meth:`item_groups` groups them."""
+        return self.item_groups(opts, n_outputs, None)
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
