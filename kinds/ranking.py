@@ -284,7 +284,7 @@ class Ranking(Kind):
         """``gold`` (a system name, or tiers of names best first) over the item's
         ``systems`` in the order given (a gold item shows them all, in that order); the stored
         form (``{"top": p}`` or ``{"ranking": tiers of positions}``) reads as itself."""
-        if isinstance(gold, Mapping):
+        if isinstance(gold, Mapping) and set(gold) in ({"top"}, {"ranking"}):
             return _stored_expected(gold, len(systems))
         try:
             return expected_from_gold(gold, systems)

@@ -95,7 +95,7 @@ def test_a_gold_ranking_shows_every_output_in_the_files_order(make_study):
 def test_a_bad_gold_ranking_is_refused_by_line(make_study, gold, message):
     with pytest.raises(ImportRejected) as caught:
         _study(make_study, _records(1, gold=gold))
-    assert any(f"line 3 (input 'g'): {message}" in e for e in caught.value.errors), (
+    assert any(f"line 3 (input 'g'): 'gold': {message}" in e for e in caught.value.errors), (
         caught.value.errors
     )
     assert not Study.objects.exists()
