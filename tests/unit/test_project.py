@@ -177,6 +177,7 @@ PURE_CORE_LAYERS = {
     "analysis.perception": {"analysis.aggregation"},
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
     "analysis.properties": {"analysis.aggregation"},
+    "analysis.spans": {"analysis.aggregation"},
     "analysis.loaders": {
         "analysis.aggregation",
         "analysis.properties",
