@@ -1,69 +1,184 @@
-"""The interface every task kind provides (placeholder until the core branch's ``kinds/base.py``
-is merged; it follows docs/KINDS_CONTRACT: ``Kind``, ``AnswerError``, ``OptionError``)."""
+"""The interface every task kind implements, and what kinds share.
+
+A *kind* (pairwise, Likert, ranking, error spans …) owns everything that differs between
+tasks: the study-line options it accepts, which outputs an item shows and in what order a
+worker sees them, how a submitted answer is validated and brought to *system order*, its
+worker template, its export columns, how it scores a gold answer, and how its labels become
+per-input pair preferences and scores (the one interface through which :mod:`protocol` and
+:mod:`analysis` read labels, via ``annotator.selectors.label_rows`` / ``score_rows``).
+
+This package is pure: standard library (plus NumPy/pandas and :mod:`formats`), no Django.
+The annotator app calls it with plain data:
+
+* ``opts`` — the study's validated options (``Study.options`` merged with the study's
+  columns ``allow_tie``, ``allow_both_good``, ``allow_both_bad`` and, for Likert, its
+  ``Criterion`` rows as ``opts["criteria"]``; see ``annotator.models.Study.kind_options``);
+* ``display_order`` — a permutation of the item's output positions: ``display_order[k]``
+  is the position (in system order) of the output shown k-th (left first);
+* ``answer`` — what :meth:`Kind.parse_answer` returned, stored as ``Annotation.answer``.
+
+Positions are 0-based indices into the item's outputs in system order (``ItemOutput.position``).
+"""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["AnswerError", "Kind", "OptionError"]
+__all__ = [
+    "AnswerError",
+    "Kind",
+    "OptionError",
+    "PairPreference",
+    "preferences_from_scores",
+]
 
-
-class AnswerError(ValueError):
-    """A worker's answer that cannot be stored; the message is shown to the worker (400)."""
+#: (criterion, position i, position j, preference of i over j: 1.0, 0.5 or 0.0), i < j.
+PairPreference = tuple[str, int, int, float]
 
 
 class OptionError(ValueError):
-    """A study line's kind options that are not valid; ``messages`` lists every problem."""
+    """A study's kind options are invalid; ``messages`` lists every problem."""
 
     def __init__(self, messages: Sequence[str]) -> None:
         self.messages = list(messages)
         super().__init__("; ".join(self.messages))
 
 
+class AnswerError(ValueError):
+    """A worker's answer is invalid; the message is shown to the worker (HTTP 400)."""
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else "Invalid answer."
+
+
 class Kind:
-    """One task kind: options, outputs shown, answers, export columns, gold scoring."""
+    """Base class of a task kind; one instance per kind module, registered in :mod:`kinds`.
 
-    name: str = ""
-    label: str = ""
-    template: str = ""
+    Subclasses set ``name``, ``label``, ``template`` and override what differs. The
+    defaults suit a kind whose items show ``outputs_per_item`` outputs of every combination
+    of systems and whose answers carry no pair preferences.
+    """
 
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int) -> dict[str, Any]:
-        raise NotImplementedError
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    template: ClassVar[str] = ""
+    #: Study-line keys this kind accepts beyond the common study options (the importer
+    #: passes them to :meth:`validate_options`; they end up in ``Study.options``).
+    extra_options: ClassVar[frozenset[str]] = frozenset()
+    #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
+    #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
+    criterion_rows: ClassVar[bool] = False
+    #: The kind's labels are compared across items by score (Likert, error spans): the
+    #: protocol derives a pair's preference from the sign of two outputs' scores.
+    scored: ClassVar[bool] = False
 
-    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
-        raise NotImplementedError
-
-    def display_order(self, n: int, rng: random.Random) -> list[int]:
-        raise NotImplementedError
-
-    def parse_answer(
-        self, opts: Mapping[str, Any], display_order: list[int], data: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def pair_preferences(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[tuple[str, int, int, float]]:
-        return []
-
-    def scores(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, dict]:
+    # --- options and items -------------------------------------------------------------
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+        """The kind's options validated and normalised; raise :class:`OptionError`.
+        ``n_systems`` is ``None`` when the number of systems is not known (checks that
+        count systems are then left out)."""
         return {}
 
-    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+        """How many outputs one item shows."""
         raise NotImplementedError
+
+    def item_groups(
+        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random | None = None
+    ) -> list[tuple[int, ...]]:
+        """The items of one input: each a tuple of system indices (into the study's system
+        order), in the item's system order. Default: every combination."""
+        return list(
+            itertools.combinations(range(n_systems), self.outputs_per_item(opts, n_systems))
+        )
+
+    def display_order(self, n: int, rng: random.Random) -> list[int]:
+        """A permutation of ``range(n)``, drawn per assignment."""
+        order = list(range(n))
+        rng.shuffle(order)
+        return order
+
+    # --- the worker's page and answer ----------------------------------------------------
+    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        """Extra template context for :attr:`template` (besides study, outputs, preview)."""
+        return {}
+
+    def parse_answer(
+        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The submitted form/JSON (in display order) validated, as the answer in system
+        order (JSON-serialisable, keeping the raw answer); raise :class:`AnswerError`."""
+        raise NotImplementedError
+
+    def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+        """The derived columns of ``Annotation``: ``raw_answer`` (display order), ``value``
+        (an overall preference in system order: ``A``/``B``/``tie``/…) and ``scores``
+        (criterion → value). Default: the answer's ``raw``, ``value`` and ``scores``."""
+        return {
+            "raw_answer": str(answer.get("raw", "") or ""),
+            "value": str(answer.get("value", "") or ""),
+            "scores": dict(answer.get("scores") or {}),
+        }
+
+    def answer_from_summary(
+        self, opts: Mapping[str, Any], value: str, scores: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """An imported label (``value``/``scores`` in system order, no display order) as an
+        answer. Default: ``{"value": …, "scores": …}``."""
+        answer: dict[str, Any] = {}
+        if value:
+            answer["value"] = value
+        if scores:
+            answer["scores"] = dict(scores)
+        return answer
+
+    # --- what the labels mean ------------------------------------------------------------
+    def pair_preferences(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[PairPreference]:
+        """The answer's pair preferences, positions in system order with i < j."""
+        return []
+
+    def scores(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> dict[str, dict[int, float]]:
+        """Criterion → position → numeric score."""
+        return {}
+
+    def gold_correct(
+        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> bool:
+        """Whether ``answer`` matches the known answer ``expected`` (both system order)."""
+        raise NotImplementedError
+
+    # --- export --------------------------------------------------------------------------
+    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+        """The kind's own export columns."""
+        return []
 
     def export_row(
         self,
         opts: Mapping[str, Any],
         answer: Mapping[str, Any],
-        systems: list[str],
-        display_order: list[int],
+        systems: Sequence[str],
+        display_order: Sequence[int],
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """The values of :meth:`export_fields` for one annotation (``systems``: names of
+        the item's outputs in system order)."""
+        return {}
 
-    def gold_correct(
-        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> bool:
-        raise NotImplementedError
+    def __repr__(self) -> str:
+        return f"<kind {self.name}>"
+
+
+def preferences_from_scores(a: float, b: float, dead_zone: float = 0.0) -> float:
+    """One pair preference from two outputs' scores: 1.0 when ``a`` is higher by more than
+    ``dead_zone``, 0.0 when ``b`` is, 0.5 (a draw) otherwise."""
+    diff = a - b
+    if abs(diff) <= dead_zone:
+        return 0.5
+    return 1.0 if diff > 0 else 0.0

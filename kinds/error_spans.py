@@ -15,9 +15,10 @@ Answer stored (system order; one output, so display order ``[0]`` is also system
     {"spans": [{"start": 4, "end": 9, "severity": "major", "category": None, "text": "…"}],
      "score": 70}
 
-spans sorted by ``start``. ``parse_answer`` needs the output text, passed by the server as
-the keyword argument ``outputs`` (the item's output texts in system order) — never taken from
-the worker's data.
+spans sorted by ``start``; an imported label (a score only) has ``"spans": None``.
+``parse_answer`` needs the output text, passed by the server as the keyword argument
+``outputs`` (the item's output texts in system order), never taken from the worker's data.
+The form posts ``spans`` (JSON text) and ``score``.
 
 A known answer (gold item, qualification question) is ``{"spans": [...], "score": 70}`` with
 optional ``"score_tolerance"`` (default 10), ``"char_tolerance"`` (default 2: how far each
@@ -249,16 +250,13 @@ class ErrorSpans(Kind):
     name = "error_spans"
     label = "Error spans (ESA)"
     template = "kinds/error_spans.html"
+    extra_options = frozenset(OPTION_KEYS)
+    scored = True
 
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int) -> dict[str, Any]:
-        """``categories`` and ``max_spans`` checked; every problem in one ``OptionError``."""
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+        """``categories`` and ``max_spans`` checked (the study's common options pass through
+        untouched); every problem in one ``OptionError``."""
         errors: list[str] = []
-        unknown = sorted(set(opts) - set(OPTION_KEYS))
-        if unknown:
-            errors.append(
-                f"unknown option(s) {', '.join(unknown)} for error_spans "
-                f"(known: {', '.join(OPTION_KEYS)})"
-            )
         out: dict[str, Any] = {"categories": [], "max_spans": MAX_SPANS}
         if opts.get("categories") is not None:
             out["categories"] = _validate_categories(opts["categories"], errors)
@@ -268,7 +266,12 @@ class ErrorSpans(Kind):
                 errors.append(f"max_spans must be an integer from 1 to {MAX_SPANS}")
             else:
                 out["max_spans"] = m
-        if n_systems < 1:
+        if opts.get("criteria"):
+            errors.append(
+                "an error_spans study has no criteria: its one rating is the 0-100 score "
+                "(use categories to label spans)"
+            )
+        if n_systems is not None and n_systems < 1:
             errors.append("an error_spans study needs at least one system")
         if errors:
             raise OptionError(errors)
@@ -276,6 +279,13 @@ class ErrorSpans(Kind):
 
     def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
         return 1
+
+    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        """The categories offered for a span and the span limit (template context)."""
+        return {
+            "categories": list(opts.get("categories") or []),
+            "max_spans": opts.get("max_spans", MAX_SPANS),
+        }
 
     def display_order(self, n: int, rng: random.Random) -> list[int]:
         """One output: nothing to shuffle."""
@@ -286,15 +296,16 @@ class ErrorSpans(Kind):
     def parse_answer(
         self,
         opts: Mapping[str, Any],
-        display_order: list[int],
+        display_order: Sequence[int],
         data: Mapping[str, Any],
         *,
-        outputs: Sequence[object],
+        outputs: Sequence[object] = (),
     ) -> dict[str, Any]:
         """``data["spans"]`` (a JSON list, as text from the form or already parsed) and
-        ``data["score"]`` checked against ``outputs[0]`` (the stored output text)."""
+        ``data["score"]`` checked against ``outputs[0]``, the stored output text the server
+        passes (a missing ``outputs`` is a programming error: ``ValueError``)."""
         if list(display_order) != [0] or len(outputs) != 1:
-            raise ValueError("an error_spans item has exactly one output")
+            raise ValueError("error_spans.parse_answer needs outputs=[the item's output text]")
         text = output_text(outputs[0])
         if "spans" not in data:
             raise AnswerError("the error spans are missing")
@@ -312,8 +323,21 @@ class ErrorSpans(Kind):
         """None within an item: scores are compared across items (sign of the difference)."""
         return []
 
-    def scores(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, dict]:
+    def scores(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> dict[str, dict[int, float]]:
         return {"score": {0: float(answer["score"])}}
+
+    def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+        """No preference; ``scores`` holds the score (the Likert-like summary column)."""
+        return {"raw_answer": "", "value": "", "scores": {"score": answer["score"]}}
+
+    def answer_from_summary(
+        self, opts: Mapping[str, Any], value: str, scores: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """An imported score without spans: ``spans`` is ``None`` (not recorded, which is not
+        the same as no errors); exports leave the span columns empty."""
+        return {"spans": None, "score": _parse_score(scores.get("score", ""))}
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         return ["score", "spans", "minor_errors", "major_errors", "mqm_errors"]
@@ -322,11 +346,14 @@ class ErrorSpans(Kind):
         self,
         opts: Mapping[str, Any],
         answer: Mapping[str, Any],
-        systems: list[str],
-        display_order: list[int],
+        systems: Sequence[str],
+        display_order: Sequence[int],
     ) -> dict[str, Any]:
         """Score, the spans as stored (a list; a CSV writer writes it as JSON), the count of
-        each severity and the MQM-weighted count (minor 1, major 5)."""
+        each severity and the MQM-weighted count (minor 1, major 5); span columns ``None`` for
+        an imported score without spans."""
+        if answer.get("spans") is None:
+            return {"score": answer["score"]} | dict.fromkeys(self.export_fields(opts)[1:])
         spans = [dict(s) for s in answer["spans"]]
         return {
             "score": answer["score"],
@@ -343,7 +370,9 @@ class ErrorSpans(Kind):
         and end are each within ``char_tolerance``; the score within ``score_tolerance`` of the
         known one (when given); no unmatched marked span beyond what ``extra`` allows."""
         known = expected.get("spans", [])
-        given = answer["spans"]
+        given = answer.get("spans")
+        if given is None:
+            return False
         matched = _match(known, given, expected.get("char_tolerance", DEFAULT_CHAR_TOLERANCE))
         if any(j is None for j in matched):
             return False

@@ -36,18 +36,31 @@ def test_options_default_and_categories_normalised():
 def test_options_every_problem_reported_at_once():
     with pytest.raises(OptionError) as err:
         KIND.validate_options(
-            {"categories": ["A", "a", "", 3], "max_spans": 101, "categores": []}, 2
+            {"categories": ["A", "a", "", 3], "max_spans": 101, "criteria": [{"name": "x"}]}, 2
         )
     text = "; ".join(err.value.messages)
-    assert "unknown option(s) categores" in text
     assert "categories[1] 'a' is listed twice" in text
     assert "categories[2] must be a non-empty string" in text
     assert "categories[3] must be a non-empty string" in text
     assert "max_spans must be an integer from 1 to 100" in text
+    assert "no criteria" in text
     with pytest.raises(OptionError, match="non-empty list"):
         KIND.validate_options({"categories": "Accuracy"}, 2)
     with pytest.raises(OptionError, match="at most 20"):
         KIND.validate_options({"categories": [f"c{i}" for i in range(21)]}, 2)
+    with pytest.raises(OptionError, match="longer than 50"):
+        KIND.validate_options({"categories": ["x" * 51]}, 2)
+
+
+def test_common_study_options_pass_through_and_are_not_kept():
+    common = {"collection": "adaptive", "gold": True, "allow_tie": True, "criteria": []}
+    assert KIND.validate_options(common | {"categories": ["A"]}, None) == {
+        "categories": ["A"],
+        "max_spans": 100,
+    }
+    assert KIND.extra_options == {"categories", "max_spans"}
+    assert KIND.scored
+    assert KIND.context(CATS) == {"categories": ["Accuracy", "Fluency"], "max_spans": 100}
 
 
 def test_one_output_shown_in_order_zero():
@@ -73,6 +86,12 @@ def test_form_answer_parsed_sorted_and_scored():
     }
     assert KIND.scores(CATS, answer) == {"score": {0: 70.0}}
     assert KIND.pair_preferences(CATS, answer) == []
+    assert KIND.summary(CATS, answer) == {"raw_answer": "", "value": "", "scores": {"score": 70}}
+
+
+def test_outputs_must_be_passed_by_the_server():
+    with pytest.raises(ValueError, match="needs outputs"):
+        KIND.parse_answer(PLAIN, [0], {"spans": "[]", "score": "1"})
 
 
 def test_no_spans_and_extreme_scores_are_answers():
@@ -172,6 +191,19 @@ def test_export_row_counts_and_weights():
         (0, 3, "The"), (4, 7, "cat"), (19, 22, "mat"),
     ]  # fmt: skip
     json.dumps(row)  # serialisable as it is
+
+
+def test_imported_score_without_spans():
+    answer = KIND.answer_from_summary(PLAIN, "", {"score": 64})
+    assert answer == {"spans": None, "score": 64}
+    assert KIND.scores(PLAIN, answer) == {"score": {0: 64.0}}
+    assert KIND.export_row(PLAIN, answer, ["s"], [0]) == {
+        "score": 64, "spans": None, "minor_errors": None, "major_errors": None,
+        "mqm_errors": None,
+    }  # fmt: skip
+    assert not KIND.gold_correct(PLAIN, gold(spans=[]), answer)
+    with pytest.raises(AnswerError):
+        KIND.answer_from_summary(PLAIN, "", {"score": 101})
 
 
 # --- gold -----------------------------------------------------------------------------------
