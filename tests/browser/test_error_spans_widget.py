@@ -44,7 +44,8 @@ def page_html() -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="stylesheet" href="/static/humeval/humeval.css"><title>fixture</title></head>'
         '<body><main class="page"><form method="post" action="/submit" id="task-form" '
-        'class="task error_spans"><input type="hidden" name="time_ms" id="time_ms" value="">'
+        'class="task error_spans"><input type="hidden" name="token" value="tok-1">'
+        '<input type="hidden" name="time_ms" id="time_ms" value="">'
         f"{body}</form></main>"
         '<script src="/static/humeval/task.js"></script></body></html>'
     )
@@ -280,6 +281,32 @@ def test_whitespace_trim_and_emoji_span(open_page):
         ("😀", None),
         ("here.", "Fluency"),
     ]
+    assert page.problems == []
+
+
+def test_reload_keeps_the_marks_and_the_score_of_this_task(open_page):
+    page = open_page()
+    select_utf16(page, "😀")
+    page.select_option("#esa-category", "Fluency")
+    page.keyboard.press("M")
+    page.fill("#esa-score", "42")
+    page.reload()
+    assert posted_spans(page) == [
+        {"start": 3, "end": 4, "severity": "major", "category": "Fluency", "text": "😀"}
+    ]
+    assert page.locator("mark.esa-major").text_content() == "😀"
+    assert page.input_value("#esa-score") == "42"
+    assert page.input_value("#esa-score-range") == "42"
+    # Another task's page (another token) starts empty and forgets this one's marks.
+    page.evaluate(
+        "() => { const k = 'humeval-esa:tok-1', v = sessionStorage.getItem(k);"
+        " sessionStorage.setItem('humeval-esa:tok-0', v); }"
+    )
+    page.reload()
+    assert page.evaluate("sessionStorage.getItem('humeval-esa:tok-0')") is None
+    page.click("button.submit")
+    page.wait_for_selector("#done")
+    assert Fixture.posts[-1]["score"] == 42
     assert page.problems == []
 
 

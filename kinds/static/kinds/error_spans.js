@@ -113,6 +113,7 @@
       return { start: s.start, end: s.end, severity: s.severity, category: s.category || null,
                text: slice(s.start, s.end) };
     }));
+    save();
   }
 
   // UTF-16 offset of a DOM point inside the box (the box holds only the output's text).
@@ -342,23 +343,46 @@
     }
   });
 
-  // --- start (a reload may bring back what the browser kept of the form) -------------------
+  // --- reload: the marks and the score are kept in this tab's sessionStorage, per task ------
+  var tokenInput = document.querySelector('form input[name="token"]');
+  var storeKey = tokenInput && tokenInput.value ? "humeval-esa:" + tokenInput.value : null;
+  function storage() {
+    try { return window.sessionStorage; } catch (e) { return null; } // blocked in some frames
+  }
+  function save() {
+    var st = storage();
+    if (!st || !storeKey) return;
+    try { st.setItem(storeKey, JSON.stringify({ text: text, spans: spans, score: scoreNumber.value })); }
+    catch (e) { /* full or blocked: nothing kept */ }
+  }
   function restore() {
-    var kept;
-    try { kept = JSON.parse(hidden.value || "[]"); } catch (e) { return; }
-    if (!Array.isArray(kept)) return;
-    var ok = kept.every(function (s) {
-      return s && Number.isInteger(s.start) && Number.isInteger(s.end) && s.start >= 0 &&
-        s.start < s.end && s.end <= nCp && LABEL[s.severity] && slice(s.start, s.end) === s.text;
-    });
-    if (!ok) return;
-    kept.forEach(function (s) {
-      if (!overlapping(s.start, s.end).length) {
-        spans.push({ start: s.start, end: s.end, severity: s.severity, category: s.category || null });
+    var st = storage();
+    if (!st || !storeKey) return;
+    var kept = null;
+    try {
+      for (var i = st.length - 1; i >= 0; i--) {   // forget other tasks' marks
+        var k = st.key(i);
+        if (k && k.indexOf("humeval-esa:") === 0 && k !== storeKey) st.removeItem(k);
       }
+      kept = JSON.parse(st.getItem(storeKey) || "null");
+    } catch (e) { return; }
+    if (!kept || kept.text !== text || !Array.isArray(kept.spans)) return;
+    kept.spans.forEach(function (s) {
+      var ok = s && Number.isInteger(s.start) && Number.isInteger(s.end) && s.start >= 0 &&
+        s.start < s.end && s.end <= nCp && LABEL[s.severity] && !overlapping(s.start, s.end).length &&
+        spans.length < maxSpans;
+      var known = s.category && category &&
+        Array.prototype.some.call(category.options, function (o) { return o.value === s.category; });
+      if (ok) spans.push({ start: s.start, end: s.end, severity: s.severity, category: known ? s.category : null });
     });
     spans.sort(function (a, b) { return a.start - b.start; });
+    if (/^[0-9]{1,3}$/.test(kept.score || "") && parseInt(kept.score, 10) <= 100) {
+      scoreNumber.value = kept.score;
+    }
   }
+  scoreNumber.addEventListener("input", save);
+  scoreRange.addEventListener("input", save);
+
   restore();
   if (scoreNumber.value !== "") { scoreRange.value = scoreNumber.value; scoreRange.classList.remove("unset"); }
   render();
