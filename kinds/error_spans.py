@@ -273,6 +273,9 @@ class ErrorSpans(Kind):
             )
         if n_systems is not None and n_systems < 1:
             errors.append("an error_spans study needs at least one system")
+        if opts.get("collection") == "adaptive" and n_systems is not None and n_systems < 2:
+            # pairs compare the two outputs' mean scores, as for Likert
+            errors.append("study: adaptive collection compares systems: give at least two")
         if errors:
             raise OptionError(errors)
         return out

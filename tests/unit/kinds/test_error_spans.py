@@ -58,6 +58,9 @@ def test_common_study_options_pass_through_and_are_not_kept():
         "categories": ["A"],
         "max_spans": 100,
     }
+    with pytest.raises(OptionError, match="at least two"):
+        KIND.validate_options({"collection": "adaptive"}, 1)
+    assert KIND.validate_options({"collection": "adaptive"}, 2) == PLAIN
     assert KIND.extra_options == {"categories", "max_spans"}
     assert KIND.scored
     assert KIND.context(CATS) == {"categories": ["Accuracy", "Fluency"], "max_spans": 100}
