@@ -284,6 +284,26 @@ def test_whitespace_trim_and_emoji_span(open_page):
     assert page.problems == []
 
 
+def test_a_drag_past_the_text_is_cut_at_its_end(open_page):
+    page = open_page()
+    start = page.evaluate(
+        """() => { const n = document.getElementById('esa-text').firstChild;
+          const i = n.data.indexOf('errors'), r = document.createRange();
+          r.setStart(n, i); r.setEnd(n, i + 1); const a = r.getBoundingClientRect();
+          return [a.left + 1, a.top + a.height / 2]; }"""
+    )
+    end = page.locator("#esa-keys").bounding_box()
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move(end["x"] + 20, end["y"] + 5, steps=8)
+    page.mouse.up()
+    page.wait_for_selector("#esa-bar:not([hidden])")
+    assert page.text_content("#esa-quote") == "errors here."
+    page.click("button.esa-add-minor")
+    assert posted_spans(page)[0]["end"] == len(OUTPUT)
+    assert posted_spans(page)[0]["text"] == "errors here."
+
+
 def test_reload_keeps_the_marks_and_the_score_of_this_task(open_page):
     page = open_page()
     select_utf16(page, "😀")

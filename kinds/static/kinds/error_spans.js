@@ -170,9 +170,14 @@
     var sel = window.getSelection();
     if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
     var r = sel.getRangeAt(0);
-    if (!box.contains(r.startContainer) || !box.contains(r.endContainer)) return;
-    var start = floorCp(u16Of(r.startContainer, r.startOffset));
-    var end = ceilCp(u16Of(r.endContainer, r.endOffset));
+    if (!r.intersectsNode(box)) return;
+    // A drag that runs past the text (into the list below, say) is cut at the text's edges.
+    var all = document.createRange();
+    all.selectNodeContents(box);
+    var startU = r.compareBoundaryPoints(Range.START_TO_START, all) <= 0 ? 0 : u16Of(r.startContainer, r.startOffset);
+    var endU = r.compareBoundaryPoints(Range.END_TO_END, all) >= 0 ? text.length : u16Of(r.endContainer, r.endOffset);
+    var start = floorCp(startU);
+    var end = ceilCp(endU);
     if (kb && pending && start === kb.start && end === kb.end) return; // the keyboard's own
     // Trim surrounding white space (a double-click often takes the space after a word);
     // a selection of white space only is kept (the spot where something is missing).
@@ -306,7 +311,11 @@
     clearTimeout(timer);
     timer = setTimeout(fromSelection, 60);
   });
-  box.addEventListener("mouseup", function () { clearTimeout(timer); fromSelection(); });
+  document.addEventListener("mouseup", function (event) {
+    if (bar.contains(event.target)) return;
+    clearTimeout(timer);
+    fromSelection();
+  });
   box.addEventListener("touchend", function () {
     clearTimeout(timer);
     timer = setTimeout(fromSelection, 120);
