@@ -61,6 +61,10 @@ OPTION_KEYS = ("categories", "max_spans")
 SPAN_KEYS = ("start", "end", "severity", "category", "text")
 EXTRA_RULES = ("none", "minor", "any")
 DEFAULT_SCORE_TOLERANCE = 10
+#: Standard deviation (score points) of a simulated worker's score around the true quality.
+SIMULATED_NOISE = 10.0
+#: The report's property of the score and its title.
+SCORE_PROPERTY = "score"
 DEFAULT_CHAR_TOLERANCE = 2
 
 
@@ -249,6 +253,7 @@ class ErrorSpans(Kind):
 
     name = "error_spans"
     label = "Error spans (ESA)"
+    noun = "error-span"
     template = "kinds/error_spans.html"
     extra_options = frozenset(OPTION_KEYS)
     scored = True
@@ -320,6 +325,36 @@ class ErrorSpans(Kind):
         )
         return {"spans": spans, "score": _parse_score(data.get("score", ""))}
 
+    def simulate_answer(
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        qualities: Sequence[float | None],
+        known_range: tuple[float, float] | None,
+        expected: Mapping[str, Any],
+        rng: random.Random,
+        accuracy: float,
+    ) -> tuple[dict[str, Any], bool]:
+        """A simulated worker's form: the true quality mapped linearly onto 0-100 (the middle
+        when every output of the input is equally good) plus Gaussian noise of
+        ``SIMULATED_NOISE`` points, or the known score; the known spans marked with
+        probability ``accuracy`` (none otherwise). No truth: a uniform score (at random)."""
+        quality = qualities[0] if qualities else None
+        if quality is not None and known_range is not None:
+            low, high = known_range
+            centre = 50.0 if high <= low else 100.0 * (quality - low) / (high - low)
+        elif expected.get("score") is not None:
+            centre = float(expected["score"])
+        else:
+            centre = None
+        spans = expected.get("spans") or []
+        marked = spans if spans and rng.random() < accuracy else []
+        data = {"spans": json.dumps([dict(s) for s in marked], ensure_ascii=False)}
+        if centre is None:
+            return data | {"score": str(rng.randint(SCORE_MIN, SCORE_MAX))}, True
+        score = round(min(SCORE_MAX, max(SCORE_MIN, rng.gauss(centre, SIMULATED_NOISE))))
+        return data | {"score": str(score)}, False
+
     def pair_preferences(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> list[tuple[str, int, int, float]]:
@@ -329,7 +364,29 @@ class ErrorSpans(Kind):
     def scores(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> dict[str, dict[int, float]]:
-        return {"score": {0: float(answer["score"])}}
+        return {SCORE_PROPERTY: {0: float(answer["score"])}}
+
+    def report_properties(
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+    ) -> list[tuple[str, str, tuple, str]]:
+        """The score, an ordinal property 0-100 (alpha as for a Likert criterion)."""
+        return [
+            (SCORE_PROPERTY, "ordinal", tuple(range(SCORE_MIN, SCORE_MAX + 1)), "Score (0-100)")
+        ]
+
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[str, Any]]:
+        return [(SCORE_PROPERTY, answer["score"])]
+
+    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        """What a dataset card states of the options."""
+        return {
+            "categories": list(opts.get("categories") or []),
+            "max_spans": opts.get("max_spans", MAX_SPANS),
+            "severities": list(SEVERITIES),
+            "offsets": "Unicode code points of the output text, end exclusive",
+        }
 
     def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
         """No preference; ``scores`` holds the score (the Likert-like summary column)."""

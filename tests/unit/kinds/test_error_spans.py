@@ -209,6 +209,40 @@ def test_imported_score_without_spans():
         KIND.answer_from_summary(PLAIN, "", {"score": 101})
 
 
+# --- report, card, simulated workers --------------------------------------------------------
+
+
+def test_report_sees_the_score_as_an_ordinal_property():
+    [(name, scale, labels, title)] = KIND.report_properties(PLAIN, "", {})
+    assert (name, scale, labels[0], labels[-1], len(labels)) == ("score", "ordinal", 0, 100, 101)
+    assert KIND.report_labels(PLAIN, {"spans": [], "score": 12}) == [("score", 12)]
+    assert KIND.card_settings(CATS)["categories"] == ["Accuracy", "Fluency"]
+
+
+def test_simulated_answers_parse_and_follow_the_truth():
+    rng = random.Random(7)
+    # Quality 3 on a known range 1..5 is the middle: 50; mean of many draws close to it.
+    drawn = []
+    for _ in range(400):
+        data, at_random = KIND.simulate_answer(PLAIN, [0], [3.0], (1.0, 5.0), {}, rng, 0.9)
+        assert not at_random
+        drawn.append(parse(data)["score"])
+    assert abs(sum(drawn) / len(drawn) - 50) < 2
+    # The best output of its input sits at the top; scores stay within 0..100.
+    top = [parse(KIND.simulate_answer(PLAIN, [0], [5.0], (1.0, 5.0), {}, rng, 0.9)[0])["score"]
+           for _ in range(200)]  # fmt: skip
+    assert max(top) == 100 and sum(top) / len(top) > 85
+    # A gold item: the known spans come back (accuracy 1) and pass the gold check.
+    exp = gold(spans=[span(4, 7, "major")], score=30, score_tolerance=40)
+    data, at_random = KIND.simulate_answer(PLAIN, [0], [None], None, exp, rng, 1.0)
+    assert not at_random and KIND.gold_correct(PLAIN, exp, parse(data))
+    data, _ = KIND.simulate_answer(PLAIN, [0], [None], None, exp, rng, 0.0)
+    assert parse(data)["spans"] == []
+    # No truth at all: a uniform score, flagged as random.
+    data, at_random = KIND.simulate_answer(PLAIN, [0], [None], None, {}, rng, 0.9)
+    assert at_random and 0 <= parse(data)["score"] <= 100
+
+
 # --- gold -----------------------------------------------------------------------------------
 
 
