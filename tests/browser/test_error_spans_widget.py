@@ -209,6 +209,12 @@ def test_mouse_keyboard_and_submit_with_code_point_offsets(open_page):
     assert spans[0] == {"start": 0, "end": 4, "severity": "major", "category": None,
                         "text": "Hi 😀"}  # fmt: skip
     assert OUTPUT[0:4] == "Hi 😀"
+    # Going on from the mark: the next word, whole (not the space before it).
+    page.keyboard.press("Shift+ArrowRight")
+    assert page.text_content("#esa-quote") == "the"
+    page.keyboard.press("ArrowRight")  # "cat" is marked already
+    assert "overlaps" in page.text_content("#esa-problem")
+    page.keyboard.press("Escape")
 
     # Overlap refused: selecting "the cat" (over the marked "cat") disables the buttons.
     select_utf16(page, "the cat")
@@ -266,7 +272,16 @@ def test_whitespace_trim_and_emoji_span(open_page):
     assert posted_spans(page) == [
         {"start": 3, "end": 4, "severity": "minor", "category": None, "text": "😀"}
     ]
+    # Delete in the text removes the span under the keyboard's selection; m marks it again.
     page.focus("#esa-text")
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    assert page.text_content("#esa-quote") == "😀"
+    page.keyboard.press("Delete")
+    assert posted_spans(page) == []
+    assert page.is_enabled("button.esa-add-minor")
+    page.keyboard.press("m")
+    assert [s["text"] for s in posted_spans(page)] == ["😀"]
     page.keyboard.press("1")  # digits pick a category only while a passage is selected
     page.keyboard.press("End")
     assert page.text_content("#esa-quote") == "here."

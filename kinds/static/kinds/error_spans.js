@@ -235,6 +235,11 @@
     if (!kb || key === "Home") { w = words[0]; kbSet(w.start, w.end); return true; }
     if (key === "End") { w = words[words.length - 1]; kbSet(w.start, w.end); return true; }
     var right = key === "ArrowRight";
+    if (kb.start === kb.end) { // after a mark: the caret sits at its end; take a whole word
+      w = right ? nextWord(kb.end) : prevWord(kb.start);
+      if (w) kbSet(w.start, w.end);
+      return true;
+    }
     if (event.shiftKey && (event.ctrlKey || event.metaKey)) {
       // one character more or less at the end
       var end = right ? Math.min(nCp, kb.end + 1) : Math.max(kb.start + 1, kb.end - 1);
@@ -273,7 +278,7 @@
       return;
     } else if ((event.key === "m" || event.key === "M") && pending) {
       add(event.key === "M" ? "major" : "minor");
-      box.focus();
+      box.focus({ preventScroll: true });
       handled = true;
     } else if (event.key === "Escape" && pending) {
       cancel();
@@ -283,12 +288,12 @@
     } else if (event.key === "Delete" || event.key === "Backspace") {
       if (target && target.classList && target.classList.contains("esa-span")) {
         removeAt(parseInt(target.getAttribute("data-index"), 10));
-        box.focus();
+        box.focus({ preventScroll: true });
         handled = true;
       } else if (inBox && kb) {
         var hit = overlapping(kb.start, Math.max(kb.end, kb.start + 1));
         hit.forEach(function (s) { removeAt(spans.indexOf(s)); });
-        if (pending) setPending(kb.start, kb.end);
+        if (pending) kbSet(kb.start, kb.end);
         handled = hit.length > 0;
       }
     } else if (inBox && category && /^[0-9]$/.test(event.key) && pending) {
