@@ -52,6 +52,11 @@ def _marks(spans: Iterable[Span], length: int) -> np.ndarray:
     return out
 
 
+def _with_spans(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose spans were recorded (an imported score has ``None``)."""
+    return frame[frame["spans"].notna()]
+
+
 def char_f1(
     a: Sequence[Span], b: Sequence[Span], *, severity: bool = False, empty: float = 1.0
 ) -> float:
@@ -81,11 +86,12 @@ def item_char_f1(
     """Per item (one output), the mean :func:`char_f1` over every pair of its annotators.
 
     ``frame``: one row per annotation with ``item``, ``annotator`` and ``spans`` (a list of
-    spans). Returns ``item``, ``n_annotators``, ``n_pairs``, ``f1`` (NaN for an item with one
-    annotator, or when every pair is ``empty`` and ``empty`` is NaN), in item order.
+    spans; ``None`` for a score imported without spans, left out). Returns ``item``,
+    ``n_annotators``, ``n_pairs``, ``f1`` (NaN for an item with one annotator, or when every
+    pair is ``empty`` and ``empty`` is NaN), in item order.
     """
     rows = []
-    for item, group in frame.groupby("item", sort=True):
+    for item, group in _with_spans(frame).groupby("item", sort=True):
         marked = list(group["spans"])
         pairs = [char_f1(x, y, severity=severity, empty=empty) for x, y in combinations(marked, 2)]
         finite = [p for p in pairs if np.isfinite(p)]
@@ -130,13 +136,14 @@ def mqm_errors(spans: Iterable[Span], weights: Mapping[str, float] = MQM_WEIGHTS
 def mqm_by_system(frame: pd.DataFrame, weights: Mapping[str, float] = MQM_WEIGHTS) -> pd.DataFrame:
     """Weighted error counts per system.
 
-    ``frame``: one row per annotation with ``system`` and ``spans``. Returns ``system``,
+    ``frame``: one row per annotation with ``system`` and ``spans`` (rows whose ``spans`` is
+    ``None`` are left out). Returns ``system``,
     ``annotations``, ``minor``, ``major`` (span counts), ``mqm`` (the sum of
     :func:`mqm_errors`) and ``mqm_per_annotation``, fewest weighted errors per annotation
     first (ties by system name).
     """
     rows = []
-    for system, group in frame.groupby("system", sort=True):
+    for system, group in _with_spans(frame).groupby("system", sort=True):
         spans = [s for marked in group["spans"] for s in marked]
         total = mqm_errors(spans, weights)
         rows.append(

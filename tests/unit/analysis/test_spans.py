@@ -62,6 +62,7 @@ def test_item_char_f1_averages_every_pair():
             {"item": 2, "annotator": "a", "spans": [s(0, 1)]},
             {"item": 3, "annotator": "x", "spans": []},
             {"item": 3, "annotator": "y", "spans": []},
+            {"item": 3, "annotator": "z", "spans": None},  # not recorded: left out
         ]
     )
     got = item_char_f1(frame)
@@ -96,6 +97,7 @@ def test_mqm_by_system():
             {"system": "X", "spans": [s(0, 2), s(3, 5, "major")]},
             {"system": "X", "spans": []},
             {"system": "Y", "spans": [s(0, 1), s(2, 3)]},
+            {"system": "Y", "spans": None},  # an imported score: spans not recorded
         ]
     )
     got = mqm_by_system(frame)
