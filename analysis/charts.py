@@ -58,11 +58,11 @@ def _ordinal_colors(k: int) -> list[str]:
     return out
 
 
-def colors(kind: str, labels: Sequence[Any]) -> list[str]:
+def colors(scale: str, labels: Sequence[Any]) -> list[str]:
     """One fill colour per label: fixed for pairwise outcomes, diverging for ordinal scales."""
-    if kind == "pairwise":
+    if scale == "pairwise":
         return [_PAIR_COLORS.get(str(x), "#5e5c64") for x in labels]
-    if kind == "ordinal":
+    if scale == "ordinal":
         return _ordinal_colors(len(labels))
     return [_QUALITATIVE[i % len(_QUALITATIVE)] for i in range(len(labels))]
 

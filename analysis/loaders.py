@@ -385,7 +385,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     errors.messages += [f"{path}: {fault}" for fault in faults]
     errors.raise_if_any()
     instances = doc["instances"]
-    pairwise = (
+    paired = (
         bool(instances)
         and len(specs) == 1
         and next(iter(specs.values()))["category"] == "categorical"
@@ -397,11 +397,11 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
         )
     )
     label_map: dict[str, str] = {}
-    if pairwise:
+    if paired:
         prop = next(iter(specs.values()))
         label_map = judgebench.label_preferences(prop)
-        pairwise = all(v is not None for v in label_map.values())
-    named = _system_names(instances, pairwise)
+        paired = all(v is not None for v in label_map.values())
+    named = _system_names(instances, paired)
     items, rows, seen = [], [], {}
     for index, inst in enumerate(instances):
         where = f"instances[{index}]"
@@ -415,8 +415,8 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
         seen[ident] = index
         body = inst.get("instance") if named else {}
         if not named:
-            system_a, system_b = ("output_a", "output_b") if pairwise else ("response", None)
-        elif pairwise:
+            system_a, system_b = ("output_a", "output_b") if paired else ("response", None)
+        elif paired:
             system_a, system_b = str(body["system_a"]), str(body["system_b"])
         else:
             system_a, system_b = str(body["system"]), None
@@ -434,7 +434,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
             for position, score in enumerate(scores):
                 if score is None:
                     continue
-                value = _jb_value(score, specs[metric], label_map if pairwise else None)
+                value = _jb_value(score, specs[metric], label_map if paired else None)
                 if value is None:
                     errors.add(
                         where + f" (id '{ident}')",
@@ -454,7 +454,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
     properties = []
     for metric, prop in specs.items():
         values = annotations.loc[annotations["property"] == metric, "label"]
-        if pairwise:
+        if paired:
             mapped = set(label_map.values())
             labels = tuple(x for x in PAIRWISE_LABELS if x in mapped)
             properties.append(
@@ -471,7 +471,7 @@ def _judgebench(doc: Any, path: Path) -> Dataset:
             else:
                 labels = tuple(sorted({float(v) for v in values} | {float(lo), float(hi)}))
             properties.append(Property(metric, "ordinal", labels, title=metric))
-    if any(p.kind == "ordinal" for p in properties):
+    if any(p.scale == "ordinal" for p in properties):
         annotations["label"] = annotations["label"].astype(object)
     title = str(doc.get("dataset") or path.name)
     return Dataset(annotations, items_frame, properties, title=title, source=str(path), notes=[])
@@ -481,15 +481,15 @@ def _named(v: Any) -> bool:
     return isinstance(v, str | int) and not isinstance(v, bool) and bool(str(v).strip())
 
 
-def _system_names(instances: list, pairwise: bool) -> bool:
+def _system_names(instances: list, paired: bool) -> bool:
     """Whether every instance names its systems (``system_a`` and ``system_b`` that differ,
     or a Likert ``system``), as :mod:`formats.judgebench_export` writes them."""
-    keys = ("system_a", "system_b") if pairwise else ("system",)
+    keys = ("system_a", "system_b") if paired else ("system",)
     for inst in instances:
         body = inst.get("instance") if isinstance(inst, dict) else None
         if not isinstance(body, dict) or not all(_named(body.get(k)) for k in keys):
             return False
-        if pairwise and str(body["system_a"]) == str(body["system_b"]):
+        if paired and str(body["system_a"]) == str(body["system_b"]):
             return False
     return bool(instances)
 
@@ -615,7 +615,7 @@ def _preference(label: str | None, system: str | None, system_b: str | None, pro
 
 def _scale_value(label: str | None, score: float | None, prop: Property) -> Hashable | None:
     """A judge's value on a Likert or categorical property, or None if outside its labels."""
-    if prop.kind == "ordinal":
+    if prop.scale == "ordinal":
         x = score if score is not None else _number(label)
         if x is None:
             return None
@@ -650,8 +650,8 @@ def attach_judges(
     the records left out and why (unknown item, label outside the property's set, ...).
     """
     props = {p.name: p for p in properties}
-    pairwise = [p for p in properties if p.kind == "pairwise"]
-    single = [p for p in properties if p.kind != "pairwise"]
+    pairwise = [p for p in properties if p.scale == "pairwise"]
+    single = [p for p in properties if p.scale != "pairwise"]
     info: dict[Hashable, tuple[Any, Any, Any]] = {}
     by_pair: dict[tuple[str, frozenset], list[Hashable]] = {}
     by_output: dict[tuple[str, str], list[Hashable]] = {}
@@ -711,7 +711,7 @@ def attach_judges(
             if prop is None:
                 problem(judge, "several properties: name one in 'criterion'", where)
                 continue
-            if prop.kind == "pairwise":
+            if prop.scale == "pairwise":
                 value = _preference(label, system, system_b, prop)
                 if value is not None and system is not None and str(system) == str(sb):
                     value = FLIP.get(value, value)
@@ -724,7 +724,7 @@ def attach_judges(
             continue
         if system_b is not None:
             prop = props[crit] if crit else (pairwise[0] if len(pairwise) == 1 else None)
-            if prop is None or prop.kind != "pairwise":
+            if prop is None or prop.scale != "pairwise":
                 problem(judge, "a preference needs pairwise data", where)
                 continue
             value = _preference(label, system, system_b, prop)
@@ -742,7 +742,7 @@ def attach_judges(
             metric.setdefault((judge, str(r["input_id"])), {})[system] = (float(score), where)
             continue
         prop = props[crit] if crit else (single[0] if len(single) == 1 else None)
-        if prop is None or prop.kind == "pairwise":
+        if prop is None or prop.scale == "pairwise":
             problem(judge, "a label of one output needs a Likert or categorical criterion", where)
             continue
         value = _scale_value(label, score, prop)

@@ -1,4 +1,4 @@
-"""A judged property: its kind (pairwise, ordinal, categorical) and its label set.
+"""A judged property: its scale (pairwise, ordinal, categorical) and its label set.
 
 Declared by the loaders and the platform's selectors, read by :mod:`analysis.report`.
 """
@@ -13,18 +13,18 @@ import numpy as np
 
 from analysis.aggregation import PAIRWISE_LABELS
 
-__all__ = ["Kind", "Property"]
+__all__ = ["Property", "Scale"]
 
-Kind = Literal["pairwise", "ordinal", "categorical"]
+Scale = Literal["pairwise", "ordinal", "categorical"]
 
-_KINDS = ("pairwise", "ordinal", "categorical")
+_SCALES = ("pairwise", "ordinal", "categorical")
 
 
 @dataclass(frozen=True)
 class Property:
     """One judged property: what a label answers and which labels it may take.
 
-    ``name``: the key in the frames' ``property`` column; ``kind``: ``"pairwise"`` (preference
+    ``name``: the key in the frames' ``property`` column; ``scale``: ``"pairwise"`` (preference
     in system order), ``"ordinal"`` or ``"categorical"``; ``labels``: the declared label set in
     order (Randolph's kappa counts it); ``title``: the question workers saw;
     ``labels_inferred``: the set was read from the data (noted in the report); ``label_map``:
@@ -32,27 +32,27 @@ class Property:
     """
 
     name: str
-    kind: Kind
+    scale: Scale
     labels: tuple[Hashable, ...]
     title: str = ""
     labels_inferred: bool = False
     label_map: Mapping[str, Hashable] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise ValueError(f"property {self.name!r}: kind must be one of {_KINDS}")
+        if self.scale not in _SCALES:
+            raise ValueError(f"property {self.name!r}: scale must be one of {_SCALES}")
         labels = tuple(self.labels)
         object.__setattr__(self, "labels", labels)
         if len(set(labels)) != len(labels):
             raise ValueError(f"property {self.name!r}: labels contain duplicates {list(labels)}")
-        if self.kind == "pairwise":
+        if self.scale == "pairwise":
             extra = [x for x in labels if x not in PAIRWISE_LABELS]
             if extra:
                 raise ValueError(
                     f"property {self.name!r}: pairwise labels must be among "
                     f"{list(PAIRWISE_LABELS)}, got {extra}"
                 )
-        if self.kind == "ordinal":
+        if self.scale == "ordinal":
             if not all(_is_number(x) for x in labels):
                 raise ValueError(f"property {self.name!r}: ordinal labels must be numbers")
             if any(b <= a for a, b in zip(labels, labels[1:], strict=False)):
@@ -61,12 +61,12 @@ class Property:
     @property
     def level(self) -> str:
         """Level of measurement for Krippendorff's alpha."""
-        return "ordinal" if self.kind == "ordinal" else "nominal"
+        return "ordinal" if self.scale == "ordinal" else "nominal"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "kind": self.kind,
+            "scale": self.scale,
             "title": self.title or self.name,
             "labels": list(self.labels),
             "labels_inferred": self.labels_inferred,

@@ -50,7 +50,7 @@ def _metric_name(row: dict[str, Any]) -> str:
     return name
 
 
-_KIND_TITLES = {
+_SCALE_TITLES = {
     "pairwise": "pairwise preference",
     "ordinal": "ordinal scale",
     "categorical": "categorical labels",
@@ -121,7 +121,7 @@ def render_text(report: dict[str, Any]) -> str:
 def _text_property(prop: dict[str, Any]) -> list[str]:
     out = []
     head = (
-        f"== {prop['name']} ({_KIND_TITLES.get(prop['kind'], prop['kind'])}; "
+        f"== {prop['name']} ({_SCALE_TITLES.get(prop['scale'], prop['scale'])}; "
         f"Krippendorff's alpha at the {prop['level']} level) =="
     )
     out.append(plain(head))
@@ -556,7 +556,7 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
     out: dict[str, Any] = {
         "anchor": anchor,
         "name": prop["name"],
-        "kind": _KIND_TITLES.get(prop["kind"], prop["kind"]),
+        "scale": _SCALE_TITLES.get(prop["scale"], prop["scale"]),
         "title": prop["title"] if prop.get("title") and prop["title"] != prop["name"] else "",
         "notes": notes,
         "empty": prop.get("empty") or "",
@@ -851,7 +851,7 @@ def _perception(prop: dict[str, Any]) -> dict[str, Any]:
     if per.get("reason"):
         return {"reason": per["reason"]}
     labels = per["labels"]
-    what = "human median" if prop["kind"] == "ordinal" else "human majority"
+    what = "human median" if prop["scale"] == "ordinal" else "human majority"
     groups = []
     for b in per["bins"]:
         head = f"{what} = {b['bin']} · {pct(b['share'])} of items ({num(b['items'], 1)})"
@@ -867,7 +867,7 @@ def _perception(prop: dict[str, Any]) -> dict[str, Any]:
     chart = charts.stacked_chart(
         groups,
         labels,
-        charts.colors(prop["kind"], labels),
+        charts.colors(prop["scale"], labels),
         f"Perception chart: label shares per {what} bin",
         "label",
     )

@@ -338,15 +338,15 @@ def _property_section(
     section["counts"] = _counts(ann, lc)
     section["label_distribution"] = _distribution(lc)
     section["reliability"] = _reliability(lc, prop, opts)
-    lc_pw = _pairwise_counts(lc) if prop.kind == "pairwise" else None
+    lc_pw = _pairwise_counts(lc) if prop.scale == "pairwise" else None
     outcomes = None
-    if prop.kind == "pairwise":
+    if prop.scale == "pairwise":
         outcomes = soft_vote(lc_pw, threshold=opts.threshold)
         section["pairwise"] = _pairwise(outcomes, items, opts)
         section["ranking"], section["ranking_method"] = _ranking(outcomes, items, opts)
         section["position_bias"] = _position_bias(ann)
         section["prioritisation"] = _prioritisation(outcomes, items, opts)
-    if prop.kind == "ordinal":
+    if prop.scale == "ordinal":
         section["likert"] = _likert(lc, items)
     section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
     section["judges_extra"] = _judges_extra(lc, jud if samples is None else samples, prop, opts)
@@ -447,7 +447,7 @@ def _reliability(lc: LabelCounts, prop: Property, opts: _Opts) -> list[dict[str,
             source="Beyond Correlation A.4, Eq. 3",
         ),
     ]
-    if prop.kind == "ordinal":
+    if prop.scale == "ordinal":
         rows.append(
             estimate_dict(
                 agreement.percentage_agreement(lc, reference="median", **kw),
@@ -693,7 +693,7 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
             source="HREF Appendix D.4, Algorithm 1 (outer)",
         ),
     }
-    if prop.kind == "ordinal":
+    if prop.scale == "ordinal":
         corr = pd.concat(
             [
                 agreement.judge_correlations(lc, judge=name, aggregate=how, **kw)
@@ -710,7 +710,7 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
         vs = agreement.judge_vs_majority(lc, judge=name, **kw)
         out["vs_majority"] = _records(vs)
         out["vs_majority_source"] = "judge vs human majority; Cohen 1960 (Judge-Bench Section 4)"
-    binning = "median" if prop.kind == "ordinal" else "mode"
+    binning = "median" if prop.scale == "ordinal" else "mode"
     jsd = perception.binned_jsd(lc, judge=name, binning=binning, **kw)
     bins = _records(jsd.bins)
     out["binned_jsd"] = {
@@ -718,7 +718,7 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
         "source": "Beyond Correlation Section 3.2, Eq. 1-2 (JS distance, Appendix A.7)",
         "bins": bins,
     }
-    level = "ordinal" if prop.kind == "ordinal" else "nominal"
+    level = "ordinal" if prop.scale == "ordinal" else "nominal"
     strat = agreement.stratified_agreement(lc, judge=name, level=level, **kw)
     out["stratified"] = {
         "level": level,
@@ -746,7 +746,7 @@ def _judges_extra(
     if jud is None or not len(jud):
         out["samples_reason"] = "no judge labels for this property"
         return out
-    level = "ordinal" if prop.kind == "ordinal" else "nominal"
+    level = "ordinal" if prop.scale == "ordinal" else "nominal"
     samples = agreement.judge_sample_agreement(jud, labels=list(prop.labels), level=level, **kw)
     out["samples"] = _records(samples)
     out["samples_source"] = (
@@ -851,12 +851,12 @@ def _chart_dict(frame: pd.DataFrame, labels: list) -> dict[str, Any]:
 
 
 def _perception(lc: LabelCounts, lc_pw: LabelCounts | None, prop: Property) -> dict[str, Any]:
-    if prop.kind == "ordinal":
+    if prop.scale == "ordinal":
         frame = perception.ordinal_perception_chart(lc)
         out = _chart_dict(frame, list(lc.labels))
         out["binning"] = "human median (split ties 1/2-1/2)"
         out["source"] = "Beyond Correlation Section 3.3.1, Fig. 3"
-    elif prop.kind == "pairwise":
+    elif prop.scale == "pairwise":
         frame = perception.pairwise_perception_chart(lc_pw)
         out = _chart_dict(frame, ["A", "B", "tie"])
         out["binning"] = "human majority A / B / tie (equal votes: tie)"

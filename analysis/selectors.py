@@ -4,10 +4,12 @@ the pure :mod:`analysis.report`).
 The frames are the ones :mod:`analysis.loaders` builds from a label export, so a report
 computed here equals the report of ``python -m analysis report`` on that study's export:
 
-* one annotation row per (annotation, property): pairwise labels under the property
-  ``preference`` (system order, ``Annotation.value``), Likert scores under their criterion;
-* one item row per item: input id, ``system_a`` (the system of ``output_a``), ``system_b``
-  (of ``output_b``; none for a Likert item), the input's ``priority`` and the gold flag;
+* one annotation row per (annotation, property), as the study's kind reads its answers
+  (``annotator.selectors.report_rows``): pairwise labels under the property ``preference``
+  (system order), Likert scores under their criterion;
+* one item row per item: input id, ``system_a`` (the system of the item's first output),
+  ``system_b`` (of its second; none for a Likert item), the input's ``priority`` and the
+  gold flag;
 * judge ratings (``JudgeRating``) mapped onto items by :func:`analysis.loaders.attach_judges`:
   a preference stored in the order (``system``, ``other_system``) is flipped where the item's
   A is ``other_system``; a Likert score per (input, system, criterion) goes to the Likert item
@@ -21,35 +23,24 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count
 
-from analysis.aggregation import PAIRWISE_LABELS
-from analysis.loaders import PREFERENCE_PROPERTY, Dataset, attach_judges
+from analysis.loaders import Dataset, attach_judges
 from analysis.report import Property, build_report
-from annotator.choices import StudyKind
-from annotator.models import Annotation, Item, JudgeRating, Study
+from annotator.models import JudgeRating, Study
+from annotator.selectors import report_items, report_properties, report_rows
 
 __all__ = ["study_dataset", "study_judges", "study_properties", "study_report"]
 
-_RAW_TO_LABEL = {"left": "A", "right": "B"}
 _CHUNK = 5000
 
 
-def study_properties(study: Study, observed: set[str] | None = None) -> list[Property]:
-    """The study's judged properties: its pairwise preference (the allowed answers plus any
-    label present in the data), or one property per Likert criterion with its scale."""
-    if study.kind == StudyKind.PAIRWISE:
-        allowed = {_RAW_TO_LABEL.get(str(a), str(a)) for a in study.pairwise_answers()}
-        allowed |= observed or set()
-        labels = tuple(x for x in PAIRWISE_LABELS if x in allowed)
-        return [Property(PREFERENCE_PROPERTY, "pairwise", labels, title=study.question or "")]
-    props = []
-    for c in study.criteria.all():
-        if c.labels:
-            props.append(Property(c.name, "categorical", tuple(str(x) for x in c.labels), c.label))
-        else:
-            props.append(
-                Property(c.name, "ordinal", tuple(range(c.scale_min, c.scale_max + 1)), c.label)
-            )
-    return props
+def study_properties(study: Study, observed: dict[str, set] | None = None) -> list[Property]:
+    """The study's judged properties, as its kind declares them: a pairwise preference (the
+    allowed answers plus any label present in the data, ``observed``: property → labels),
+    or one property per Likert criterion with its scale."""
+    return [
+        Property(name, scale, labels, title=title)
+        for name, scale, labels, title in report_properties(study, observed or {})
+    ]
 
 
 def study_dataset(study: Study) -> Dataset:
@@ -68,52 +59,24 @@ def study_dataset(study: Study) -> Dataset:
             "is_gold",
         )
     }
-    rows = (
-        Annotation.objects.filter(study=study)
-        .order_by("id")
-        .values_list(
-            "pk",
-            "item_id",
-            "annotator__pseudonym",
-            "value",
-            "scores",
-            "raw_answer",
-            "source",
-            "is_flagged",
-            "item__is_gold",
-        )
-    )
-    observed: set[str] = set()
-    for pk, item, who, value, scores, raw, source, flagged, gold in rows.iterator(_CHUNK):
-        labels = [(PREFERENCE_PROPERTY, value)] if value else list((scores or {}).items())
-        if value:
-            observed.add(value)
-        for prop, label in labels:
-            if label is None or label == "":
-                continue
-            cols["annotation"].append(pk)
-            cols["item"].append(item)
-            cols["annotator"].append(who)
-            cols["label"].append(label)
-            cols["property"].append(prop)
-            cols["raw"].append(raw or None)
-            cols["source"].append(source)
-            cols["flagged"].append(bool(flagged))
-            cols["is_gold"].append(bool(gold))
+    observed: dict[str, set] = {}
+    for pk, item, who, prop, label, raw, source, flagged, gold in report_rows(study):
+        if label is None or label == "":
+            continue
+        observed.setdefault(prop, set()).add(label)
+        cols["annotation"].append(pk)
+        cols["item"].append(item)
+        cols["annotator"].append(who)
+        cols["label"].append(label)
+        cols["property"].append(prop)
+        cols["raw"].append(raw or None)
+        cols["source"].append(source)
+        cols["flagged"].append(bool(flagged))
+        cols["is_gold"].append(bool(gold))
     annotations = pd.DataFrame(cols)
     annotations["label"] = annotations["label"].astype(object)
     items = pd.DataFrame.from_records(
-        Item.objects.filter(study=study)
-        .order_by("id")
-        .values_list(
-            "pk",
-            "input__external_id",
-            "output_a__system__name",
-            "output_b__system__name",
-            "input__priority",
-            "is_gold",
-        )
-        .iterator(_CHUNK),
+        report_items(study),
         columns=["item", "input_id", "system_a", "system_b", "priority", "is_gold"],
     )
     if not items["priority"].notna().any():

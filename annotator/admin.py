@@ -189,7 +189,7 @@ class StudyAdmin(StudyScopedAdmin):
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
     actions = [prepare_checks, admin_judge.run_judge]
-    readonly_fields = ["public_id", "config_version", "source"]
+    readonly_fields = ["public_id", "config_version", "source", "options"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
         (
@@ -201,6 +201,7 @@ class StudyAdmin(StudyScopedAdmin):
                     "allow_tie",
                     "allow_both_good",
                     "allow_both_bad",
+                    "options",
                     "render_markdown",
                     "show_reference",
                 ]
@@ -375,6 +376,7 @@ class AnnotationAdmin(ReadOnlyAdmin):
         "annotator",
         "value",
         "raw_answer",
+        "answer",
         "source",
         "time_spent_ms",
         "submitted_at",
@@ -408,10 +410,11 @@ class AssignmentAdmin(ReadOnlyAdmin):
         "study",
         "item",
         "annotator",
-        "left_is_a",
+        "display_order",
         "state",
         "issued_at",
         "expires_at",
+        "seen_at",
     ]
     list_filter = ["study", "state"]
 

@@ -14,8 +14,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from . import workspace
-from .choices import StudyKind
+import kinds
+
+from . import selectors, workspace
 from .models import Study
 
 EXAMPLE_JSONL = (
@@ -51,7 +52,7 @@ class ImportForm(forms.Form):
         choices=FORMATS, initial="auto", required=False, help_text="Of the pasted rows."
     )
     kind = forms.ChoiceField(
-        choices=[("", "As the rows say"), *StudyKind.choices],
+        choices=[("", "As the rows say"), *kinds.choices()],
         required=False,
         help_text="CSV rows carry no study line: choose the kind here.",
     )
@@ -118,8 +119,7 @@ def preview(request: HttpRequest, study: Study, item_id: int | None) -> HttpResp
     if step is None:
         raise Http404("This study has no such item.")
     item = step.item
-    outputs = [item.output_a.text] + ([item.output_b.text] if item.output_b_id else [])
-    random.shuffle(outputs)
+    shown = study.kind_impl.display_order(len(item.output_list()), random.Random())
 
     def link(pk: int | None) -> str:
         return reverse("admin:annotator_study_preview_item", args=[study.pk, pk]) if pk else ""
@@ -127,9 +127,7 @@ def preview(request: HttpRequest, study: Study, item_id: int | None) -> HttpResp
     context = {
         "study": study,
         "input": item.input,
-        "outputs": outputs,
-        "answers": study.pairwise_answers(),
-        "criteria": list(study.criteria.all()) if study.kind != StudyKind.PAIRWISE else [],
+        **selectors.task_page(study, item, shown),
         "progress": {"position": step.position, "total": step.total, "done": step.position - 1},
         "preview": {
             "item": item,

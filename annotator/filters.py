@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import django_filters
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import Count, QuerySet
 from rest_framework.exceptions import ValidationError
 
 from .choices import AnnotationSource
-from .models import Annotation
+from .models import Annotation, Item
 
 #: A text filter takes any text without NUL characters (which PostgreSQL cannot store).
 TEXT_PATTERN = "^[^\\u0000]*$"
@@ -152,14 +152,16 @@ class LabelFilter(django_filters.FilterSet):
 
     def filter_system(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(
-            Q(item__output_a__system__name=value) | Q(item__output_b__system__name=value)
+            item__in=Item.objects.filter(item_outputs__output__system__name=value)
         )
 
     def filter_pair(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         if not _PAIR.fullmatch(value):
             raise ValidationError({"pair": ["Give two system names separated by a comma: 'a,b'."]})
         first, second = (part.strip() for part in value.split(","))
-        return queryset.filter(
-            Q(item__output_a__system__name=first, item__output_b__system__name=second)
-            | Q(item__output_a__system__name=second, item__output_b__system__name=first)
+        # items showing exactly these two systems' outputs, in either order
+        shows = Item.objects.filter(item_outputs__output__system__name=first).filter(
+            item_outputs__output__system__name=second
         )
+        two = Item.objects.annotate(n=Count("item_outputs")).filter(n=2)
+        return queryset.filter(item__in=shows).filter(item__in=two)

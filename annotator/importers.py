@@ -27,15 +27,16 @@ import tempfile
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
+import kinds
 from formats import judgebench
 from formats.bundle import finite_number, study_csv, study_jsonl, unstorable
 from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
 from formats.vocab import preference_of
 
-from .choices import Preference, StudyKind
+from .choices import Preference
 from .errors import ImportRejected, ImportTooLarge
 
 MAX_ERRORS = 200
@@ -74,6 +75,8 @@ STUDY_OPTIONS = {
     "max_strikes": int,
     "collection": str,
 }
+#: Study-line keys some kind accepts (``Kind.extra_options``); the kind validates them.
+KIND_OPTIONS = frozenset().union(*(kinds.get(name).extra_options for name in kinds.NAMES))
 
 
 @dataclass
@@ -95,7 +98,8 @@ class InputSpec:
     reference: str = ""
     priority: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    expected_answer: str = ""
+    #: The known answer in system order, as the kind reads it (``Item.expected``).
+    expected: dict[str, Any] = field(default_factory=dict)
     is_gold: bool = False
 
 
@@ -556,6 +560,9 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
     for key, value in raw.items():
         if key in ("criteria", "systems"):
             continue
+        if key in KIND_OPTIONS and key not in STUDY_OPTIONS:
+            options.setdefault("options", {})[key] = value  # the kind checks it
+            continue
         expected = STUDY_OPTIONS.get(key)
         errors.bad_options.add(key)  # until it is taken below
         if expected is None:
@@ -729,13 +736,13 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         errors.add(f"{where}: 'reference' must be text")
         reference = ""
     gold = record.get("gold")
-    expected = ""
+    expected: dict[str, Any] = {}
     if gold is not None:
         names = list(outputs)
         if len(names) != 2 or not isinstance(gold, str) or gold not in (*names, "tie"):
             errors.add(f"{where}: 'gold' names the better of exactly two outputs, or 'tie'")
             return None
-        expected = {names[0]: "A", names[1]: "B", "tie": "tie"}[gold]
+        expected = {"value": {names[0]: "A", names[1]: "B", "tie": "tie"}[gold]}
     if bad:
         return None
     return InputSpec(
@@ -746,7 +753,7 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
         reference=reference,
         priority=priority,
         metadata=metadata,
-        expected_answer=expected,
+        expected=expected,
         is_gold=gold is not None,
     )
 
@@ -890,7 +897,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
     members other than ``instances``, the labels and a compact index are kept."""
     document = judgebench.JudgeBenchFile(stream.chunks, MAX_ERRORS)
     top: dict[str, Any] = {}
-    count, pairwise = 0, True
+    count, paired = 0, True
     try:
         for key, index, value, duplicate in document.members():
             where = f"'{key}'" if index is None else f"instances[{index}]"
@@ -903,9 +910,7 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
                 continue
             count += 1
             body = value.get("instance") if isinstance(value, dict) else None
-            pairwise = (
-                pairwise and isinstance(body, dict) and {"output_a", "output_b"} <= body.keys()
-            )
+            paired = paired and isinstance(body, dict) and {"output_a", "output_b"} <= body.keys()
     except (judgebench.BadJSON, judgebench.TooDeep):
         raise ImportRejected([document.fault()]) from None
     for message in document.twice + document.lone:
@@ -915,21 +920,21 @@ def _parse_judgebench(stream: Stream, config: _Config, errors: _Errors) -> tuple
     if config.criteria is not None or config.systems is not None:
         raise ImportRejected(["config: a Judge-Bench file sets its own criteria and systems"])
     specs = _judged_properties(top.get("annotations"), errors)
-    pairwise = pairwise and count > 0
+    paired = paired and count > 0
     name = str(top.get("dataset") or "Judge-Bench import")
     options = {"name": name, "description": str(top.get("dataset_url") or "")}
     criteria: list[CriterionSpec] = []
     read: InstanceReader | None
-    if pairwise:
+    if paired:
         read, allow_tie = _pairwise_reader(specs, errors)
         prompt = next(iter(specs.values())).get("prompt", "")
-        options |= {"kind": StudyKind.PAIRWISE.value, "allow_tie": allow_tie}
+        options |= {"kind": "pairwise", "allow_tie": allow_tie}
         if prompt and isinstance(prompt, str):
             options["instructions"] = _prompt_as_instructions(prompt)
         declared = ["output_a", "output_b"]
     else:
         read, criteria = _likert_reader(specs, errors)
-        options |= {"kind": StudyKind.LIKERT.value}
+        options |= {"kind": "likert"}
         declared = ["response"]
     index = _Index("instances[{}]", "instances[{}] (id '{}')")
     annotations: list[AnnotationSpec] = []
@@ -1038,7 +1043,9 @@ def _pairwise_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader | Non
             outs,
             where,
             metadata=extra,
-            expected_answer=mapping.get(str(majority), "") if majority is not None else "",
+            expected={"value": mapping[str(majority)]}
+            if majority is not None and mapping.get(str(majority))
+            else {},
         )
 
     return read, any(pref == Preference.TIE.value for pref in mapping.values())
@@ -1122,6 +1129,30 @@ def _likert_reader(specs: dict, errors: _Errors) -> tuple[InstanceReader, list[C
 
 
 # --- assembly and cross-record checks ----------------------------------------------------------
+def _validate_kind_options(
+    kind: kinds.Kind, spec: StudySpec, index: _Index, errors: _Errors, faulty: bool
+) -> None:
+    """The kind's own options checked by the kind (``Kind.validate_options``): the
+    validated options go to ``Study.options``; a kind that keeps ``Criterion`` rows gets
+    its criteria back as ``spec.criteria`` (Likert: the default one when none is given)."""
+    opts = spec.options
+    raw = {
+        **{k: v for k, v in opts.items() if k != "options"},
+        **opts.get("options", {}),
+        "criteria": [asdict(c) for c in spec.criteria],
+        "gold": bool(index.gold),
+    }
+    try:
+        validated = kind.validate_options(raw, None if faulty else len(spec.systems))
+    except kinds.OptionError as exc:
+        for message in exc.messages:
+            errors.add(message)
+        return
+    if kind.criterion_rows:
+        spec.criteria = [CriterionSpec(**c) for c in validated.pop("criteria", [])]
+    opts["options"] = validated
+
+
 def _assemble(options, criteria, declared, inputs, annotations=None, index=None) -> StudySpec:
     systems = list(declared) or (index.systems() if index else _systems_of(inputs))
     return StudySpec(dict(options), systems, inputs, criteria, annotations or [])
@@ -1143,10 +1174,11 @@ def _validate_spec(
         flagged.add(key)
         errors.add(message)
 
+    kind = kinds.get(opts["kind"]) if opts.get("kind") in kinds.NAMES else None
     if index.options_known:  # else a broken first line already stands for them
-        if opts.get("kind") not in StudyKind.values and "kind" not in flagged:
-            kinds = ", ".join(StudyKind.values)
-            flag("kind", f"study: 'kind' must be one of {kinds} (got {opts.get('kind')!r})")
+        if kind is None and "kind" not in flagged:
+            names = ", ".join(kinds.NAMES)
+            flag("kind", f"study: 'kind' must be one of {names} (got {opts.get('kind')!r})")
         for key, low in (("redundancy", 1), ("batch_size", 1), ("lease_seconds", 30)):
             if key in opts and opts[key] < low:
                 flag(key, f"study: '{key}' must be at least {low}")
@@ -1178,25 +1210,8 @@ def _validate_spec(
             errors.add("study: a system name is empty")
         elif len(name) > MAX_NAME:
             errors.add(f"study: system name '{name[:40]}…' is longer than {MAX_NAME} characters")
-    if opts.get("kind") == StudyKind.PAIRWISE and len(spec.systems) < 2 and not faulty:
-        errors.add("a pairwise study needs outputs from at least two systems")
-    if opts.get("kind") == StudyKind.LIKERT and not spec.criteria:
-        spec.criteria.append(
-            CriterionSpec("overall", "Overall quality", 1, 5, {"1": "very poor", "5": "excellent"})
-        )
-    if opts.get("collection") == "adaptive" and opts.get("kind") == StudyKind.LIKERT:
-        # pairs compare the two outputs' mean ratings (docs/protocol.md, "Live studies")
-        if len(spec.systems) < 2:
-            errors.add("study: adaptive collection compares systems: give at least two")
-        if all(c.labels for c in spec.criteria):
-            errors.add(
-                "study: adaptive collection of a Likert study needs a criterion rated on a "
-                "scale (categorical labels have no order to compare)"
-            )
-        if index.gold:
-            errors.add(
-                "study: gold checks are pairwise; an adaptive Likert study takes no 'gold' inputs"
-            )
+    if kind is not None:
+        _validate_kind_options(kind, spec, index, errors, faulty)
     seen: dict[str, int] = {}
     known = set(spec.systems)
     shapes = list(index.shapes)

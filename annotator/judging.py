@@ -25,8 +25,9 @@ from pathlib import Path
 import httpx
 from django.template import Context, Engine, TemplateDoesNotExist, TemplateSyntaxError
 
+from kinds.likert import choices as likert_choices
+
 from . import services
-from .choices import StudyKind
 from .errors import ServiceError
 from .models import Criterion, JudgeRating, Output, Study
 
@@ -192,7 +193,7 @@ def _likert_calls(
     outputs = Output.objects.filter(input__study=study).select_related("input")
     for output in outputs.order_by("input_id", "system_id"):
         for criterion in criteria:
-            choices = criterion.choices()
+            choices = likert_choices(criterion.as_option())
             values: list[str | int] = (
                 [str(v) for v in criterion.labels]
                 if criterion.labels
@@ -238,10 +239,23 @@ def study_calls(
     seed: int = 0,
 ) -> list[Call]:
     """Every call of a run over the study, stored or not, in a stable order."""
-    if study.kind == StudyKind.PAIRWISE:
-        if criterion:
-            raise JudgeRefused("a pairwise study has one question: leave out the criterion")
-        return _pairwise_calls(study, template, judge, samples, seed)
+    calls = STUDY_CALLS.get(study.kind)
+    if calls is None:
+        raise JudgeRefused(f"LLM judges do not rate {study.kind} studies yet")
+    return calls(study, template, judge=judge, criterion=criterion, samples=samples, seed=seed)
+
+
+def _pairwise_study_calls(
+    study: Study, template: PromptTemplate, *, judge: str, criterion: str, samples: int, seed: int
+) -> list[Call]:
+    if criterion:
+        raise JudgeRefused("a pairwise study has one question: leave out the criterion")
+    return _pairwise_calls(study, template, judge, samples, seed)
+
+
+def _likert_study_calls(
+    study: Study, template: PromptTemplate, *, judge: str, criterion: str, samples: int, seed: int
+) -> list[Call]:
     criteria = list(study.criteria.all())
     if criterion:
         criteria = [c for c in criteria if c.name == criterion]
@@ -249,6 +263,10 @@ def study_calls(
             names = ", ".join(c.name for c in study.criteria.all()) or "none"
             raise JudgeRefused(f"the study has no criterion '{criterion}' (it has: {names})")
     return _likert_calls(study, template, criteria, samples)
+
+
+#: The calls of a judge run, by the study's kind (a kind without an entry is refused).
+STUDY_CALLS = {"pairwise": _pairwise_study_calls, "likert": _likert_study_calls}
 
 
 class ChatClient:

@@ -11,7 +11,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
-from .choices import AnnotationSource, AssignmentState, Preference, RawAnswer, StudyKind
+import kinds
+
+from .choices import AnnotationSource, AssignmentState, Preference
 
 #: Study fields whose change makes earlier labels answer a different question; editing
 #: one of them bumps ``Study.config_version``, which every exported label carries.
@@ -34,7 +36,7 @@ CONFIG_FIELDS = (
 class Study(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=16, choices=StudyKind.choices)
+    kind = models.CharField(max_length=16, choices=kinds.choices)
     description = models.TextField(blank=True, help_text="For researchers; workers never see it.")
     question = models.CharField(
         max_length=300, blank=True, help_text="Shown above every item, e.g. 'Which is better?'"
@@ -43,6 +45,11 @@ class Study(models.Model):
     allow_tie = models.BooleanField(default=True)
     allow_both_good = models.BooleanField(default=False)
     allow_both_bad = models.BooleanField(default=False)
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The kind's own options, validated by the kind (kinds/<kind>.py).",
+    )
     render_markdown = models.BooleanField(
         default=True, help_text="Render outputs as sanitised Markdown (else escaped plain text)."
     )
@@ -170,13 +177,24 @@ class Study(models.Model):
         decay = 0.5 ** (completed / self.gold_rate_halflife)
         return self.gold_rate_end + (self.gold_rate_start - self.gold_rate_end) * decay
 
-    def pairwise_answers(self) -> list[RawAnswer]:
-        """The display-order answers a worker may give, in button order."""
-        answers = [RawAnswer.LEFT, RawAnswer.RIGHT]
-        answers += [RawAnswer.TIE] if self.allow_tie else []
-        answers += [RawAnswer.BOTH_GOOD] if self.allow_both_good else []
-        answers += [RawAnswer.BOTH_BAD] if self.allow_both_bad else []
-        return answers
+    @property
+    def kind_impl(self) -> kinds.Kind:
+        """The study's task kind (:mod:`kinds`)."""
+        return kinds.get(self.kind)
+
+    def kind_options(self) -> dict:
+        """What the kind reads as ``opts``: ``options`` with the study's answer switches
+        and, for a kind that keeps ``Criterion`` rows (Likert), those as ``criteria``."""
+        opts = {
+            **(self.options or {}),
+            "allow_tie": self.allow_tie,
+            "allow_both_good": self.allow_both_good,
+            "allow_both_bad": self.allow_both_bad,
+            "collection": self.collection,
+        }
+        if self.kind_impl.criterion_rows:
+            opts["criteria"] = [c.as_option() for c in self.criteria.all()]
+        return opts
 
 
 class Criterion(models.Model):
@@ -217,28 +235,16 @@ class Criterion(models.Model):
         if not self.labels and self.scale_max - self.scale_min > 20:
             raise ValidationError({"scale_max": "A scale has at most 21 points."})
 
-    def choices(self) -> list[tuple[str, str]]:
-        """(value, caption) per scale point or label, in display order."""
-        if self.labels:
-            return [(str(label), str(label)) for label in self.labels]
-        return [
-            (str(v), str(self.anchors.get(str(v), "")))
-            for v in range(self.scale_min, self.scale_max + 1)
-        ]
-
-    def parse(self, value: object) -> int | str:
-        """Validate one submitted value; raise ``ValueError`` with a readable message."""
-        if self.labels:
-            if str(value) not in map(str, self.labels):
-                raise ValueError(f"'{value}' is not one of the labels of '{self.name}'")
-            return str(value)
-        try:
-            number = int(str(value))
-        except ValueError:
-            raise ValueError(f"'{self.name}' needs a whole number") from None
-        if not self.scale_min <= number <= self.scale_max:
-            raise ValueError(f"'{self.name}' must be between {self.scale_min} and {self.scale_max}")
-        return number
+    def as_option(self) -> dict:
+        """The criterion as the kind reads it (``opts["criteria"]``)."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "scale_min": self.scale_min,
+            "scale_max": self.scale_max,
+            "anchors": dict(self.anchors or {}),
+            "labels": list(self.labels or []),
+        }
 
 
 class System(models.Model):
@@ -286,18 +292,19 @@ class Output(models.Model):
 
 
 class Item(models.Model):
-    """What a worker sees: an input with two outputs (pairwise) or one output (Likert)."""
+    """What a worker sees: an input with the outputs its kind shows (``ItemOutput``, in
+    system order: two for pairwise, one for Likert)."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="items")
-    output_a = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="+")
-    output_b = models.ForeignKey(
-        Output, on_delete=models.CASCADE, related_name="+", null=True, blank=True
-    )
+    outputs = models.ManyToManyField(Output, through="ItemOutput", related_name="items")
     round_number = models.PositiveIntegerField(null=True, blank=True)
     is_gold = models.BooleanField(default=False)
-    expected_answer = models.CharField(
-        max_length=20, blank=True, help_text="Known answer in system order, when there is one."
+    expected = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Known answer in system order, as the kind defines it (pairwise: "
+        '{"value": "A"}), when there is one.',
     )
     redundancy = models.PositiveSmallIntegerField()
     #: Submitted annotations plus live leases; never above ``redundancy``.
@@ -333,6 +340,32 @@ class Item(models.Model):
     def __str__(self) -> str:
         return f"item {self.pk}"
 
+    def output_list(self) -> list[Output]:
+        """The item's outputs in system order: those the worker cycle loaded with the item
+        (``shown_outputs``), else read (prefetch ``item_outputs__output`` for many items)."""
+        shown = self.__dict__.get("shown_outputs")
+        if shown is not None:
+            return shown
+        return [link.output for link in self.item_outputs.all()]
+
+
+class ItemOutput(models.Model):
+    """One output an item shows, at its ``position`` in the item's system order."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="item_outputs")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="item_links")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["item", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "position"], name="item_output_position"),
+            models.UniqueConstraint(fields=["item", "output"], name="item_output_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} #{self.position}"
+
 
 def _pseudonym() -> str:
     return secrets.token_hex(8)
@@ -359,18 +392,27 @@ class Annotator(models.Model):
 
 
 class Assignment(models.Model):
-    """One item leased to one worker, with the left/right order drawn for it."""
+    """One item leased to one worker, with the display order drawn for it."""
 
     token = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
-    left_is_a = models.BooleanField(help_text="Output A was shown on the left.")
+    display_order = models.JSONField(
+        default=list,
+        help_text="Positions of the item's outputs in the order shown (left first).",
+    )
     state = models.CharField(
         max_length=12, choices=AssignmentState.choices, default=AssignmentState.ISSUED
     )
     issued_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+    seen_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Last sign of life of the task page (the lease issued, or a heartbeat); "
+        "a lease idle for HUMEVAL_LEASE_IDLE_SECONDS may go to a worker who has no item.",
+    )
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -551,9 +593,12 @@ class Annotation(models.Model):
     source = models.CharField(
         max_length=10, choices=AnnotationSource.choices, default=AnnotationSource.PLATFORM
     )
-    raw_answer = models.CharField(max_length=12, choices=RawAnswer.choices, blank=True)
+    raw_answer = models.CharField(max_length=12, blank=True)
     value = models.CharField(max_length=12, choices=Preference.choices, blank=True)
     scores = models.JSONField(default=dict, blank=True)
+    #: The answer in system order as the kind parsed it (``Kind.parse_answer``);
+    #: ``raw_answer``, ``value`` and ``scores`` are summaries of it (``Kind.summary``).
+    answer = models.JSONField(default=dict, blank=True)
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
     config_version = models.PositiveIntegerField()
     submitted_at = models.DateTimeField()

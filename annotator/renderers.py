@@ -57,12 +57,20 @@ def jsonl_lines(rows: Iterable[dict]) -> Iterable[str]:
         yield json.dumps(row, ensure_ascii=False, default=str) + "\n"
 
 
-def csv_text(rows: Iterable[dict], criteria: list[str] | None = None) -> Iterable[str]:
-    """CSV of label rows; Likert scores spread over ``score_<criterion>`` columns."""
-    if criteria is None:
+def csv_text(
+    rows: Iterable[dict], criteria: list[str] | None = None, extra: list[str] | None = None
+) -> Iterable[str]:
+    """CSV of label rows; Likert scores spread over ``score_<criterion>`` columns, then the
+    kind's own columns (``extra``, ``Kind.export_fields``; read from the rows when not
+    given), a list or object in them written as JSON."""
+    if criteria is None or extra is None:
         rows = list(rows)
+    if criteria is None:
         criteria = sorted({name for row in rows for name in (row.get("scores") or {})})
+    if extra is None:
+        extra = list(dict.fromkeys(k for row in rows for k in row if k not in LABEL_FIELDS))
     fields = [f for f in LABEL_FIELDS if f != "scores"] + [f"score_{c}" for c in criteria]
+    fields += [f for f in extra if f not in fields]
     buffer = io.StringIO()
     # CRLF rows (RFC 4180): the writer quotes a cell only if it holds a character of the
     # line terminator, so with "\n" a cell holding a bare CR went out unquoted and every
@@ -75,6 +83,7 @@ def csv_text(rows: Iterable[dict], criteria: list[str] | None = None) -> Iterabl
         buffer.truncate()
         scores = row.get("scores") or {}
         flat = {**row, **{f"score_{c}": scores.get(c) for c in criteria}}
+        flat |= {f: json.dumps(row[f]) for f in extra if isinstance(row.get(f), list | dict)}
         writer.writerow(
             ["" if flat.get(f) is None else neutralise_cell(flat.get(f)) for f in fields]
         )

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 from .choices import AssignmentState
-from .models import Annotation, Annotator, Assignment, Item, Participation, Study
+from .models import Annotation, Annotator, Assignment, Item, ItemOutput, Participation, Study
 from .signals import work_expected
+from .signals import work_imminent as work_imminent_signal
 from .sqlrows import Columns, db_value
 
 #: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV.
@@ -77,28 +79,30 @@ def studies_visible_to(user: AbstractBaseUser) -> QuerySet[Study]:
 def annotations_for_export(study: Study) -> QuerySet[Annotation]:
     return (
         Annotation.objects.filter(study=study)
-        .select_related(
-            "item__input",
-            "item__output_a__system",
-            "item__output_b__system",
-            "annotator",
-            "assignment",
+        .select_related("study", "item__input", "annotator", "assignment")
+        .prefetch_related(
+            Prefetch(
+                "item__item_outputs",
+                queryset=ItemOutput.objects.select_related("output__system").order_by("position"),
+            )
         )
         .order_by("id")
     )
 
 
 def label_row(annotation: Annotation) -> dict[str, Any]:
-    """One label with its provenance, normalised to system order."""
+    """One label with its provenance, normalised to system order; the kind's own columns
+    (``Kind.export_row``) follow the common ones."""
     item = annotation.item
-    system_a = item.output_a.system.name
-    system_b = item.output_b.system.name if item.output_b_id else None
-    left_is_a = annotation.assignment.left_is_a if annotation.assignment_id else None
-    if left_is_a is None or system_b is None:
-        left_system = None
-    else:
-        left_system = system_a if left_is_a else system_b
+    systems = [o.system.name for o in item.output_list()]
+    system_a = systems[0]
+    system_b = systems[1] if len(systems) > 1 else None
+    shown = annotation.assignment.display_order if annotation.assignment_id else None
+    left_system = systems[shown[0]] if shown and len(systems) > 1 else None
     preferred = {"A": system_a, "B": system_b}.get(annotation.value)
+    study = annotation.study
+    kind, opts = study.kind_impl, _kind_options(study)
+    own = kind.export_row(opts, annotation.answer or {}, systems, shown or [])
     return {
         "annotation_id": annotation.pk,
         "study_id": annotation.study_id,
@@ -119,10 +123,20 @@ def label_row(annotation: Annotation) -> dict[str, Any]:
         "time_spent_ms": annotation.time_spent_ms,
         "submitted_at": annotation.submitted_at.isoformat(),
         "flagged": annotation.is_flagged,
+        **own,
     }
 
 
-def label_rows(annotations: Iterable[Annotation]) -> Iterator[dict[str, Any]]:
+def _kind_options(study: Study) -> dict[str, Any]:
+    """``study.kind_options()``, read once per study instance (exports call it per row)."""
+    cached = study.__dict__.get("_kind_options")
+    if cached is None:
+        cached = study.__dict__["_kind_options"] = study.kind_options()
+    return cached
+
+
+def export_rows(annotations: Iterable[Annotation]) -> Iterator[dict[str, Any]]:
+    """:func:`label_row` of each annotation."""
     for annotation in annotations:
         yield label_row(annotation)
 
@@ -155,6 +169,12 @@ def more_work_expected(study: Study) -> bool:
     return any(result is True for _, result in work_expected.send(sender=Study, study=study))
 
 
+def work_imminent(study: Study) -> bool:
+    """Whether new work is being made right now (see ``work_imminent``): a worker who has
+    none may get it within a moment."""
+    return any(result is True for _, result in work_imminent_signal.send(sender=Study, study=study))
+
+
 def worker_progress(study: Study, done: int) -> dict[str, int | None]:
     """The progress indicator of a worker who has done ``done`` items: ``Task k of N`` where
     N is the study's items-per-worker cap, plain ``Task k`` without a cap. What is still open
@@ -171,7 +191,7 @@ def worker_progress(study: Study, done: int) -> dict[str, int | None]:
 def participation_outcome(participation: Participation, *, now=None) -> dict[str, Any]:
     """Where a worker stands when they open the end page, and which code is due.
 
-    ``kind``: ``failed`` (the qualification test, or blocked: the fail code),
+    ``state``: ``failed`` (the qualification test, or blocked: the fail code),
     ``completed`` (the study's ``items_per_worker`` items done, or, in a study without
     that number, at least one; or every item that was left for them: the completion
     code), ``no_work`` (nothing was left for them before they did any: the no-work
@@ -193,14 +213,14 @@ def participation_outcome(participation: Participation, *, now=None) -> dict[str
         "no_work": study.no_work_code,
     }
 
-    def outcome(kind: str, text: str) -> dict[str, Any]:
+    def outcome(state: str, text: str) -> dict[str, Any]:
         return {
-            "kind": kind,
+            "state": state,
             "done": done,
             "required": required,
             "left": left,
-            "code": codes.get(kind, ""),
-            "code_due": kind in codes,
+            "code": codes.get(state, ""),
+            "code_due": state in codes,
             "text": text,
         }
 
@@ -259,9 +279,28 @@ def example_item(study: Study) -> Item | None:
     """An item to show in a preview (MTurk's preview mode); it accepts nothing."""
     return (
         Item.objects.filter(study=study, is_gold=False, is_active=True)
-        .select_related("input", "output_a", "output_b")
+        .select_related("input")
+        .prefetch_related("item_outputs__output")
         .first()
     )
+
+
+def has_known_answers(study: Study) -> bool:
+    """Whether an unused work item of the study has a known answer (gold material)."""
+    work = Item.objects.filter(study=study, is_gold=False, is_active=True)
+    return work.exclude(expected={}).exists()
+
+
+def task_page(study: Study, item: Item, display_order: list[int]) -> dict[str, Any]:
+    """What the task page shows of an item, by the study's kind: the kind's template
+    (``kind_template``), the output texts in ``display_order`` and the kind's context."""
+    kind, opts = study.kind_impl, study.kind_options()
+    outputs = item.output_list()
+    return {
+        "kind_template": kind.template,
+        "outputs": [outputs[i].text for i in display_order],
+        **kind.context(opts),
+    }
 
 
 def participation_stats(participation: Participation) -> dict[str, float | int | None]:
@@ -296,56 +335,14 @@ def participation_stats(participation: Participation) -> dict[str, float | int |
 def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = None) -> dict:
     """The study's labels as a Judge-Bench document (:mod:`formats.judgebench_export`): every
     item an instance, the labels of ``annotations`` (default: all of the study's) without
-    flagged ones, as the report leaves them out."""
-    from formats.judgebench_export import PREFERENCE, JudgeBenchProperty, judgebench_document
+    flagged ones, as the report leaves them out. Judge-Bench has two shapes, a pair of
+    outputs with a preference (pairwise) and one output with scores (Likert); a kind
+    without a shape (:data:`JUDGEBENCH_SHAPES`) is refused with ``ValueError``."""
+    from formats.judgebench_export import judgebench_document
 
-    pairwise = study.kind == "pairwise"
-    if pairwise:
-        raw = {"left": "A", "right": "B"}
-        allowed = [raw.get(str(a), str(a)) for a in study.pairwise_answers()]
-        properties = [JudgeBenchProperty(PREFERENCE, tuple(allowed), description=study.question)]
-    else:
-        properties = [
-            JudgeBenchProperty(c.name, tuple(map(str, c.labels)), description=c.label)
-            if c.labels
-            else JudgeBenchProperty(c.name, (), c.scale_min, c.scale_max, c.label)
-            for c in study.criteria.all()
-        ]
-    items = (
-        Item.objects.filter(study=study)
-        .order_by("id")
-        .values_list(
-            "pk",
-            "input__external_id",
-            "input__text",
-            "output_a__system__name",
-            "output_a__text",
-            "output_b__system__name",
-            "output_b__text",
-        )
-    )
-
-    def instances():
-        for pk, input_id, text, sys_a, out_a, sys_b, out_b in items.iterator(2000):
-            if pairwise:
-                yield {
-                    "id": pk,
-                    "input": text,
-                    "output_a": out_a,
-                    "output_b": out_b,
-                    "input_id": input_id,
-                    "system_a": sys_a,
-                    "system_b": sys_b,
-                }
-            else:
-                yield {
-                    "id": pk,
-                    "input": text,
-                    "response": out_a,
-                    "input_id": input_id,
-                    "system": sys_a,
-                }
-
+    shape = JUDGEBENCH_SHAPES.get(study.kind)
+    if shape is None:
+        raise ValueError(f"a {study.kind} study has no Judge-Bench form")
     if annotations is None:
         annotations = Annotation.objects.filter(study=study)
     labels = (
@@ -353,18 +350,82 @@ def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = No
         .order_by("id")
         .values_list("item_id", "annotator__pseudonym", "value", "scores")
     )
-    if pairwise:  # a label no longer allowed (the study was reconfigured) is still declared
-        given = set(labels.exclude(value="").values_list("value", flat=True).distinct())
-        if extra := given - set(properties[0].labels):
-            properties[0] = JudgeBenchProperty(
-                PREFERENCE, properties[0].labels + tuple(sorted(extra)), description=study.question
+    items = (
+        Item.objects.filter(study=study)
+        .order_by("id")
+        .select_related("input")
+        .prefetch_related(
+            Prefetch(
+                "item_outputs",
+                queryset=ItemOutput.objects.select_related("output__system").order_by("position"),
             )
+        )
+    )
+    properties, instance, value = shape(study, labels)
+
+    def instances():
+        for item in items.iterator(2000):
+            outs = item.output_list()
+            yield instance(item.pk, item.input, [(o.system.name, o.text) for o in outs])
 
     def values():
-        for item, who, value, scores in labels.iterator(2000):
-            yield item, who, ({PREFERENCE: value} if pairwise else scores or {})
+        for item, who, label, scores in labels.iterator(2000):
+            yield item, who, value(label, scores)
 
     return judgebench_document(study.name, properties, instances(), values())
+
+
+def _judgebench_pairwise(study: Study, labels: QuerySet) -> tuple:
+    from formats.judgebench_export import PREFERENCE, JudgeBenchProperty
+
+    raw = {"left": "A", "right": "B"}
+    answers = study.kind_impl.context(study.kind_options())["answers"]
+    allowed = tuple(raw.get(a.value, a.value) for a in answers)
+    # a label no longer allowed (the study was reconfigured) is still declared
+    given = set(labels.exclude(value="").values_list("value", flat=True).distinct())
+    allowed += tuple(sorted(given - set(allowed)))
+    properties = [JudgeBenchProperty(PREFERENCE, allowed, description=study.question)]
+
+    def instance(pk: int, inp, outs: list[tuple[str, str]]) -> dict:
+        (sys_a, out_a), (sys_b, out_b) = outs
+        return {
+            "id": pk,
+            "input": inp.text,
+            "output_a": out_a,
+            "output_b": out_b,
+            "input_id": inp.external_id,
+            "system_a": sys_a,
+            "system_b": sys_b,
+        }
+
+    return properties, instance, lambda value, scores: {PREFERENCE: value}
+
+
+def _judgebench_likert(study: Study, labels: QuerySet) -> tuple:
+    from formats.judgebench_export import JudgeBenchProperty
+
+    properties = [
+        JudgeBenchProperty(c.name, tuple(map(str, c.labels)), description=c.label)
+        if c.labels
+        else JudgeBenchProperty(c.name, (), c.scale_min, c.scale_max, c.label)
+        for c in study.criteria.all()
+    ]
+
+    def instance(pk: int, inp, outs: list[tuple[str, str]]) -> dict:
+        (system, text) = outs[0]
+        return {
+            "id": pk,
+            "input": inp.text,
+            "response": text,
+            "input_id": inp.external_id,
+            "system": system,
+        }
+
+    return properties, instance, lambda value, scores: scores or {}
+
+
+#: How each kind's items and labels take Judge-Bench's form (``study_judgebench``).
+JUDGEBENCH_SHAPES = {"pairwise": _judgebench_pairwise, "likert": _judgebench_likert}
 
 
 def study_settings(study: Study) -> dict[str, Any]:
@@ -379,11 +440,154 @@ def study_settings(study: Study) -> dict[str, Any]:
         "config_version": study.config_version,
         "question": study.question,
     }
-    if study.kind == "pairwise":
-        settings["answers"] = [str(a) for a in study.pairwise_answers()]
+    settings |= study.kind_impl.card_settings(study.kind_options())
     settings["criteria"] = [
         {"name": c.name, "label": c.label}
         | ({"labels": c.labels} if c.labels else {"scale": [c.scale_min, c.scale_max]})
         for c in study.criteria.all()
     ]
     return settings
+
+
+# --- labels as protocol/ and analysis/ read them (through the study's kind) ------------------
+#: Columns of :func:`label_rows` (the contract's seven, then provenance).
+PAIR_COLUMNS = (
+    "input", "annotator", "item", "criterion", "system", "other_system", "preference",
+    "annotation", "flagged", "is_gold", "complete",
+)  # fmt: skip
+#: Columns of :func:`score_rows`.
+SCORE_COLUMNS = (
+    "input", "annotator", "item", "criterion", "system", "score",
+    "annotation", "flagged", "is_gold", "complete",
+)  # fmt: skip
+
+
+def item_systems(study: Study) -> dict[int, list[int]]:
+    """Item id → the system ids of its outputs, in system order (position)."""
+    systems: dict[int, list[int]] = {}
+    links = ItemOutput.objects.filter(item__study=study).order_by("item_id", "position")
+    for item_id, system_id in links.values_list("item_id", "output__system_id").iterator(5000):
+        systems.setdefault(item_id, []).append(system_id)
+    return systems
+
+
+def _answers(study: Study, include_flagged: bool, include_gold: bool):
+    """(annotation, item, input, annotator, answer, flagged, gold, complete) per label;
+    the answer as the kind reads it (an imported label's from its value and scores)."""
+    kind, opts = study.kind_impl, study.kind_options()
+    rows = Annotation.objects.filter(study=study)
+    if not include_flagged:
+        rows = rows.filter(is_flagged=False)
+    if not include_gold:
+        rows = rows.filter(item__is_gold=False)
+    rows = rows.order_by("id").values_list(
+        "pk",
+        "item_id",
+        "item__input_id",
+        "annotator_id",
+        "answer",
+        "value",
+        "scores",
+        "is_flagged",
+        "item__is_gold",
+        "item__n_done",
+        "item__redundancy",
+    )
+    for pk, item, inp, who, answer, value, scores, flagged, gold, done, wanted in rows.iterator(
+        5000
+    ):
+        if not answer:
+            answer = kind.answer_from_summary(opts, value, scores or {})
+        yield pk, item, inp, who, answer, bool(flagged), bool(gold), done >= wanted
+
+
+def label_rows(
+    study: Study, *, include_flagged: bool = False, include_gold: bool = False
+) -> pd.DataFrame:
+    """Every label's pair preferences (``Kind.pair_preferences``): one row per (annotation,
+    criterion, pair of the item's outputs) with ``input``, ``annotator``, ``item``, the
+    ``system`` and ``other_system`` ids (``system`` earlier in the item's system order) and
+    the ``preference`` for ``system`` (1, 0.5 or 0); then ``annotation``, ``flagged``,
+    ``is_gold`` and ``complete`` (the item has all its labels). Flagged labels and gold
+    items are left out unless asked for. A ranking of k outputs gives k(k−1)/2 rows."""
+    kind, opts = study.kind_impl, study.kind_options()
+    systems = item_systems(study)
+    out = []
+    for pk, item, inp, who, answer, flagged, gold, complete in _answers(
+        study, include_flagged, include_gold
+    ):
+        shown = systems.get(item, [])
+        for criterion, i, j, pref in kind.pair_preferences(opts, answer):
+            out.append(
+                (inp, who, item, criterion, shown[i], shown[j], pref, pk, flagged, gold, complete)
+            )
+    return pd.DataFrame(out, columns=list(PAIR_COLUMNS))
+
+
+def score_rows(
+    study: Study, *, include_flagged: bool = False, include_gold: bool = False
+) -> pd.DataFrame:
+    """Every label's numeric scores (``Kind.scores``): one row per (annotation, criterion,
+    output) with ``input``, ``annotator``, ``item``, ``criterion``, the output's ``system``
+    id and the ``score``; then provenance as in :func:`label_rows`."""
+    kind, opts = study.kind_impl, study.kind_options()
+    systems = item_systems(study)
+    out = []
+    for pk, item, inp, who, answer, flagged, gold, complete in _answers(
+        study, include_flagged, include_gold
+    ):
+        shown = systems.get(item, [])
+        for criterion, by_position in kind.scores(opts, answer).items():
+            for position, score in by_position.items():
+                out.append(
+                    (inp, who, item, criterion, shown[position], score, pk, flagged, gold, complete)
+                )
+    return pd.DataFrame(out, columns=list(SCORE_COLUMNS))
+
+
+def report_rows(study: Study) -> Iterator[tuple]:
+    """Every label as the study report reads it (``Kind.report_labels``): per (annotation,
+    property) ``(annotation, item, annotator pseudonym, property, label, raw answer, source,
+    flagged, is_gold)``, flagged labels and gold items included, in submission order."""
+    kind, opts = study.kind_impl, study.kind_options()
+    rows = (
+        Annotation.objects.filter(study=study)
+        .order_by("id")
+        .values_list(
+            "pk",
+            "item_id",
+            "annotator__pseudonym",
+            "answer",
+            "value",
+            "scores",
+            "raw_answer",
+            "source",
+            "is_flagged",
+            "item__is_gold",
+        )
+    )
+    for pk, item, who, answer, value, scores, raw, source, flagged, gold in rows.iterator(5000):
+        if not answer:
+            answer = kind.answer_from_summary(opts, value, scores or {})
+        for prop, label in kind.report_labels(opts, answer):
+            yield pk, item, who, prop, label, raw, source, flagged, gold
+
+
+def report_properties(study: Study, observed: dict[str, set]) -> list[tuple]:
+    """The study's judged properties (``Kind.report_properties``)."""
+    return study.kind_impl.report_properties(study.kind_options(), study.question or "", observed)
+
+
+def report_items(study: Study) -> Iterator[tuple]:
+    """Per item ``(item, input external id, system of position 0, of position 1 or None,
+    input priority, is_gold)``."""
+    names = dict(study.systems.values_list("pk", "name"))
+    systems = item_systems(study)
+    rows = (
+        Item.objects.filter(study=study)
+        .order_by("id")
+        .values_list("pk", "input__external_id", "input__priority", "is_gold")
+    )
+    for pk, input_id, priority, gold in rows.iterator(5000):
+        shown = [names[s] for s in systems.get(pk, [])] + [None, None]
+        yield pk, input_id, shown[0], shown[1], priority, gold

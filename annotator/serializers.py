@@ -1,6 +1,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+import kinds
+
 from .models import Criterion, Study
 from .selectors import label_row
 
@@ -93,7 +95,7 @@ class UploadField(serializers.FileField):
 class ImportSerializer(serializers.Serializer):
     file = UploadField(help_text="A JSONL or CSV bundle, or a Judge-Bench JSON file.")
     name = serializers.CharField(required=False, max_length=200)
-    kind = serializers.ChoiceField(choices=["pairwise", "likert"], required=False)
+    kind = serializers.ChoiceField(choices=list(kinds.NAMES), required=False)
 
 
 class ImportResultSerializer(serializers.Serializer):

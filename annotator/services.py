@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import combinations
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
@@ -30,8 +32,11 @@ from django.db.models import (
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+import kinds
+from kinds.pairwise import normalise
+
 from . import importers, ratings, selectors
-from .choices import AnnotationSource, AssignmentState, RawAnswer, StudyKind, normalise
+from .choices import AnnotationSource, AssignmentState
 from .errors import (
     AssignmentExpired,
     AssignmentNotFound,
@@ -48,6 +53,7 @@ from .models import (
     Criterion,
     Input,
     Item,
+    ItemOutput,
     JudgeRating,
     Output,
     Participation,
@@ -136,7 +142,9 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
     """Create a validated study: its inputs, outputs and items are written ``BULK`` inputs
     at a time, and no model instance is kept beyond its batch (``spec.inputs`` may read
     the file again as it goes)."""
-    study = Study(**spec.options)
+    columns = {f.name for f in Study._meta.concrete_fields}
+    kind_options = {k: v for k, v in spec.options.get("options", {}).items() if k not in columns}
+    study = Study(**{**spec.options, "options": kind_options})
     study.full_clean()
     study.save()
     study_researcher_add(study, owner)
@@ -179,7 +187,7 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
         by_input: dict[int, dict[str, Output]] = {}
         for out in outputs:
             by_input.setdefault(out.input_id, {})[out.system.name] = out
-        expected = {inp.pk: r.expected_answer for inp, r in zip(inputs, batch, strict=True)}
+        expected = {inp.pk: r.expected for inp, r in zip(inputs, batch, strict=True)}
         gold = {inp.pk for inp, r in zip(inputs, batch, strict=True) if r.is_gold}
         if study.collection != "all":  # adaptive: rounds release the items; gold from the start
             inputs = [inp for inp in inputs if inp.pk in gold]
@@ -200,36 +208,67 @@ def items_create_static(
     inputs: list[Input],
     outputs: dict[int, dict[str, Output]],
     system_order: list[str],
-    expected: dict[int, str] | None = None,
+    expected: dict[int, dict] | None = None,
     gold: set[int] | frozenset[int] = frozenset(),
 ) -> list[Item]:
-    """One item per input and system pair (pairwise) or per output (Likert); inputs in
-    ``gold`` become gold checks (their rank order follows the file, so A is the first)."""
+    """The items of each input, as the study's kind groups its outputs (pairwise: one per
+    system pair; Likert: one per output); inputs in ``gold`` become gold checks (their
+    outputs in the order of the file, which the known answer refers to)."""
     expected = expected or {}
+    kind, opts = study.kind_impl, study.kind_options()
     rank = {name: i for i, name in enumerate(system_order)}
-    new: list[Item] = []
+    groups: list[tuple[Input, list[Output]]] = []
     for inp in inputs:
         outs = sorted(outputs.get(inp.pk, {}).values(), key=lambda o: rank[o.system.name])
-        if study.kind == StudyKind.PAIRWISE:
-            if inp.pk in gold:
-                outs = list(outputs[inp.pk].values())  # the order the gold answer refers to
-            new += [
-                Item(
-                    study=study,
-                    input=inp,
-                    output_a=a,
-                    output_b=b,
-                    redundancy=study.redundancy,
-                    expected_answer=expected.get(inp.pk, ""),
-                    is_gold=inp.pk in gold,
-                )
-                for a, b in combinations(outs, 2)
-            ]
-        else:
-            new += [
-                Item(study=study, input=inp, output_a=o, redundancy=study.redundancy) for o in outs
-            ]
-    return Item.objects.bulk_create(new, batch_size=BULK)
+        if inp.pk in gold:
+            outs = list(outputs[inp.pk].values())  # the order the gold answer refers to
+        for group in kind.item_groups(opts, len(outs), _RNG):
+            groups.append((inp, [outs[i] for i in group]))
+    return items_create(study, groups, expected=expected, gold=gold)
+
+
+def items_create(
+    study: Study,
+    groups: Sequence[tuple[Input, Sequence[Output]]],
+    *,
+    round_number: int | None = None,
+    expected: Mapping[int, dict] | None = None,
+    gold: set[int] | frozenset[int] = frozenset(),
+) -> list[Item]:
+    """One item per (input, outputs in system order), with its ``ItemOutput`` rows."""
+    expected = expected or {}
+    items = Item.objects.bulk_create(
+        (
+            Item(
+                study=study,
+                input=inp,
+                round_number=round_number,
+                redundancy=study.redundancy,
+                expected=expected.get(inp.pk) or {},
+                is_gold=inp.pk in gold,
+            )
+            for inp, _ in groups
+        ),
+        batch_size=BULK,
+    )
+    ItemOutput.objects.bulk_create(
+        (
+            ItemOutput(item=item, output=out, position=n)
+            for item, (_, outs) in zip(items, groups, strict=True)
+            for n, out in enumerate(outs)
+        ),
+        batch_size=BULK,
+    )
+    return items
+
+
+def item_create(study: Study, inp: Input, outputs: Sequence[Output], **fields: Any) -> Item:
+    """One item showing ``outputs`` (system order) of ``inp``; ``fields`` set on the item."""
+    item = Item.objects.create(study=study, input=inp, **{"redundancy": study.redundancy, **fields})
+    ItemOutput.objects.bulk_create(
+        ItemOutput(item=item, output=out, position=n) for n, out in enumerate(outputs)
+    )
+    return item
 
 
 def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
@@ -240,6 +279,7 @@ def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
         for key in keys
     }
     now = timezone.now()
+    kind, opts = study.kind_impl, study.kind_options()
     Annotation.objects.bulk_create(
         (
             Annotation(
@@ -249,6 +289,7 @@ def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
                 source=AnnotationSource.IMPORT,
                 value=a.value,
                 scores=a.scores,
+                answer=kind.answer_from_summary(opts, a.value, a.scores),
                 config_version=study.config_version,
                 submitted_at=now,
             )
@@ -272,13 +313,16 @@ def study_prepare_checks(
     shown to workers at random."""
     rng = random.Random(seed)
     with transaction.atomic():
-        known = list(
-            Item.objects.select_for_update()
+        known = [
+            item
+            for item in Item.objects.select_for_update()
             .filter(study=study, is_gold=False, is_active=True, n_taken=0)
-            .exclude(expected_answer="")
-            .exclude(output_b=None)
-            .select_related("input", "output_a", "output_b")
-        )
+            .exclude(expected={})
+            .select_related("input")
+            .prefetch_related("item_outputs__output")
+            # a qualification question shows two outputs (QualificationQuestion)
+            if len(item.output_list()) == 2
+        ]
         if not known:
             raise InvalidAnswer(
                 "No unused work item has a known answer. Known answers come from a "
@@ -305,9 +349,9 @@ def study_prepare_checks(
             QualificationQuestion(
                 test=test,
                 prompt=i.input.text,
-                output_a=i.output_a.text,
-                output_b=i.output_b.text,
-                answer=i.expected_answer,
+                output_a=i.output_list()[0].text,
+                output_b=i.output_list()[1].text,
+                answer=i.expected.get("value", ""),
                 order=n,
             )
             for n, i in enumerate(questions)
@@ -711,6 +755,10 @@ def _qualification_settle(part: Participation, *, passed: bool) -> None:
     part.save(update_fields=["status"])
 
 
+#: The answers a qualification question takes (its questions are pairwise, A / B / tie).
+QUALIFICATION_ANSWERS = ("left", "right", "tie")
+
+
 def qualification_answer(
     participation: Participation, *, question_id: int, answer: str
 ) -> Participation:
@@ -737,11 +785,12 @@ def qualification_answer(
         position = len(attempt.answers)
         if position >= len(attempt.order) or attempt.order[position]["question"] != question_id:
             return participation  # a stale or repeated post: already recorded
-        if answer not in (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE):
+        if answer not in QUALIFICATION_ANSWERS:
             raise InvalidAnswer("Choose left, right or tie.")
         slot = attempt.order[position]
         question = QualificationQuestion.objects.get(pk=question_id)
-        correct = normalise(answer, slot["left_is_a"]) == question.answer
+        shown = [0, 1] if slot["left_is_a"] else [1, 0]
+        correct = normalise(answer, shown) == question.answer
         attempt.answers = [*attempt.answers, {**slot, "raw": answer, "correct": correct}]
         attempt.n_correct += int(correct)
         if len(attempt.answers) == len(attempt.order):
@@ -764,6 +813,70 @@ def assignment_release_expired(*, study: Study | None = None, now: datetime | No
         for lease in expired:  # item-id order: concurrent releases lock alike
             _release(lease, now, AssignmentState.EXPIRED)
     return len(expired)
+
+
+def assignment_reclaim_idle(*, participation: Participation, now: datetime | None = None) -> int:
+    """Give back one **idle** lease of the study that the participation's worker could take
+    in its place: the last items of a round go to a worker who has none once the page that
+    held them has shown no sign of life for ``HUMEVAL_LEASE_IDLE_SECONDS`` (a heartbeat
+    renews a lease while its task page is open, :func:`assignment_renew`). The lease is
+    closed as expired, so its holder's later answer is refused as any answer after expiry
+    (nothing is stored twice) and the slot is taken once. Returns how many were given back
+    (0 or 1). Gold leases hold no slot and are never reclaimed."""
+    now = now or timezone.now()
+    study, worker_id = participation.study, participation.annotator_id
+    cap = study.items_per_worker
+    if not study.is_active or (cap is not None and _count_submitted(study.pk, worker_id) >= cap):
+        return 0  # they could not take it: nothing is reclaimed for them
+    idle_since = now - timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS)
+    seen = Assignment.objects.filter(item=OuterRef("item_id"), annotator=worker_id)
+    with transaction.atomic():
+        lease = (
+            Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(
+                study_id=study.pk,
+                state=AssignmentState.ISSUED,
+                expires_at__gt=now,
+                item__is_gold=False,
+            )
+            .filter(Q(seen_at__lte=idle_since) | Q(seen_at__isnull=True, issued_at__lte=idle_since))
+            .exclude(Exists(seen))
+            .select_related("item")
+            .order_by("item_id")
+            .first()
+        )
+        if lease is not None:
+            _release(lease, now, AssignmentState.EXPIRED)
+    return int(lease is not None)
+
+
+def assignment_renew(
+    *, participation: Participation, token: str | uuid.UUID, now: datetime | None = None
+) -> Assignment:
+    """The heartbeat of an open task page: mark the worker's own live lease as seen now, so
+    it is not reclaimed as idle. Never extends ``expires_at`` (the study's ``lease_seconds``
+    stays the longest a lease lasts). Someone else's or an unknown token raises
+    :class:`AssignmentNotFound`; a lease already answered, returned or expired raises
+    :class:`AssignmentExpired`; either changes nothing."""
+    now = now or timezone.now()
+    token = _token(token)
+    mine = Assignment.objects.filter(
+        token=token, study_id=participation.study_id, annotator_id=participation.annotator_id
+    )
+    with transaction.atomic():
+        if mine.filter(state=AssignmentState.ISSUED, expires_at__gt=now).update(seen_at=now):
+            return mine.get()
+        if not mine.exists():
+            raise AssignmentNotFound("This task does not exist or is not yours.")
+    raise AssignmentExpired("This task is no longer yours: it was answered or its time ran out.")
+
+
+def _free_slots(participation: Participation, now: datetime) -> int:
+    """For a worker who found no item: give expired leases back, and else one idle lease
+    they could take; how many slots came free."""
+    return assignment_release_expired(
+        study=participation.study, now=now
+    ) or assignment_reclaim_idle(participation=participation, now=now)
 
 
 @dataclass(frozen=True)
@@ -806,7 +919,7 @@ def task_next(
             return _lease_locked(part, now, rng, holds_none=False)
 
     task = lease()
-    if task is None and assignment_release_expired(study=participation.study, now=now):
+    if task is None and _free_slots(participation, now):
         task = lease()
     return task
 
@@ -817,6 +930,7 @@ def task_answer(
     token: str | uuid.UUID,
     answer: str | None = None,
     scores: dict[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
     time_spent_ms: int | None = None,
     now: datetime | None = None,
     rng: random.Random | None = None,
@@ -834,15 +948,32 @@ def task_answer(
     token = _token(token)
     with transaction.atomic():
         part = _lock_participation(participation.pk, loaded=participation)
-        _, created = _submit_locked(part, token, answer, scores, time_spent_ms, now)
+        _, created = _submit_locked(part, token, _data(answer, scores, data), time_spent_ms, now)
         blocked = _may_not_work(part)
         # a stored answer was the worker's one open lease, so they hold none now
         task = None if blocked else _lease_locked(part, now, rng, holds_none=created)
     if blocked:  # raised after the commit: the answer that got them blocked is kept
         raise WorkerBlocked(blocked)
-    if task is None and assignment_release_expired(study=participation.study, now=now):
+    if task is None and _free_slots(participation, now):
         task = task_next(participation=participation, now=now, rng=rng)
     return task
+
+
+def task_next_soon(
+    *, participation: Participation, within: float | None = None, poll: float = 0.2
+) -> Task | None:
+    """For a worker whose answer found no next task: their next task if one is free now,
+    or, while new work is being made (``selectors.work_imminent``: a complete round
+    awaiting its decision), as soon as it is, looking every ``poll`` seconds for up to
+    ``within`` (``HUMEVAL_NEXT_ROUND_WAIT_SECONDS``); ``None`` if none came. So the worker
+    whose answer completes a round lands on the next round's task, not the waiting page.
+    Holds no transaction or lock while it waits."""
+    if within is None:
+        within = settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS
+    deadline = time.monotonic() + within
+    while selectors.work_imminent(participation.study) and time.monotonic() < deadline:
+        time.sleep(poll)  # one cheap look per poll; the lease is tried once it is ready
+    return task_next(participation=participation)
 
 
 def _lock(participations) -> Participation | None:
@@ -856,7 +987,8 @@ def _lock(participations) -> Participation | None:
 # request, and building them through the QuerySet API costs more than running them.
 _PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Columns(Annotator, "w")
 _ASSIGNMENT, _ITEM = Columns(Assignment, "asg"), Columns(Item, "i")
-_INPUT, _OUT_A, _OUT_B = Columns(Input, "inp"), Columns(Output, "oa"), Columns(Output, "ob")
+_INPUT, _OUTPUT = Columns(Input, "inp"), Columns(Output, "o")
+_LINK = connection.ops.quote_name(ItemOutput._meta.db_table)
 
 
 def _for_update(*tables: str) -> str:
@@ -895,14 +1027,11 @@ def _lock_participation(pk: int, loaded: Participation | None = None) -> Partici
 
 
 def _shown_items(where: str, params: list, *, assignment: bool = False) -> list:
-    """Items with what a worker is shown (the input and the outputs) in one statement;
-    with ``assignment``, the worker's assignments of them (``where`` on ``asg``)."""
-    select = [_ITEM.sql, _INPUT.sql, _OUT_A.sql, _OUT_B.sql]
-    joins = (
-        f" JOIN {_INPUT.table} ON inp.id = i.input_id"
-        f" JOIN {_OUT_A.table} ON oa.id = i.output_a_id"
-        f" LEFT JOIN {_OUT_B.table} ON ob.id = i.output_b_id"
-    )
+    """Items with what a worker is shown (the input and the outputs, in system order) in
+    two statements; with ``assignment``, the worker's assignments of them (``where`` on
+    ``asg``)."""
+    select = [_ITEM.sql, _INPUT.sql]
+    joins = f" JOIN {_INPUT.table} ON inp.id = i.input_id"
     if assignment:
         select.insert(0, _ASSIGNMENT.sql)
         sql = f"SELECT {', '.join(select)} FROM {_ASSIGNMENT.table} JOIN {_ITEM.table}"  # noqa: S608
@@ -912,22 +1041,31 @@ def _shown_items(where: str, params: list, *, assignment: bool = False) -> list:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    found = []
+    found, items = [], {}
     for row in rows:
         at = len(_ASSIGNMENT) if assignment else 0
         item = _ITEM.load(row, at)
         at += len(_ITEM)
         item.input = _INPUT.load(row, at)
-        at += len(_INPUT)
-        item.output_a = _OUT_A.load(row, at)
-        at += len(_OUT_A)
-        item.output_b = _OUT_B.load(row, at) if item.output_b_id is not None else None
+        item.shown_outputs = []
+        items[item.pk] = item
         if assignment:
             lease = _ASSIGNMENT.load(row)
             lease.item = item
             found.append(lease)
         else:
             found.append(item)
+    if items:
+        marks = ", ".join(["%s"] * len(items))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT l.item_id, {_OUTPUT.sql} FROM {_LINK} l"  # noqa: S608
+                f" JOIN {_OUTPUT.table} ON o.id = l.output_id"
+                f" WHERE l.item_id IN ({marks}) ORDER BY l.item_id, l.position",
+                list(items),
+            )
+            for row in cursor.fetchall():
+                items[row[0]].shown_outputs.append(_OUTPUT.load(row, 1))
     return found
 
 
@@ -978,9 +1116,10 @@ def _lease_locked(
             study=study,
             item=item,
             annotator=worker,
-            left_is_a=secrets.randbelow(2) == 0,
+            display_order=study.kind_impl.display_order(len(item.output_list()), _RNG),
             issued_at=now,
             expires_at=now + timedelta(seconds=study.lease_seconds),
+            seen_at=now,
         )
     )
     return Task(assignment, done)
@@ -1017,10 +1156,15 @@ def annotation_submit(
     token: str | uuid.UUID,
     answer: str | None = None,
     scores: dict[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
     time_spent_ms: int | None = None,
     now: datetime | None = None,
 ) -> tuple[Annotation, bool]:
     """Store the worker's answer to one assignment; ``(annotation, created)``.
+
+    The answer is what the worker submitted, in display order: ``answer`` and ``scores``
+    (pairwise, Likert) merged into ``data`` (any kind's fields); the study's kind parses it
+    (``Kind.parse_answer``) into the stored answer in system order.
 
     Idempotent: a repeated submit of the same assignment returns the stored annotation
     with ``created=False`` and stores nothing. An expired or foreign assignment or an
@@ -1039,7 +1183,19 @@ def annotation_submit(
         )
         if part is None:
             raise AssignmentNotFound("This task does not exist or is not yours.")
-        return _submit_locked(part, token, answer, scores, time_spent_ms, now)
+        return _submit_locked(part, token, _data(answer, scores, data), time_spent_ms, now)
+
+
+def _data(
+    answer: str | None, scores: Mapping[str, Any] | None, data: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The submitted fields as the kind reads them."""
+    merged = dict(data or {})
+    if answer is not None:
+        merged["answer"] = answer
+    if scores is not None:
+        merged["scores"] = dict(scores)
+    return merged
 
 
 def _token(token: str | uuid.UUID) -> uuid.UUID:
@@ -1052,8 +1208,7 @@ def _token(token: str | uuid.UUID) -> uuid.UUID:
 def _submit_locked(
     part: Participation,
     token: uuid.UUID,
-    answer: str | None,
-    scores: dict[str, Any] | None,
+    data: Mapping[str, Any],
     time_spent_ms: int | None,
     now: datetime,
 ) -> tuple[Annotation, bool]:
@@ -1083,7 +1238,12 @@ def _submit_locked(
             "your answer was not stored. Continue with the next task."
         )
     study = part.study
-    raw, value, clean_scores = _validate_answer(study, answer, scores)
+    kind, opts = study.kind_impl, study.kind_options()
+    try:
+        answer = kind.parse_answer(opts, assignment.display_order, data)
+    except kinds.AnswerError as exc:
+        raise InvalidAnswer(exc.message) from None
+    summary = kind.summary(opts, answer)
     elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
     if time_spent_ms is not None:
         time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
@@ -1093,9 +1253,10 @@ def _submit_locked(
             item=assignment.item,
             annotator=annotator,
             assignment=assignment,
-            raw_answer=raw,
-            value=normalise(raw, assignment.left_is_a) if raw else value,
-            scores=clean_scores,
+            raw_answer=summary["raw_answer"],
+            value=summary["value"],
+            scores=summary["scores"],
+            answer=answer,
             time_spent_ms=time_spent_ms,
             config_version=study.config_version,
             submitted_at=now,
@@ -1167,7 +1328,8 @@ def _count_done(item: Item) -> None:
 def _score_gold(part: Participation, item: Item, annotation: Annotation, now: datetime) -> None:
     """A gold answer: count it; a miss is a strike; too many strikes block the worker, give
     their open work back and flag all their labels in the study."""
-    correct = annotation.value == item.expected_answer
+    study = part.study
+    correct = study.kind_impl.gold_correct(study.kind_options(), item.expected, annotation.answer)
     part.gold_seen += 1
     part.gold_correct += int(correct)
     part.strikes += int(not correct)
@@ -1280,30 +1442,3 @@ def _announce(annotation: Annotation) -> None:
     ):
         if isinstance(result, Exception):
             log.error("annotation_submitted receiver %r failed: %r", receiver, result)
-
-
-def _validate_answer(
-    study: Study, answer: str | None, scores: dict[str, Any] | None
-) -> tuple[str, str, dict[str, Any]]:
-    if study.kind == StudyKind.PAIRWISE:
-        allowed = [a.value for a in study.pairwise_answers()]
-        if answer not in allowed:
-            raise InvalidAnswer(f"Choose one of: {', '.join(allowed)}.")
-        return answer, "", {}
-    scores = scores or {}
-    clean: dict[str, Any] = {}
-    problems = []
-    for criterion in study.criteria.all():
-        if criterion.name not in scores or scores[criterion.name] in ("", None):
-            problems.append(f"Rate '{criterion.label}'.")
-            continue
-        try:
-            clean[criterion.name] = criterion.parse(scores[criterion.name])
-        except ValueError as exc:
-            problems.append(str(exc))
-    unknown = set(scores) - {c.name for c in study.criteria.all()}
-    if unknown:
-        problems.append(f"Unknown criteria: {', '.join(sorted(unknown))}.")
-    if problems:
-        raise InvalidAnswer(" ".join(problems))
-    return "", "", clean

@@ -4,6 +4,9 @@
 - ``study_created`` (inside the creating transaction; ``study``; raising rolls it back);
 - ``work_expected`` (``study``; a receiver returns ``True`` when more work is coming, and
   the worker is asked to wait);
+- ``work_imminent`` (``study``; a receiver returns ``True`` when new work is being made
+  right now, e.g. a complete round awaiting its decision: an answer that found no next
+  task waits a moment for it);
 - ``round_summary`` (``study``; a receiver returns a dict of ``rounds``, ``current``,
   ``current_state``, ``committed``, ``open_pairs``, ``settled_pairs``, or ``None``);
 - ``study_reconfiguring`` (inside ``services.study_configure``; ``study``, ``edited``,
@@ -17,5 +20,6 @@ from django.dispatch import Signal
 annotation_submitted = Signal()
 study_created = Signal()
 work_expected = Signal()
+work_imminent = Signal()
 round_summary = Signal()
 study_reconfiguring = Signal()

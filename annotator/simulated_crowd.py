@@ -6,8 +6,10 @@ applies to them as to people.
 The truth of an item is, first found: ``Input.metadata["truth"]`` (system → quality, higher
 is better; for Likert mapped linearly onto each scale); the item's known answer (a ``gold``
 or Judge-Bench ``majority_human``); else none, and the worker answers at random. Each worker
-names the truly better output with an accuracy drawn once from ``ACCURACY``; Likert ratings
-get Gaussian noise of ``LIKERT_NOISE`` points. Everything is drawn from one seed.
+names the truly better output with an accuracy drawn once from ``ACCURACY``; what a worker
+answers is drawn by the study's kind (``Kind.simulate_answer``: a Likert rating gets
+Gaussian noise of ``kinds.likert.SIMULATED_NOISE`` points). Everything is drawn from one
+seed.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from typing import Any
 
 from django.conf import settings
 
+from kinds.pairwise import pick
+
 from . import services
-from .choices import Preference, RawAnswer
 from .errors import ServiceError, WorkerBlocked
 from .models import Assignment, Participation, Study
 
 PLATFORM = "simulated"
 ACCURACY = (0.75, 0.95)
-LIKERT_NOISE = 0.7
 #: Answers a worker gives in one visit unless the run goes on until the study is done.
 PER_WORKER = 10
 
@@ -148,65 +150,31 @@ def _turn(study: Study, worker: _Worker, report: CrowdReport) -> bool:
 def _qualify(part: Participation, worker: _Worker, report: CrowdReport) -> Participation:
     while (question := services.qualification_next(part)) is not None:
         q = question["question"]
-        raw = _pick(q.answer, question["left_is_a"], worker, allow_tie=True)
+        raw = pick(q.answer, question["left_is_a"], worker.rng, worker.accuracy, allow_tie=True)
         part = services.qualification_answer(part, question_id=q.pk, answer=raw)
         report.qualification_answers += 1
     return part
 
 
-def _pick(truth: str, left_is_a: bool, worker: _Worker, *, allow_tie: bool) -> str:
-    """The raw answer to a pair whose true preference (system order) is ``truth``."""
-    if truth == Preference.TIE:
-        if allow_tie:
-            return RawAnswer.TIE
-        return worker.rng.choice([RawAnswer.LEFT, RawAnswer.RIGHT])
-    a_better = truth == Preference.A
-    if worker.rng.random() > worker.accuracy:
-        a_better = not a_better
-    return RawAnswer.LEFT if a_better == left_is_a else RawAnswer.RIGHT
-
-
 def _answer(study: Study, assignment: Assignment, worker: _Worker, report: CrowdReport) -> dict:
+    """The worker's answer, drawn by the study's kind from the input's true qualities."""
     item = assignment.item
     truth = item.input.metadata.get("truth") if isinstance(item.input.metadata, dict) else None
     truth = truth if isinstance(truth, dict) else {}
     time_ms = int(worker.rng.uniform(8_000, 40_000))
-    if item.output_b_id is None:
-        return {"scores": _rate(study, item, truth, worker, report), "time_spent_ms": time_ms}
-    a, b = item.output_a.system.name, item.output_b.system.name
-    if _number(truth.get(a)) is not None and _number(truth.get(b)) is not None:
-        qa, qb = _number(truth[a]), _number(truth[b])
-        known = Preference.TIE if qa == qb else Preference.A if qa > qb else Preference.B
-    elif item.expected_answer:
-        known = item.expected_answer
-    else:
-        report.random_answers += 1
-        choices = [RawAnswer.LEFT, RawAnswer.RIGHT] + [RawAnswer.TIE] * study.allow_tie
-        return {"answer": worker.rng.choice(choices), "time_spent_ms": time_ms}
-    raw = _pick(known, assignment.left_is_a, worker, allow_tie=study.allow_tie)
-    return {"answer": raw, "time_spent_ms": time_ms}
-
-
-def _rate(study: Study, item, truth: dict, worker: _Worker, report: CrowdReport) -> dict:
-    system = item.output_a.system.name
-    values = [v for v in map(_number, truth.values()) if v is not None]
-    quality = _number(truth.get(system))
-    if quality is None:
-        report.random_answers += 1
-    scores: dict[str, Any] = {}
-    for criterion in study.criteria.all():
-        if criterion.labels:
-            scores[criterion.name] = worker.rng.choice([str(x) for x in criterion.labels])
-            continue
-        lo, hi = criterion.scale_min, criterion.scale_max
-        if quality is None:
-            scores[criterion.name] = worker.rng.randint(lo, hi)
-            continue
-        low, high = min(values), max(values)
-        share = (quality - low) / (high - low) if high > low else 0.5
-        value = round(lo + share * (hi - lo) + worker.rng.gauss(0, LIKERT_NOISE))
-        scores[criterion.name] = min(max(value, lo), hi)
-    return scores
+    qualities = [_number(truth.get(o.system.name)) for o in item.output_list()]
+    known = [v for v in map(_number, truth.values()) if v is not None]
+    data, at_random = study.kind_impl.simulate_answer(
+        study.kind_options(),
+        assignment.display_order,
+        qualities,
+        (min(known), max(known)) if known else None,
+        item.expected or {},
+        worker.rng,
+        worker.accuracy,
+    )
+    report.random_answers += int(at_random)
+    return {"data": data, "time_spent_ms": time_ms}
 
 
 def _number(value: Any) -> float | None:

@@ -12,5 +12,6 @@ urlpatterns = [
     path("w/<uuid:study_id>/instructions/", views.instructions, name="instructions"),
     path("w/<uuid:study_id>/qualify/", views.qualify, name="qualify"),
     path("w/<uuid:study_id>/task/", views.task, name="task"),
+    path("w/<uuid:study_id>/renew/", views.renew, name="renew"),
     path("w/<uuid:study_id>/end/", views.end, name="end"),
 ]

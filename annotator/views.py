@@ -11,20 +11,20 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
+
+import kinds
 
 from . import selectors, services, throttle
-from .choices import RawAnswer, StudyKind
-from .errors import OpenInAnotherBrowser, ServiceError, WorkerBlocked
+from .errors import InvalidAnswer, OpenInAnotherBrowser, ServiceError, WorkerBlocked
 from .invites import invite_worker
 from .models import Participation, Study
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
-QUALIFICATION_ANSWERS = (RawAnswer.LEFT, RawAnswer.RIGHT, RawAnswer.TIE)
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 PLATFORM_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,100}")
 
@@ -208,13 +208,12 @@ def mturk(request: HttpRequest, study_id) -> HttpResponse:
     study = _study(study_id)
     assignment_id = request.GET.get("assignmentId", "")
     if assignment_id == MTURK_PREVIEW:
-        return _framed(
-            render(
-                request,
-                "annotator/preview.html",
-                {"study": study, "example": selectors.example_item(study)},
-            )
-        )
+        example = selectors.example_item(study)
+        context: dict = {"study": study, "example": example}
+        if example is not None:
+            shown = list(range(len(example.output_list())))  # system order
+            context |= selectors.task_page(study, example, shown)
+        return _framed(render(request, "annotator/preview.html", context))
     worker = request.GET.get("workerId", "")
     submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
     if not PLATFORM_ID.fullmatch(worker) or not PLATFORM_ID.fullmatch(assignment_id):
@@ -267,7 +266,13 @@ def qualify(request: HttpRequest, study: Study, participation: Participation) ->
     outputs = [question.output_a, question.output_b]
     if not step["left_is_a"]:
         outputs.reverse()
-    answers = [a for a in study.pairwise_answers() if a in QUALIFICATION_ANSWERS]
+    # a qualification question is pairwise whatever the study's kind (QualificationQuestion)
+    pairwise = kinds.get("pairwise")
+    answers = [
+        a
+        for a in pairwise.context(study.kind_options())["answers"]
+        if a.value in services.QUALIFICATION_ANSWERS
+    ]
     return render(
         request,
         "annotator/qualify.html",
@@ -294,7 +299,11 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
     ):
         return _too_many(request)
     try:
-        task = _answer_or_next(request, participation) if posted else _next(participation)
+        task, status = (
+            _answer_or_next(request, participation) if posted else (_next(participation), 200)
+        )
+        if task is None and posted and selectors.more_work_expected(study):
+            task = services.task_next_soon(participation=participation)
     except WorkerBlocked:  # blocked, failed or not qualified: the end page says which
         return redirect("annotator:end", study_id=study.public_id)
     if task is None:
@@ -303,39 +312,48 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         return redirect("annotator:end", study_id=study.public_id)
     assignment = task.assignment
     item = assignment.item
-    outputs = [item.output_a, item.output_b] if item.output_b_id else [item.output_a]
-    if item.output_b_id and not assignment.left_is_a:
-        outputs.reverse()
     context = {
         "study": study,
         "assignment": assignment,
         "input": item.input,
-        "outputs": [o.text for o in outputs],
-        "answers": study.pairwise_answers(),
-        "criteria": list(study.criteria.all()) if study.kind != StudyKind.PAIRWISE else [],
         "progress": selectors.worker_progress(study, task.done),
+        "heartbeat_seconds": settings.HUMEVAL_LEASE_HEARTBEAT_SECONDS,
+        **selectors.task_page(study, item, assignment.display_order),
     }
-    return render(request, "annotator/task.html", context)
+    return render(request, "annotator/task.html", context, status=status)
 
 
 def _next(participation: Participation) -> services.Task | None:
     return services.task_next(participation=participation)
 
 
-def _answer_or_next(request: HttpRequest, participation: Participation) -> services.Task | None:
+def _answer_or_next(
+    request: HttpRequest, participation: Participation
+) -> tuple[services.Task | None, int]:
     """Store the posted answer and lease the next task; a refused answer is shown as a
-    message over the task the worker still has (or their next one)."""
+    message over the task the worker still has (or their next one), with status 400 when
+    the study's kind refused the answer itself (nothing is stored)."""
     try:
-        return _answer(request.POST, participation)
+        return _answer(request.POST, participation), 200
     except WorkerBlocked:
         raise
+    except InvalidAnswer as exc:
+        messages.error(request, exc.message)
+        return _next(participation), exc.status
     except ServiceError as exc:
         messages.error(request, exc.message)
-        return _next(participation)
+        return _next(participation), 200
 
 
 def _answer(post, participation: Participation) -> services.Task | None:
-    scores = {
+    """The posted form as the kind reads it: every field (a list where a name repeats),
+    with the ``score-<criterion>`` fields gathered as ``scores``."""
+    data: dict = {
+        key: values if len(values) > 1 else values[0]
+        for key, values in post.lists()
+        if key not in ("csrfmiddlewaretoken", "token", "time_ms")
+    }
+    data["scores"] = {
         key.removeprefix("score-"): value for key, value in post.items() if key.startswith("score-")
     }
     try:
@@ -345,10 +363,23 @@ def _answer(post, participation: Participation) -> services.Task | None:
     return services.task_answer(
         participation=participation,
         token=post.get("token", ""),
-        answer=post.get("answer"),
-        scores=scores,
+        data=data,
         time_spent_ms=time_ms,
     )
+
+
+@require_POST
+@participant_view
+def renew(request: HttpRequest, study: Study, participation: Participation) -> JsonResponse:
+    """The open task page's heartbeat: keeps the worker's own lease from being handed to
+    another worker as idle (``services.assignment_renew``); throttled per worker."""
+    if not throttle.allow("renew", str(participation.pk), settings.HUMEVAL_THROTTLE_RENEW):
+        return JsonResponse({"error": "too_many_requests"}, status=429)
+    try:
+        services.assignment_renew(participation=participation, token=request.POST.get("token", ""))
+    except ServiceError as exc:
+        return JsonResponse({"error": exc.code, "detail": exc.message}, status=exc.status)
+    return JsonResponse({"renewed": True})
 
 
 @require_http_methods(["GET", "POST"])

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from . import selectors
-from .choices import AssignmentState, StudyKind
+from .choices import AssignmentState
 from .estimate import CostEstimate, cost_estimate
 from .invites import entry_urls
 from .models import Annotation, Assignment, Item, Study
@@ -117,13 +117,14 @@ def checklist(study: Study, *, checks_action: bool = False) -> list[Check]:
     items = Item.objects.filter(study=study, is_active=True).aggregate(
         work=Count("id", filter=Q(is_gold=False)),
         gold=Count("id", filter=Q(is_gold=True)),
-        known=Count("id", filter=Q(is_gold=False) & ~Q(expected_answer="")),
+        known=Count("id", filter=Q(is_gold=False) & ~Q(expected={})),
     )
     create = reverse("admin:annotator_study_import")
-    pairwise = study.kind == StudyKind.PAIRWISE
+    kind = study.kind_impl
+    least = kind.outputs_per_item(study.kind_options(), systems)  # systems an item shows
     checks = []
-    enough = items["work"] >= 1 and (systems >= 2 or not pairwise)
-    need = "at least 2 systems and 1 item" if pairwise else "at least 1 item"
+    enough = items["work"] >= 1 and systems >= least
+    need = f"at least {least} systems and 1 item" if least > 1 else "at least 1 item"
     checks.append(
         Check(
             "Content",
@@ -133,7 +134,7 @@ def checklist(study: Study, *, checks_action: bool = False) -> list[Check]:
             fix_text="" if enough else "Create the study again from a complete file",
         )
     )
-    if study.kind == StudyKind.LIKERT:
+    if kind.criterion_rows:
         criteria = study.criteria.count()
         checks.append(
             Check(
@@ -272,7 +273,9 @@ def preview_step(study: Study, item_id: int | None = None) -> PreviewStep | None
     if target not in ids:
         return None
     index = ids.index(target)
-    item = Item.objects.select_related("input", "output_a", "output_b").get(pk=target)
+    item = (
+        Item.objects.select_related("input").prefetch_related("item_outputs__output").get(pk=target)
+    )
     return PreviewStep(
         item=item,
         position=index + 1,

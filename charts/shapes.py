@@ -1,6 +1,6 @@
 """SVG chart shapes as data (pure; shared by the report's and the dashboard's charts).
 
-A chart is ``{"width", "height", "label", "shapes", ...}``; a shape is a dict with a ``kind``
+A chart is ``{"width", "height", "label", "shapes", ...}``; a shape is a dict with a ``shape``
 (``rect``, ``line``, ``text``, ``circle``, ``path`` (a diamond marker), ``polyline``,
 ``polygon``, or ``g`` holding ``children``), its coordinates, colours and an optional ``tip``.
 The markup is written, with every text escaped, by the template
@@ -40,7 +40,7 @@ def text(
 ) -> dict:
     """A text; ``extra``: ``size`` (font size), ``rotate`` (degrees about its point)."""
     return (
-        {"kind": "text", "x": x, "y": y, "text": str(value), "anchor": anchor, "cls": cls}
+        {"shape": "text", "x": x, "y": y, "text": str(value), "anchor": anchor, "cls": cls}
         | {"tip": None if tip is None else str(tip)}
         | extra
     )
@@ -49,7 +49,7 @@ def text(
 def rect(x: float, y: float, w: float, h: float, fill: str, tip: Any = None, **extra: Any) -> dict:
     """A rectangle; ``extra``: ``rx``, ``stroke``."""
     return (
-        {"kind": "rect", "x": x, "y": y, "w": max(w, 0), "h": h, "fill": fill}
+        {"shape": "rect", "x": x, "y": y, "w": max(w, 0), "h": h, "fill": fill}
         | {"tip": None if tip is None else str(tip)}
         | extra
     )
@@ -68,23 +68,23 @@ def line(
 ) -> dict:
     """A line; ``extra``: ``arrow`` (an arrow head at its end)."""
     return (
-        {"kind": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2, "stroke": stroke, "w": w}
+        {"shape": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2, "stroke": stroke, "w": w}
         | {"dash": dash, "tip": None if tip is None else str(tip)}
         | extra
     )
 
 
 def circle(cx: float, cy: float, r: float, fill: str, tip: Any = None) -> dict:
-    return {"kind": "circle", "cx": cx, "cy": cy, "r": r, "fill": fill, "tip": tip}
+    return {"shape": "circle", "cx": cx, "cy": cy, "r": r, "fill": fill, "tip": tip}
 
 
 def path(x: float, y: float, fill: str, tip: Any = None) -> dict:
     """A diamond marker whose top is at (x, y)."""
-    return {"kind": "path", "x": x, "y": y, "fill": fill, "tip": tip}
+    return {"shape": "path", "x": x, "y": y, "fill": fill, "tip": tip}
 
 
 def poly(
-    kind: str,
+    shape: str,
     points: Sequence[tuple[float, float]],
     fill: str = "none",
     stroke: str = "",
@@ -94,10 +94,10 @@ def poly(
 ) -> dict:
     """A ``polyline`` or ``polygon`` through ``points``."""
     pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-    return {"kind": kind, "points": pts, "fill": fill, "stroke": stroke, "w": w, "dash": dash} | {
+    return {"shape": shape, "points": pts, "fill": fill, "stroke": stroke, "w": w, "dash": dash} | {
         "tip": tip
     }
 
 
 def group(cls: str, children: list[dict]) -> dict:
-    return {"kind": "g", "cls": cls, "children": children}
+    return {"shape": "g", "cls": cls, "children": children}

@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
+    "kinds",
     "annotator",
     "protocol",
     "analysis",
@@ -330,6 +331,19 @@ HUMEVAL_TRUSTED_PROXIES = _env_list("HUMEVAL_TRUSTED_PROXIES", "")
 # a larger one is refused before it is read or parsed.
 HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(200 * 1024 * 1024)))
 HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
+# Leases (docs/protocol.md, "Leases at the end of a round"): an open task page renews its
+# lease every HUMEVAL_LEASE_HEARTBEAT_SECONDS; a lease not renewed for
+# HUMEVAL_LEASE_IDLE_SECONDS may go to a worker who has no item (the study's lease_seconds
+# stays the longest any lease lasts). Background tabs get timers once a minute at worst,
+# so keep the idle time above 60 s plus a heartbeat.
+HUMEVAL_LEASE_IDLE_SECONDS = float(os.environ.get("HUMEVAL_LEASE_IDLE_SECONDS", "120"))
+HUMEVAL_LEASE_HEARTBEAT_SECONDS = float(
+    os.environ.get("HUMEVAL_LEASE_HEARTBEAT_SECONDS", str(HUMEVAL_LEASE_IDLE_SECONDS / 4))
+)
+HUMEVAL_THROTTLE_RENEW = os.environ.get("HUMEVAL_THROTTLE_RENEW", "30/min")
+# An answer that finds no next task while the next round is being decided waits up to this
+# long for it, so the worker who completed the round lands on its next task.
+HUMEVAL_NEXT_ROUND_WAIT_SECONDS = float(os.environ.get("HUMEVAL_NEXT_ROUND_WAIT_SECONDS", "4"))
 HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
     "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
 )

@@ -66,15 +66,24 @@ class Kind:
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
     template: ClassVar[str] = ""
+    #: What a study of this kind is called in a sentence ("a Likert study").
+    noun: ClassVar[str] = ""
     #: Study-line keys this kind accepts beyond the common study options (the importer
     #: passes them to :meth:`validate_options`; they end up in ``Study.options``).
     extra_options: ClassVar[frozenset[str]] = frozenset()
     #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
     #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
     criterion_rows: ClassVar[bool] = False
+    #: The criterion of the overall preference (the one the protocol counts).
+    overall_criterion: ClassVar[str] = "preference"
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
+
+    @property
+    def instructions_template(self) -> str:
+        """The default instructions' sentence about the task (when the study has none)."""
+        return f"kinds/{self.name}_instructions.html"
 
     # --- options and items -------------------------------------------------------------
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
@@ -104,7 +113,8 @@ class Kind:
 
     # --- the worker's page and answer ----------------------------------------------------
     def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
-        """Extra template context for :attr:`template` (besides study, outputs, preview)."""
+        """Extra template context for :attr:`template`, which also gets ``study``,
+        ``outputs`` (texts in display order), ``preview`` (controls disabled)."""
         return {}
 
     def parse_answer(
@@ -136,6 +146,23 @@ class Kind:
             answer["scores"] = dict(scores)
         return answer
 
+    def simulate_answer(
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        qualities: Sequence[float | None],
+        known_range: tuple[float, float] | None,
+        expected: Mapping[str, Any],
+        rng: random.Random,
+        accuracy: float,
+    ) -> tuple[dict[str, Any], bool]:
+        """A simulated worker's submitted data (display order, as :meth:`parse_answer`
+        reads it) and whether it was drawn at random (no truth known). ``qualities``: the
+        true quality of each output in system order (``None`` unknown); ``known_range``:
+        the lowest and highest true quality of the input's outputs; ``expected``: the
+        item's known answer; ``accuracy``: the chance a worker answers a pair right."""
+        raise NotImplementedError
+
     # --- what the labels mean ------------------------------------------------------------
     def pair_preferences(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
@@ -149,6 +176,31 @@ class Kind:
         """Criterion → position → numeric score."""
         return {}
 
+    def report_properties(
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+    ) -> list[tuple[str, str, tuple, str]]:
+        """The properties the study report analyses: ``(name, scale, labels, title)`` with
+        scale ``pairwise`` (a preference in system order, labels ``A``/``B``/``tie``/…),
+        ``ordinal`` or ``categorical``; ``observed``: property → labels present in the data."""
+        return []
+
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[str, Any]]:
+        """The answer as ``(property, label)`` rows of the report (see
+        :meth:`report_properties`)."""
+        return []
+
+    def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+        """``(criterion, lowest, highest)`` of every criterion :meth:`scores` gives, in
+        order (the protocol maps them onto the first one's scale). Default: the criteria
+        in ``opts`` rated on a scale (no ``labels``)."""
+        return [
+            (c["name"], c.get("scale_min", 1), c.get("scale_max", 5))
+            for c in opts.get("criteria") or []
+            if not c.get("labels")
+        ]
+
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
@@ -156,6 +208,10 @@ class Kind:
         raise NotImplementedError
 
     # --- export --------------------------------------------------------------------------
+    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        """What a dataset card of the study's labels states of the kind's options."""
+        return {}
+
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         """The kind's own export columns."""
         return []

@@ -8,6 +8,7 @@ from django.urls import reverse
 from annotator.admin import StudyScopedAdmin
 
 from .models import Decision, ProtocolConfig, Round, SystemPair
+from .outcome import pair_status
 
 
 @admin.register(ProtocolConfig)
@@ -33,8 +34,24 @@ class ReadOnly(StudyScopedAdmin):
 
 @admin.register(SystemPair)
 class SystemPairAdmin(ReadOnly):
-    list_display = ["study", "system_a", "system_b", "state", "winner", "theta", "decided_in_round"]
+    list_display = [
+        "study",
+        "system_a",
+        "system_b",
+        "status",
+        "winner",
+        "theta",
+        "decided_in_round",
+    ]
     list_filter = ["study", "state"]
+    list_select_related = ["study", "system_a", "system_b", "winner"]
+    readonly_fields = ["status"]
+
+    @admin.display(description="status", ordering="state")
+    def status(self, obj: SystemPair) -> str:
+        """The state in words with why the pair closed (``protocol.outcome.pair_status``)."""
+        winner = obj.winner.name if obj.winner_id else None
+        return pair_status(obj.state, obj.evidence.get("outcome"), winner)
 
 
 @admin.register(Round)

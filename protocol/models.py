@@ -71,7 +71,8 @@ class ProtocolConfig(models.Model):
 
     def clean(self) -> None:
         if self.likert_criterion:
-            numeric = {c.name for c in self.study.criteria.all() if not c.labels}
+            study = self.study
+            numeric = {name for name, _, _ in study.kind_impl.score_scales(study.kind_options())}
             if self.likert_criterion not in numeric:
                 raise ValidationError(
                     {"likert_criterion": "Name a criterion of the study rated on a scale."}

@@ -7,10 +7,31 @@ from typing import Any
 
 #: Why a pair closed undecided (``SystemPair.evidence["outcome"]``), in words.
 UNDECIDED_BECAUSE = {
-    "futile": "a decision was predicted to stay out of reach",
+    "futile": "it cannot be decided within the budget",
     "exhausted": "every input was used",
     "budget": "the budget was spent",
 }
+
+#: A closed-undecided pair's status by why it closed (a study without a budget has its
+#: whole pool as the budget, so "within the budget" holds for it too).
+_CLOSED_UNDECIDED = {
+    "futile": "retired: cannot be decided within the budget",
+    "exhausted": "closed undecided: every input was used",
+    "budget": "closed undecided: the budget was spent",
+}
+
+
+def pair_status(state: str, outcome: str | None, winner: str | None = None) -> str:
+    """A pair's state in words with why it closed, as the dashboard, its JSON and the admin
+    show it: ``state`` is ``SystemPair.state``, ``outcome`` the reason the protocol stored
+    (``SystemPair.evidence["outcome"]``), ``winner`` the decided winner's name."""
+    if state == "open":
+        return "open: collecting labels"
+    if state == "decided":
+        return f"decided: {winner} is better" if winner else "decided"
+    if state == "equivalent":
+        return "closed: practically equivalent"
+    return _CLOSED_UNDECIDED.get(outcome or "", "closed undecided")
 
 
 def protocol_outcome(data: dict[str, Any]) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from annotator.signals import (
     study_created,
     study_reconfiguring,
     work_expected,
+    work_imminent,
 )
 
 from . import services
@@ -40,6 +41,12 @@ def next_round_coming(sender, study: Study, **kwargs) -> bool:
     return Round.objects.filter(
         study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
     ).exists()
+
+
+@receiver(work_imminent)
+def round_being_decided(sender, study: Study, **kwargs) -> bool:
+    """A complete round awaiting its decision: the next round opens within a moment."""
+    return Round.objects.filter(study=study, state=Round.State.CLOSED).exists()
 
 
 @receiver(round_summary)

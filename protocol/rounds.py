@@ -18,6 +18,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
+from .correlation import pool_across_pairs_correlated
 from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
 from .predictive import (
     calibrate_decision_level,
@@ -139,6 +140,7 @@ def decide_round(
     systems: NDArray[np.int64] | None = None,
     closed: ClosedPairs | None = None,
     redundancy: int = 1,
+    correlation: NDArray[np.float64] | None = None,
 ) -> RoundDecision:
     """Decide every open pair after a round (Algorithm 2, inner loop) and say which close.
 
@@ -147,7 +149,9 @@ def decide_round(
     (:func:`decision_level`; ignored with ``settings.paper``); ``systems``: the two system ids
     of every open pair, ``closed``: the closed pairs' evidence — with both, the prediction
     pools evidence across pairs (``settings.pooling``); ``redundancy``: annotations per input
-    (metric-only inputs count that many labels to come).
+    (metric-only inputs count that many labels to come); ``correlation``: the correlation of
+    the pairs' own effect estimates, open pairs then closed ones, when their labels share
+    inputs (rankings, scores: :mod:`protocol.correlation`); None: independent.
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
@@ -178,7 +182,7 @@ def decide_round(
     # budget left (shares of pairs that close come free; on WMT21 with budgets of 0.25-0.45
     # of the pool, 2 beats 1 and 4)
     remaining = np.minimum(pool - used, 2.0 * max(budget_left, 0) / k).astype(float)
-    effects = _effects(eff_mean, eff_var, systems, closed, settings)
+    effects = _effects(eff_mean, eff_var, systems, closed, settings, correlation)
     p_a, p_b, p_u = outcome_probabilities(
         effects, post.human_counts, pool, remaining, nondraw, gamma
     )
@@ -214,12 +218,21 @@ def decide_round(
     )
 
 
-def _effects(eff_mean, eff_var, systems, closed, settings: ProtocolSettings):
+def _effects(eff_mean, eff_var, systems, closed, settings: ProtocolSettings, correlation=None):
     """The pooled (or, without system ids or with ``pooling`` off, the pair's own) posterior
-    of every open pair's pool effect."""
+    of every open pair's pool effect; with ``correlation``, errors correlated across pairs."""
     if not settings.pooling or systems is None:
         return no_pooling(eff_mean, eff_var)
     closed = closed if closed is not None else ClosedPairs.empty()
+    if correlation is not None:
+        var = np.concatenate([eff_var, closed.effect_var])
+        sd = np.sqrt(np.maximum(var, 1e-15))
+        pooled = pool_across_pairs_correlated(
+            np.concatenate([eff_mean, closed.effect_mean]),
+            np.asarray(correlation, dtype=float) * np.outer(sd, sd),
+            np.concatenate([np.asarray(systems, dtype=np.int64).reshape(-1, 2), closed.systems]),
+        )
+        return pooled.first(eff_mean.shape[0])
     pooled = pool_across_pairs(
         np.concatenate([eff_mean, closed.effect_mean]),
         np.concatenate([eff_var, closed.effect_var]),

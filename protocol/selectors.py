@@ -8,16 +8,20 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, F, Q
+import pandas as pd
+from django.db.models import Count, Q
 
-from annotator.choices import StudyKind
-from annotator.models import Annotation, Criterion, Input, Item, JudgeRating, Output, Study
+from annotator.models import Input, Item, ItemOutput, JudgeRating, Output, Study
+from annotator.selectors import label_rows, score_rows
 
 from .decision import preferences_from_scores
 from .models import ProtocolConfig, Round, SystemPair
+from .outcome import pair_status
 
-#: A pairwise label in system order → index into [n>, n=, n<].
+#: A judge's preference label in system order → index into [n>, n=, n<].
 LABEL_INDEX = {"A": 0, "tie": 1, "both_good": 1, "both_bad": 1, "B": 2}
+#: A pair preference (1 the first system better, 0.5 a draw, 0) → index into [n>, n=, n<].
+PREFERENCE_INDEX = {1.0: 0, 0.5: 1, 0.0: 2}
 #: Preference code (+1 a better, 0 draw, −1 b better) → the same index.
 CODE_INDEX = {1: 0, 0: 1, -1: 2}
 
@@ -36,12 +40,13 @@ def pair_inputs(study: Study, pair: SystemPair) -> set[int]:
 
 
 def pair_items(study: Study, pair: SystemPair):
+    """The work items showing the pair's outputs, ``system_a`` first in system order."""
     return Item.objects.filter(
         study=study,
         is_gold=False,
-        output_a__system=pair.system_a,
-        output_b__system=pair.system_b,
-    )
+        item_outputs__position=0,
+        item_outputs__output__system=pair.system_a,
+    ).filter(item_outputs__position=1, item_outputs__output__system=pair.system_b)
 
 
 def pair_used_inputs(
@@ -50,7 +55,7 @@ def pair_used_inputs(
     """The inputs the pair has been given: pairwise, those with an item of the pair; Likert,
     those whose outputs of both systems have an item (whichever pair asked for them;
     ``itemised``: :func:`likert_itemised`, read once for all pairs, else here)."""
-    if study.kind == StudyKind.LIKERT:
+    if study.kind_impl.scored:
         return itemised_for_both(itemised if itemised is not None else likert_itemised(study), pair)
     return set(pair_items(study, pair).values_list("input_id", flat=True))
 
@@ -82,17 +87,31 @@ def itemised_for_both(itemised: dict[int, frozenset[int]], pair: SystemPair) -> 
 def likert_itemised(study: Study) -> dict[int, frozenset[int]]:
     """Per system, the inputs whose output has a (non-gold) Likert item."""
     out: dict[int, set[int]] = defaultdict(set)
-    for input_id, system_id in Item.objects.filter(
-        study=study, is_gold=False, output_b__isnull=True
-    ).values_list("input_id", "output_a__system_id"):
+    single = ItemOutput.objects.filter(item__study=study, item__is_gold=False, position=0).exclude(
+        item__item_outputs__position=1
+    )
+    for input_id, system_id in single.values_list("item__input_id", "output__system_id"):
         out[system_id].add(input_id)
     return {system: frozenset(inputs) for system, inputs in out.items()}
 
 
-def likert_criteria(study: Study, criterion: str = "") -> list[Criterion]:
+@dataclass(frozen=True)
+class Scale:
+    """A criterion a scored kind rates on a scale (``Kind.score_scales``), kept exact."""
+
+    name: str
+    scale_min: Fraction
+    scale_max: Fraction
+
+
+def likert_criteria(study: Study, criterion: str = "") -> list[Scale]:
     """The criteria whose ratings make an output's score: the named one, or (blank) every
-    criterion rated on a scale; categorical criteria have no order and never count."""
-    numeric = [c for c in study.criteria.all() if not c.labels]
+    criterion the study's kind rates on a scale (``Kind.score_scales``); categorical
+    criteria have no order and never count."""
+    numeric = [
+        Scale(name, Fraction(low), Fraction(high))
+        for name, low, high in study.kind_impl.score_scales(study.kind_options())
+    ]
     chosen = [c for c in numeric if c.name == criterion] if criterion else numeric
     if not chosen:
         raise ValueError(
@@ -106,7 +125,7 @@ def likert_criteria(study: Study, criterion: str = "") -> list[Criterion]:
     return chosen
 
 
-def annotator_rating(scores: dict[str, Any], criteria: list[Criterion]) -> Fraction | None:
+def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Fraction | None:
     """One annotator's rating of one output: the mean of their ratings on ``criteria``, each
     mapped linearly onto the scale of the first (the identity when the scales are equal), or
     ``None`` when they rated none of them."""
@@ -126,23 +145,29 @@ def annotator_rating(scores: dict[str, Any], criteria: list[Criterion]) -> Fract
 
 
 def likert_ratings(study: Study, config: ProtocolConfig | None = None) -> LikertRatings:
-    """Every output's score in a Likert study (see :class:`LikertRatings`). Only complete
-    items count; flagged labels (workers blocked after gold checks) and gold items never do.
-    The criterion and dead zone are the study's protocol settings
-    (``ProtocolConfig.likert_criterion``, ``likert_dead_zone``)."""
+    """Every output's score in a Likert study (see :class:`LikertRatings`), from the study's
+    score rows (``annotator.selectors.score_rows``). Only complete items count; flagged
+    labels (workers blocked after gold checks) and gold items never do. The criterion and
+    dead zone are the study's protocol settings (``ProtocolConfig.likert_criterion``,
+    ``likert_dead_zone``)."""
     if config is None:
         config = ProtocolConfig.objects.filter(study=study).first()
     criteria = likert_criteria(study, config.likert_criterion if config else "")
     totals: dict[tuple[int, int], list] = {}
-    rows = Annotation.objects.filter(
-        study=study,
-        is_flagged=False,
-        item__is_gold=False,
-        item__output_b__isnull=True,
-        item__n_done__gte=F("item__redundancy"),
-    ).values_list("item__input_id", "item__output_a__system_id", "scores")
-    for input_id, system_id, scores in rows:
-        rating = annotator_rating(scores or {}, criteria)
+    rows = score_rows(study)
+    rows = rows[rows["complete"].astype(bool)]
+    per_label: dict[int, tuple[int, int, dict[str, float]]] = {}
+    for pk, input_id, system_id, criterion, score in zip(
+        rows["annotation"],
+        rows["input"],
+        rows["system"],
+        rows["criterion"],
+        rows["score"],
+        strict=True,
+    ):
+        per_label.setdefault(int(pk), (int(input_id), int(system_id), {}))[2][criterion] = score
+    for input_id, system_id, scores in per_label.values():
+        rating = annotator_rating(scores, criteria)
         if rating is not None:
             total = totals.setdefault((input_id, system_id), [Fraction(0), 0])
             total[0] += rating
@@ -154,7 +179,7 @@ def likert_ratings(study: Study, config: ProtocolConfig | None = None) -> Likert
     )
 
 
-def likert_labels(pair: SystemPair, likert: LikertRatings) -> dict[int, list[int]]:
+def likert_labels(pair: SystemPair, ratings: LikertRatings) -> dict[int, list[int]]:
     """Per input whose outputs of both systems are rated, the one derived preference of the
     pair as an index into [>, =, <]: the sign of the difference of the two outputs' mean
     ratings, a draw within the dead zone (Definition 5). The difference is exact (means of
@@ -162,29 +187,32 @@ def likert_labels(pair: SystemPair, likert: LikertRatings) -> dict[int, list[int
     difference of exactly the dead zone is one too."""
     a, b = pair.system_a_id, pair.system_b_id
     inputs = sorted(
-        i for i in likert.both(pair) if (i, a) in likert.scores and (i, b) in likert.scores
+        i for i in ratings.both(pair) if (i, a) in ratings.scores and (i, b) in ratings.scores
     )
     if not inputs:
         return {}
-    diff = np.array([float(likert.scores[i, a] - likert.scores[i, b]) for i in inputs])
-    codes = preferences_from_scores(diff, np.zeros_like(diff), likert.dead_zone)
+    diff = np.array([float(ratings.scores[i, a] - ratings.scores[i, b]) for i in inputs])
+    codes = preferences_from_scores(diff, np.zeros_like(diff), ratings.dead_zone)
     return {i: [CODE_INDEX[int(c)]] for i, c in zip(inputs, codes, strict=True)}
 
 
-def human_labels(study: Study, pair: SystemPair) -> dict[int, list[int]]:
-    """Per input, the human labels of the pair as indices into [>, =, <]; flagged labels
-    (workers blocked after gold checks) and gold items left out."""
+def human_labels(
+    study: Study, pair: SystemPair, rows: pd.DataFrame | None = None
+) -> dict[int, list[int]]:
+    """Per input, the human labels of the pair as indices into [>, =, <], from the study's
+    pair rows (``annotator.selectors.label_rows``; ``rows``: read once for all pairs, else
+    here): the kind's overall preference on items showing ``system_a`` before ``system_b``;
+    flagged labels (workers blocked after gold checks) and gold items left out."""
+    if rows is None:
+        rows = label_rows(study)
     labels: dict[int, list[int]] = defaultdict(list)
-    rows = Annotation.objects.filter(
-        study=study,
-        is_flagged=False,
-        item__is_gold=False,
-        item__output_a__system=pair.system_a,
-        item__output_b__system=pair.system_b,
-    ).values_list("item__input_id", "value")
-    for input_id, value in rows:
-        if value in LABEL_INDEX:
-            labels[input_id].append(LABEL_INDEX[value])
+    mine = rows[
+        (rows["criterion"] == study.kind_impl.overall_criterion)
+        & (rows["system"] == pair.system_a_id)
+        & (rows["other_system"] == pair.system_b_id)
+    ]
+    for input_id, preference in zip(mine["input"], mine["preference"], strict=True):
+        labels[int(input_id)].append(PREFERENCE_INDEX[float(preference)])
     return labels
 
 
@@ -227,7 +255,8 @@ def pair_evidence(
     judge: str = "",
     dead_zone: float = 0.0,
     *,
-    likert: LikertRatings | None = None,
+    ratings: LikertRatings | None = None,
+    rows: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Counts for Algorithm 1: human ``[n>, n=, n<]``; with a metric, the confusion
     ``n[c, c']`` (metric said c, a human c') on human-rated inputs, counted per human label,
@@ -235,13 +264,14 @@ def pair_evidence(
     metric ratings of human-rated inputs again).
 
     Pairwise studies count every human label; Likert studies one derived label per input
-    (:func:`likert_labels`; ``likert``: the study's ratings, read once for all pairs, else
-    here). ``dead_zone`` is the metric's (``ProtocolConfig.metric_dead_zone``)."""
-    if study.kind == StudyKind.LIKERT:
-        likert = likert if likert is not None else likert_ratings(study)
-        humans = likert_labels(pair, likert)
+    (:func:`likert_labels`; ``ratings``: the study's ratings, read once for all pairs, else
+    here; ``rows``: the study's pair rows, likewise). ``dead_zone`` is the metric's
+    (``ProtocolConfig.metric_dead_zone``)."""
+    if study.kind_impl.scored:
+        ratings = ratings if ratings is not None else likert_ratings(study)
+        humans = likert_labels(pair, ratings)
     else:
-        humans = human_labels(study, pair)
+        humans = human_labels(study, pair, rows)
     human = np.zeros(3, dtype=np.int64)
     for labels in humans.values():
         human += np.bincount(labels, minlength=3)
@@ -250,7 +280,7 @@ def pair_evidence(
         metric = metric_labels(study, pair, judge, dead_zone)
         confusion = np.zeros((3, 3), dtype=np.int64)
         only = np.zeros(3, dtype=np.int64)
-        itemised = pair_used_inputs(study, pair, likert.itemised if likert else None)
+        itemised = pair_used_inputs(study, pair, ratings.itemised if ratings else None)
         for input_id, c in metric.items():
             if input_id in itemised:
                 for c_human in humans.get(input_id, []):
@@ -315,6 +345,11 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "human_counts": pair.evidence.get("human"),
                 "metric_counts": pair.evidence.get("metric"),
                 "outcome": pair.evidence.get("outcome"),
+                "status": pair_status(
+                    pair.state,
+                    pair.evidence.get("outcome"),
+                    pair.winner.name if pair.winner else None,
+                ),
                 "predicted": _predicted(pair),
                 "decided_in_round": pair.decided_in_round,
             }
@@ -338,13 +373,15 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "spent_so_far": spent,
             }
         )
-    likert = study.kind == StudyKind.LIKERT
-    criterion = ((config.likert_criterion if config else "") or "mean") if likert else None
+    scored = study.kind_impl.scored
+    criterion = ((config.likert_criterion if config else "") or "mean") if scored else None
     return {
         "study": study.pk,
         "kind": study.kind,
+        "kind_label": study.kind_impl.noun,
+        "scored": scored,
         # what a pair's counts count: every human label, or one derived label per input
-        "human_counts_unit": "inputs" if likert else "labels",
+        "human_counts_unit": "inputs" if scored else "labels",
         "likert_criterion": criterion,
         "budget": study.budget,
         "committed": config.committed if config else 0,
@@ -366,11 +403,12 @@ def ranking_comparisons(study: Study) -> list[dict[str, Any]]:
     """The human preferences of every system pair as comparisons ``input, system_a,
     system_b, outcome`` ("A", "tie", "B"), counted as the protocol counts them: every human
     label of a pairwise study, one derived label per input of a Likert study."""
-    likert = likert_ratings(study) if study.kind == StudyKind.LIKERT else None
+    ratings = likert_ratings(study) if study.kind_impl.scored else None
+    pair_rows = label_rows(study) if ratings is None else None
     rows = []
     pairs = SystemPair.objects.filter(study=study).select_related("system_a", "system_b")
     for pair in pairs.order_by("pk"):
-        humans = likert_labels(pair, likert) if likert else human_labels(study, pair)
+        humans = likert_labels(pair, ratings) if ratings else human_labels(study, pair, pair_rows)
         for input_id, labels in sorted(humans.items()):
             rows += [
                 {

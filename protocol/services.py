@@ -13,10 +13,9 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
 
-from annotator.choices import StudyKind
 from annotator.errors import ConfigRefused
-from annotator.models import Item, Output, Study
-from annotator.services import items_resize
+from annotator.models import Input, Item, Output, Study
+from annotator.services import items_create, items_resize
 
 from . import rounds, selectors
 from .models import Decision, ProtocolConfig, Round, SystemPair
@@ -72,8 +71,8 @@ def round_open(study: Study, number: int) -> Round | None:
     if not pairs:
         return None
     redundancy = study.redundancy
-    likert = study.kind == StudyKind.LIKERT
-    itemised = selectors.likert_itemised(study) if likert else None
+    scored = study.kind_impl.scored  # one item per output, compared by score
+    itemised = selectors.likert_itemised(study) if scored else None
     unused = []
     for pair in pairs:
         used = selectors.pair_used_inputs(study, pair, itemised)
@@ -94,21 +93,12 @@ def round_open(study: Study, number: int) -> Round | None:
         (o.input_id, o.system_id): o
         for o in Output.objects.filter(input__study=study).only("pk", "input_id", "system_id")
     }
-    if likert:
+    if scored:
         rank = _study_order(study, config, priority)
         chosen = _likert_items(pairs, unused, give, itemised, rank, affordable)
         if not chosen:  # one item left in the budget and every input needs two
             return _exhaust(pairs, "budget")
-        new = [
-            Item(
-                study=study,
-                input_id=i,
-                round_number=number,
-                redundancy=redundancy,
-                output_a=outputs[(i, system)],
-            )
-            for i, system in chosen
-        ]
+        new = [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
     else:
         rng = random.Random(f"{config.seed}:{study.pk}:{number}")
         new = []
@@ -116,18 +106,11 @@ def round_open(study: Study, number: int) -> Round | None:
             rng.shuffle(inputs)
             inputs.sort(key=lambda i: _priority_key(priority[i]))
             new += [
-                Item(
-                    study=study,
-                    input_id=i,
-                    round_number=number,
-                    redundancy=redundancy,
-                    output_a=outputs[(i, pair.system_a_id)],
-                    output_b=outputs[(i, pair.system_b_id)],
-                )
+                (Input(pk=i), [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
                 for i in inputs[: int(n)]
             ]
     rnd = Round.objects.create(study=study, number=number)
-    Item.objects.bulk_create(new)
+    items_create(study, new, round_number=number)
     charge = len(new) * redundancy
     ProtocolConfig.objects.filter(pk=config.pk).update(committed=F("committed") + charge)
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
@@ -284,11 +267,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     are in inputs, and the budget left is passed as the items it still pays for (an input
     costs at most two new items and often one or none, since items are shared by pairs)."""
     r = study.redundancy
-    likert = selectors.likert_ratings(study, config) if study.kind == StudyKind.LIKERT else None
-    per_input = 1 if likert is not None else r  # labels an input gives the pair
+    ratings = selectors.likert_ratings(study, config) if study.kind_impl.scored else None
+    per_input = 1 if ratings is not None else r  # labels an input gives the pair
+    rows = selectors.label_rows(study) if ratings is None else None
     evidence = [
         selectors.pair_evidence(
-            study, p, config.metric_judge, config.metric_dead_zone, likert=likert
+            study, p, config.metric_judge, config.metric_dead_zone, ratings=ratings, rows=rows
         )
         for p in pairs
     ]
@@ -298,7 +282,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
     inputs = np.array([len(selectors.pair_inputs(study, p)) for p in pairs])
-    if likert is None:
+    if ratings is None:
         # each item at its own redundancy (an edit may have changed it since it was
         # released), the inputs not yet given at the study's current one
         given = [
@@ -308,7 +292,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         used = np.array([g["r"] or 0 for g in given])
         pool = used + (inputs - np.array([g["n"] for g in given])) * r
     else:
-        used = np.array([len(likert.both(p)) for p in pairs])
+        used = np.array([len(ratings.both(p)) for p in pairs])
         pool = inputs * per_input
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
@@ -319,8 +303,8 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     # what the budget can still buy: whole items (r annotations each); less than an item's
     # worth left means this is every open pair's last look
     budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk)) // r
-    if likert is not None:
-        budget_left = _likert_budget_inputs(study, pairs, likert, budget_left)
+    if ratings is not None:
+        budget_left = _likert_budget_inputs(study, pairs, ratings, budget_left)
     else:
         budget_left *= r
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
@@ -386,7 +370,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     Decision.objects.bulk_create(decisions)
 
 
-def _likert_budget_inputs(study, pairs, likert: selectors.LikertRatings, affordable: int) -> int:
+def _likert_budget_inputs(study, pairs, ratings: selectors.LikertRatings, affordable: int) -> int:
     """The budget left of a Likert study as the decision reads it, in inputs: the items it
     still pays for, or 0 when that is one item and no open pair has an input that one
     item completes (its last look is then now, not after a round that cannot open)."""
@@ -394,8 +378,8 @@ def _likert_budget_inputs(study, pairs, likert: selectors.LikertRatings, afforda
         return affordable
     empty: frozenset[int] = frozenset()
     for pair in pairs:
-        a = likert.itemised.get(pair.system_a_id, empty)
-        b = likert.itemised.get(pair.system_b_id, empty)
+        a = ratings.itemised.get(pair.system_a_id, empty)
+        b = ratings.itemised.get(pair.system_b_id, empty)
         if (a ^ b) & selectors.pair_inputs(study, pair):
             return 1
     return 0

@@ -6,7 +6,7 @@ import json
 import random
 
 from annotator import services
-from annotator.models import Criterion, Output
+from annotator.models import Criterion
 
 QUALITY = {"s1": 4, "s2": 3, "s3": 1, "s4": 1}
 #: Likert: the true mean rating of each system's outputs on a 1–5 scale (s3 = s4: a null pair).
@@ -51,7 +51,7 @@ def rate(
     """A simulated worker's Likert scores of the one output of ``assignment``: on every
     scale, its system's true mean mapped onto the scale plus Gaussian noise, rounded and
     clipped; a random label on categorical criteria."""
-    system = Output.objects.get(pk=assignment.item.output_a_id).system.name
+    system = assignment.item.output_list()[0].system.name
     scores: dict[str, int | str] = {}
     for c in criteria:
         if c.labels:
@@ -65,14 +65,13 @@ def rate(
 
 def answer(assignment, rng: random.Random, accuracy: float = 0.85) -> str:
     item = assignment.item
-    qa = QUALITY[Output.objects.get(pk=item.output_a_id).system.name]
-    qb = QUALITY[Output.objects.get(pk=item.output_b_id).system.name]
+    qa, qb = (QUALITY[o.system.name] for o in item.output_list())
     if qa == qb:
         return rng.choice(["tie", "left", "right"])
     better_is_a = qa > qb
     if rng.random() > accuracy:
         better_is_a = not better_is_a
-    return "left" if better_is_a == assignment.left_is_a else "right"
+    return "left" if better_is_a == (assignment.display_order == [0, 1]) else "right"
 
 
 def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25) -> int:

@@ -135,8 +135,10 @@ def test_worker_missing_gold_checks_is_blocked(base_url, prolific_url, page, mak
     for _ in range(3):  # gold, real, gold: both gold checks missed
         page.wait_for_selector("#output-left")
         left, right = texts(page)
-        item = Item.objects.get(output_a__text__in=[left, right], output_b__text__in=[left, right])
-        wrong = "right" if Output.objects.get(text=left) == item.output_a else "left"
+        item = Item.objects.filter(item_outputs__output__text=left).get(
+            item_outputs__output__text=right
+        )
+        wrong = "right" if Output.objects.get(text=left) == item.output_list()[0] else "left"
         page.click(f'button[value="{wrong if item.is_gold else "left"}"]')
         page.wait_for_load_state("load")
     page.wait_for_url(f"{prolific_url}**")

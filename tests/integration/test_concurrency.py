@@ -79,3 +79,50 @@ def test_twenty_workers_never_exceed_redundancy_nor_repeat_nor_lose(make_study):
     assert max(pairs.values()) == 1
     assert set(Item.objects.filter(study=study).values_list("n_done", "n_taken")) == {(3, 3)}
     assert not Assignment.objects.filter(study=study, state="issued").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_idle_leases_handed_on_while_their_holders_answer_count_once(make_study, settings):
+    """Ten idle leases (the last items of a study): their holders answer at the moment ten
+    other workers, who have no item, look for one. Each item ends with exactly one of the
+    two: the holder's answer stored, or the holder refused and the item leased to a taker;
+    never both, never an item above its redundancy."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotator.errors import AssignmentExpired
+
+    assert connection.vendor == "postgresql"
+    study = make_study(pairwise_bundle(n_inputs=10), redundancy=1)
+    enter = services.participation_enter
+    holders = [enter(study=study, platform="link", external_id=f"h{i}") for i in range(10)]
+    takers = [enter(study=study, platform="link", external_id=f"t{i}") for i in range(10)]
+    leases = [services.assignment_next(participation=h) for h in holders]
+    assert len({a.item_id for a in leases}) == 10
+    later = timezone.now() + timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS + 1)
+    stored, refused, taken = [], [], []
+
+    def act(i: int) -> None:
+        if i % 2 == 0:
+            h, a = holders[i // 2], leases[i // 2]
+            try:
+                services.annotation_submit(
+                    annotator=h.annotator, token=a.token, answer="left", now=later
+                )
+                stored.append(a.item_id)
+            except AssignmentExpired:
+                refused.append(a.item_id)
+        else:
+            task = services.task_next(participation=takers[i // 2], now=later)
+            if task is not None:
+                taken.append(task.assignment.item_id)
+
+    assert run_in_threads(act, 20) == []
+    assert len(stored) + len(refused) == 10
+    assert sorted(taken) == sorted(refused)  # a refused holder's item went to a taker
+    assert not set(stored) & set(taken)
+    for item in Item.objects.filter(study=study):
+        live = Assignment.objects.filter(item=item, state__in=["issued", "submitted"]).count()
+        assert item.n_taken == live <= 1 and item.n_done == item.annotations.count() <= 1
+    assert Annotation.objects.count() == len(stored)

@@ -65,7 +65,9 @@ def test_worker_decides_likert_rounds_with_shared_items_within_budget(celery_wor
     for rnd in Round.objects.filter(study=study):
         pairs = list(rnd.decisions.values_list("pair", flat=True))
         assert len(pairs) == len(set(pairs))
-    outputs = list(Item.objects.filter(study=study).values_list("input_id", "output_a_id"))
+    outputs = list(
+        Item.objects.filter(study=study).values_list("input_id", "item_outputs__output_id")
+    )
     assert len(outputs) == len(set(outputs))  # an output's item serves every pair
     by_budget = [p.evidence.get("outcome") == "budget" for p in SystemPair.objects.all()]
     assert 70 - collected <= 1 or not any(by_budget)

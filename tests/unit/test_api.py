@@ -73,7 +73,7 @@ def test_labels_carry_provenance_and_normalised_answers(annotated, researcher):
     assert len(rows) == 12  # 2 inputs × 3 pairs × redundancy 2
     for row in rows:
         annotation = Annotation.objects.select_related("assignment").get(pk=row["annotation_id"])
-        left_is_a = annotation.assignment.left_is_a
+        left_is_a = annotation.assignment.display_order == [0, 1]
         assert row["left_system"] == (row["system_a"] if left_is_a else row["system_b"])
         assert row["raw_answer"] == "left"
         assert row["label"] == ("A" if left_is_a else "B")

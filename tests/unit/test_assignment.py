@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 
 from annotator import services
-from annotator.choices import normalise
 from annotator.errors import AssignmentExpired, AssignmentNotFound, InvalidAnswer, WorkerBlocked
 from annotator.models import Annotation, Assignment, Item
+from kinds.pairwise import normalise
 from tests.conftest import bundle
 
 
@@ -29,7 +29,7 @@ def worker(study, name: str):
     ],
 )
 def test_normalise_maps_display_order_to_system_order(raw, left_is_a, expected):
-    assert normalise(raw, left_is_a) == expected
+    assert normalise(raw, [0, 1] if left_is_a else [1, 0]) == expected
 
 
 def test_each_item_gets_its_redundancy_and_never_twice_per_worker(make_study):
@@ -62,7 +62,8 @@ def test_left_right_order_is_drawn_per_assignment(make_study):
     for i in range(60):
         w = worker(study, f"w{i}")
         a = services.assignment_next(participation=w)
-        sides.append(a.left_is_a)
+        assert sorted(a.display_order) == [0, 1]
+        sides.append(a.display_order == [0, 1])
     # P(all 60 equal) = 2^-59: a fixed order would fail this
     assert 10 < sum(sides) < 50
 
@@ -76,7 +77,7 @@ def test_submit_stores_raw_and_normalised_answer(make_study):
     )
     assert created
     assert annotation.raw_answer == "left"
-    assert annotation.value == ("A" if a.left_is_a else "B")
+    assert annotation.value == ("A" if a.display_order == [0, 1] else "B")
     assert annotation.time_spent_ms <= 1234
     assert annotation.config_version == study.config_version
 

@@ -50,7 +50,7 @@ def gold_bundle(n_inputs: int, n_gold: int, **options) -> bytes:
 
 def answer_for(assignment, correct: bool) -> str:
     """The raw answer that picks output A (the right one for our gold items) or not."""
-    picks_a = "left" if assignment.left_is_a else "right"
+    picks_a = "left" if assignment.display_order == [0, 1] else "right"
     return picks_a if correct else ("right" if picks_a == "left" else "left")
 
 

@@ -41,8 +41,11 @@ def test_llmbar_judgebench_import_creates_pairwise_study_with_expert_labels():
     assert [a.value for a in item.annotations.all()] == [
         {"model_a": "A", "model_b": "B"}[label] for label in labels
     ]
-    assert item.expected_answer == "A"
-    assert item.output_a.text == first["instance"]["output_a"]
+    assert item.expected == {"value": "A"}
+    assert [a.answer for a in item.annotations.all()] == [
+        {"value": a.value} for a in item.annotations.all()
+    ]
+    assert item.output_list()[0].text == first["instance"]["output_a"]
     expected_total = sum(
         len(i["annotations"]["quality_single_turn"]["individual_human_scores"])
         for i in doc["instances"]
@@ -103,11 +106,10 @@ def test_jsonl_bundle_with_config_and_three_systems():
     study = services.study_import(data, filename="b.jsonl")
     assert (study.redundancy, study.allow_tie) == (5, False)
     assert Item.objects.filter(study=study).count() == 4 * 3  # 3 pairs per input
-    pairs = set(
-        Item.objects.filter(study=study).values_list(
-            "output_a__system__name", "output_b__system__name"
-        )
-    )
+    pairs = {
+        tuple(o.system.name for o in item.output_list())
+        for item in Item.objects.filter(study=study)
+    }
     assert pairs == {("s1", "s2"), ("s1", "s3"), ("s2", "s3")}
     assert set(Item.objects.filter(study=study).values_list("redundancy", flat=True)) == {5}
 

@@ -19,7 +19,7 @@ from formats.judgebench_export import majority
 from tests.conftest import pairwise_bundle
 from tests.unit.test_report import annotate, client_for
 
-SAME = ("counts", "excluded", "kind", "label_distribution", "labels", "level", "perception")
+SAME = ("counts", "excluded", "scale", "label_distribution", "labels", "level", "perception")
 
 
 def _close(a, b) -> bool:

@@ -109,19 +109,21 @@ def test_postgresql_statements_are_bound_and_prepared_by_the_server_unless_turne
 def test_the_remembered_answer_buttons_are_the_rendered_fragment():
     from django.template.loader import render_to_string
 
-    from annotator.choices import RawAnswer
     from annotator.templatetags.humeval import _answer_buttons, answer_buttons
+    from kinds.pairwise import RAW_ANSWERS, Choice
 
     _answer_buttons.cache_clear()
-    for answers in ([RawAnswer.LEFT, RawAnswer.RIGHT], list(RawAnswer)):
+    every = [Choice(value, label) for value, label in RAW_ANSWERS.items()]
+    left = Choice("left", RAW_ANSWERS["left"])
+    for answers in (every[:2], every):
         for disabled in (False, True):
             expected = render_to_string(
                 "annotator/_answers.html", {"answers": answers, "disabled": disabled}
             )
             assert answer_buttons(answers, disabled) == expected
             assert answer_buttons(answers, disabled) is answer_buttons(answers, disabled)
-    assert "disabled" in answer_buttons([RawAnswer.LEFT], True)
-    assert "disabled" not in answer_buttons([RawAnswer.LEFT], False)
+    assert "disabled" in answer_buttons([left], True)
+    assert "disabled" not in answer_buttons([left], False)
 
 
 def test_the_embedded_sqlite_file_keeps_a_write_ahead_log_and_syncs_every_commit(tmp_path):
@@ -198,7 +200,13 @@ PURE_CORE_LAYERS = {
     "protocol.outcome": set(),
     "protocol.decision": set(),
     "protocol.predictive": {"protocol.decision"},
-    "protocol.rounds": {"protocol.decision", "protocol.predictive", "protocol.settings"},
+    "protocol.correlation": {"protocol.predictive"},
+    "protocol.rounds": {
+        "protocol.correlation",
+        "protocol.decision",
+        "protocol.predictive",
+        "protocol.settings",
+    },
     "formats.vocab": set(),
     "formats.bundle": set(),
     "formats.ratings": {"formats.bundle"},
@@ -212,6 +220,84 @@ PURE_CORE_LAYERS = {
         "protocol.rounds",
     },
 }
+
+
+#: What a task kind (``kinds/``) may import: the standard library, NumPy, pandas, the
+#: readers in ``formats`` and other kinds (docs/architecture.md, "Task kinds").
+KINDS_MAY_IMPORT = {"numpy", "pandas", "formats", "kinds"}
+#: The project's own packages and Django: none of them below ``kinds``.
+NOT_BELOW_KINDS = {"django", "rest_framework", "annotator", "protocol", "analysis", "config"}
+
+
+def test_kinds_import_no_django_and_no_app():
+    """Every module of ``kinds/`` is pure: the apps call it with plain data."""
+    import ast
+    import sys
+
+    wrong = []
+    modules = sorted((ROOT / "kinds").rglob("*.py"))
+    assert {"__init__.py", "base.py", "pairwise.py", "likert.py"} <= {m.name for m in modules}
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                known = top in sys.stdlib_module_names or top in KINDS_MAY_IMPORT
+                if top in NOT_BELOW_KINDS or not known:
+                    wrong.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert wrong == []
+
+
+#: A branch on the task kind: ``kind ==``/``!=``/``in``, the old ``StudyKind`` choices, a
+#: flag named after a kind (``if likert``), or a template ``{% if … kind … %}``.
+KIND_BRANCH = re.compile(
+    r"(?<!dtype\.)\bkind\s*(==|!=|\bin\b|\bnot in\b)"
+    r"|\bStudyKind\b"
+    r"|\b(if|elif)\s+(not\s+)?(pairwise|likert|error_spans)\b"
+    r"|\{%-?\s*(el)?if\b[^%]*\bkind\b"
+)
+#: Where no code may branch on the kind: everything outside ``kinds/``.
+KIND_FREE = ("annotator", "protocol", "analysis", "formats", "charts", "ranking", "templates")
+
+
+def test_nothing_outside_kinds_branches_on_the_task_kind():
+    """What differs between task kinds lives in ``kinds/``; the apps ask the study's kind
+    (issue 18). Migrations are history and are left out."""
+    found = []
+    for package in KIND_FREE:
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix not in (".py", ".html", ".txt") or "migrations" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if KIND_BRANCH.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:90]}")
+    assert found == []
+
+
+def test_the_kind_branch_pattern_finds_what_it_must():
+    """The pattern of the test above is no blunt tool: it finds each form of branch."""
+    for branch in (
+        'if study.kind == "pairwise":',
+        "likert = study.kind != StudyKind.PAIRWISE",
+        "if likert:",
+        '{% if study.kind == "pairwise" %}',
+        "{% elif data.kind %}",
+        'pairwise = [p for p in props if p.kind == "pairwise"]',
+    ):
+        assert KIND_BRANCH.search(branch), branch
+    for fine in (
+        "kind = kinds.get(name)",
+        "study.kind_impl.scored",
+        "if scored:",
+        'if labels.dtype.kind in "iuf":',
+        "{% if ranking.reason %}",
+    ):
+        assert not KIND_BRANCH.search(fine), fine
 
 
 def test_the_pure_core_imports_no_django_and_only_the_modules_below_it():

@@ -148,7 +148,8 @@ class CrowdMachine(RuleBasedStateMachine):
             return {"answer": "sideways"}
         if prefer == "tie":
             return {"answer": "tie"}
-        return {"answer": "left" if (prefer == "A") == assignment.left_is_a else "right"}
+        left_is_a = assignment.display_order == [0, 1]
+        return {"answer": "left" if (prefer == "A") == left_is_a else "right"}
 
     def _valid(self, prefer: str) -> bool:
         if prefer == "bogus":
@@ -580,7 +581,7 @@ class AssignmentMachine(CrowdMachine):
         assignment = Assignment.objects.select_related("item").get(token=token)
         if not assignment.item.is_gold:
             return
-        expected = assignment.item.expected_answer
+        expected = assignment.item.expected["value"]
         prefer = expected if correct else {"A": "B", "B": "A", "tie": "A"}[expected]
         self._submit(worker, assignment, prefer)
 
@@ -675,10 +676,10 @@ class BudgetMachine(CrowdMachine):
 
         if study.kind == "likert":  # an output's item is made once, whichever pair needs it
             outputs = list(
-                Item.objects.filter(study=study).values_list("input_id", "output_a_id", "output_b")
+                Item.objects.filter(study=study).values_list("input_id", "item_outputs__output_id")
             )
-            assert all(b is None for _, _, b in outputs)
-            assert len({o[:2] for o in outputs}) == len(outputs), "an output itemised twice"
+            assert not Item.objects.filter(study=study, item_outputs__position=1).exists()
+            assert len(set(outputs)) == len(outputs), "an output itemised twice"
 
         # rounds are numbered 1…n, all decided but the last, each decided once per pair
         assert [r[0] for r in rounds] == list(range(1, len(rounds) + 1))

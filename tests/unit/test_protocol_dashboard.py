@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from annotator import services
 from protocol.charts import budget_chart, partial_order_chart
 from protocol.models import ProtocolConfig
-from protocol.outcome import protocol_outcome
+from protocol.outcome import pair_status, protocol_outcome
 from protocol.selectors import dashboard, partial_order, ranking, ranking_comparisons
 from tests.conftest import active_markup
 from tests.protocol_sim import adaptive_bundle, run_workers
@@ -223,3 +223,62 @@ def test_dashboard_without_labels_has_no_ranking_yet(transactional_db):
                               "reason": "no human labels yet"}  # fmt: skip
     page = boss_client().get(f"/studies/{study.pk}/protocol/").content.decode()
     assert 'id="no-ranking"' in page and "no human labels yet" in page
+
+
+@pytest.mark.parametrize(
+    "state,outcome,winner,status",
+    [
+        ("open", "open", None, "open: collecting labels"),
+        ("decided", "decided", "s1", "decided: s1 is better"),
+        ("equivalent", "equivalent", None, "closed: practically equivalent"),
+        ("exhausted", "futile", None, "retired: cannot be decided within the budget"),
+        ("exhausted", "exhausted", None, "closed undecided: every input was used"),
+        ("exhausted", "budget", None, "closed undecided: the budget was spent"),
+        ("exhausted", None, None, "closed undecided"),
+    ],
+)
+def test_pair_status_says_why_every_closed_pair_closed(state, outcome, winner, status):
+    assert pair_status(state, outcome, winner) == status
+
+
+@pytest.fixture
+def retired_study(transactional_db):
+    """A finished study whose equal pair s3 vs s4 has a pool large enough (200 inputs) to be
+    retired as futile long before its inputs run out."""
+    study = services.study_import(adaptive_bundle(n_inputs=200), filename="a.jsonl")
+    run_workers(study)
+    return study
+
+
+def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(retired_study):
+    """The protocol retires s3 vs s4 (equal systems) as futile: the matrix, the JSON and the
+    admin's pair list say "retired: cannot be decided within the budget", not the bare
+    state ``exhausted``; every pair's status in the JSON follows its state and reason."""
+    finished_study = retired_study
+    data = dashboard(finished_study)
+    by_pair = {(p["system_a"], p["system_b"]): p for p in data["pairs"]}
+    futile = by_pair[("s3", "s4")]
+    assert (futile["state"], futile["outcome"]) == ("exhausted", "futile")
+    assert futile["status"] == "retired: cannot be decided within the budget"
+    for p in data["pairs"]:
+        assert p["status"] == pair_status(p["state"], p["outcome"], p["winner"])
+    client = boss_client()
+    page = client.get(f"/studies/{finished_study.pk}/protocol/").content.decode()
+    cells = [
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", c))
+        for c in re.findall(r'<span class="status">(.*?)</span>', page, re.S)
+    ]
+    assert len(cells) == 2 * len(data["pairs"])  # the matrix shows each pair twice
+    assert cells.count("retired: cannot be decided within the budget") == 2 * sum(
+        p["outcome"] == "futile" for p in data["pairs"]
+    )
+    assert "decided: s1 is better" in cells and "exhausted" not in cells
+    api = client.get(f"/api/studies/{finished_study.pk}/protocol/").json()
+    assert {(p["system_a"], p["system_b"]): p["status"] for p in api["pairs"]} == {
+        k: p["status"] for k, p in by_pair.items()
+    }
+    admin = client.get(f"/admin/protocol/systempair/?study__id__exact={finished_study.pk}")
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", admin.content.decode()))
+    assert admin.status_code == 200
+    assert "retired: cannot be decided within the budget" in text
+    assert "decided: s1 is better" in text

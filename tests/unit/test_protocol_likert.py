@@ -32,7 +32,7 @@ def outputs_itemised(study, **filters) -> dict[str, set[str]]:
     """Per system name, the external ids of the inputs whose output has an item."""
     out = defaultdict(set)
     for system, input_id in Item.objects.filter(study=study, **filters).values_list(
-        "output_a__system__name", "input__external_id"
+        "item_outputs__output__system__name", "input__external_id"
     ):
         out[system].add(input_id)
     return dict(out)
@@ -40,8 +40,10 @@ def outputs_itemised(study, **filters) -> dict[str, set[str]]:
 
 def assert_items_unique(study) -> None:
     """Every item shows one output, and no output has two items."""
-    rows = list(Item.objects.filter(study=study).values_list("input_id", "output_a__system_id"))
-    assert not Item.objects.filter(study=study, output_b__isnull=False).exists()
+    rows = list(
+        Item.objects.filter(study=study).values_list("input_id", "item_outputs__output__system_id")
+    )
+    assert not Item.objects.filter(study=study, item_outputs__position=1).exists()
     assert len(rows) == len(set(rows)), Counter(rows).most_common(3)
 
 
@@ -143,7 +145,7 @@ def test_items_are_made_only_for_systems_of_open_pairs_that_need_them():
     for rnd in Round.objects.all():
         open_pairs = [d.pair for d in rnd.decisions.select_related("pair")]
         items = Item.objects.filter(study=study, round_number=rnd.number)
-        for input_id, system in items.values_list("input_id", "output_a__system_id"):
+        for input_id, system in items.values_list("input_id", "item_outputs__output__system_id"):
             # the item completes this input for an open pair with its system
             assert any(
                 system in (p.system_a_id, p.system_b_id) and input_id in final.both(p)
@@ -191,7 +193,9 @@ def one_output_missing():
     round 1's inputs (the first is the one)."""
     study = three_systems()
     first = sorted(outputs_itemised(study)["s3"])
-    Item.objects.filter(input__external_id=first[0], output_a__system__name="s3").delete()
+    Item.objects.filter(
+        input__external_id=first[0], item_outputs__output__system__name="s3"
+    ).delete()
     return study, first
 
 
@@ -293,7 +297,7 @@ def rated_study(transactional_db):
         part = services.participation_enter(study=study, platform="link", external_id=f"w{worker}")
         while (a := services.assignment_next(participation=part)) is not None:
             item = a.item
-            key = (item.input.external_id, item.output_a.system.name)
+            key = (item.input.external_id, item.output_list()[0].system.name)
             fluency, coverage = RATINGS[key][worker]
             services.annotation_submit(
                 annotator=part.annotator,
@@ -338,7 +342,9 @@ def test_flagged_labels_and_gold_items_never_count(rated_study):
     services.participation_set_blocked(w1, True)  # their labels are flagged
     # worker 0 alone: in0 5 − 4, in1 3 − 2.5, in2 1 − 4, in3 3 − 4
     assert labels_by_input(study) == {"in0": ">", "in1": ">", "in2": "<", "in3": "<"}
-    Item.objects.filter(input__external_id="in2", output_a__system__name="s2").update(is_gold=True)
+    Item.objects.filter(input__external_id="in2", item_outputs__output__system__name="s2").update(
+        is_gold=True
+    )
     assert set(labels_by_input(study)) == {"in0", "in1", "in3"}
     w0 = Participation.objects.get(annotator__external_id="w0")
     services.participation_set_blocked(w0, True)
@@ -347,7 +353,9 @@ def test_flagged_labels_and_gold_items_never_count(rated_study):
 
 def test_incomplete_items_give_no_label(rated_study):
     study = rated_study
-    Item.objects.filter(input__external_id="in1", output_a__system__name="s1").update(redundancy=3)
+    Item.objects.filter(input__external_id="in1", item_outputs__output__system__name="s1").update(
+        redundancy=3
+    )
     assert set(labels_by_input(study)) == {"in0", "in2", "in3"}
 
 
@@ -413,7 +421,7 @@ def test_likert_worker_waits_between_rounds_and_sees_one_output():
     token = Assignment.objects.get(annotator__external_id="late").token
     client.post(f"/w/{study.public_id}/task/", {"token": token, "score-overall": "4"})
     stored = Annotation.objects.get(annotator__external_id="late")
-    assert stored.scores == {"overall": 4} and stored.item.output_b_id is None
+    assert stored.scores == {"overall": 4} and len(stored.item.output_list()) == 1
 
 
 @pytest.mark.django_db(transaction=True)

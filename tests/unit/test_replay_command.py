@@ -52,7 +52,7 @@ def test_replay_reads_the_platforms_export(tmp_path, capsys):
     rng = random.Random(1)
     part = services.participation_enter(study=study, platform="link", external_id="w")
     while (a := services.assignment_next(participation=part)) is not None:
-        left_text = (a.item.output_a if a.left_is_a else a.item.output_b).text
+        left_text = a.item.output_list()[a.display_order[0]].text
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,

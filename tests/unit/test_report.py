@@ -113,7 +113,7 @@ def test_report_figures_equal_the_core_on_the_study_frames(pairwise):
 def test_judge_preference_in_reverse_orientation_is_flipped(make_study):
     study = make_study(pairwise_bundle(n_inputs=2, systems=("alpha", "beta")))
     item = Item.objects.get(study=study, input__external_id="in0")
-    assert (item.output_a.system.name, item.output_b.system.name) == ("alpha", "beta")
+    assert [o.system.name for o in item.output_list()] == ["alpha", "beta"]
     ratings = (
         b'{"judge": "j", "input_id": "in0", "system": "beta", "system_b": "alpha", "label": "A"}\n'
         b'{"judge": "j", "input_id": "in1", "system": "alpha", "system_b": "beta", "label": "A"}\n'

@@ -323,7 +323,7 @@ def test_cli_on_llmbar_with_a_judge(tmp_path):
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     prop = report["properties"][0]
-    assert (prop["kind"], prop["labels"]) == ("pairwise", ["A", "B"])
+    assert (prop["scale"], prop["labels"]) == ("pairwise", ["A", "B"])
     alpha = prop["reliability"][0]
     assert (alpha["metric"], alpha["level"], alpha["value"]) == (
         "krippendorff_alpha",

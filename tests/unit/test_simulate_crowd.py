@@ -85,7 +85,7 @@ def test_known_answers_drive_a_non_adaptive_study(demo, capsys):
     assert out.startswith("12 answers from 3 simulated workers")
     assert "random" not in out and "/protocol/" not in out
     labels = Annotation.objects.filter(study=study, source="platform").select_related("item")
-    agree = sum(a.value == a.item.expected_answer for a in labels)
+    agree = sum(a.value == a.item.expected.get("value") for a in labels)
     assert len(labels) == 12 and agree >= 8  # workers are 75-95 % accurate
 
 

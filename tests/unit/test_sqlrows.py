@@ -70,7 +70,7 @@ def check_every_model_of_the_cycle_loads_as_the_orm_does() -> None:
         Assignment.objects.get(pk=task.assignment.pk),
         Item.objects.get(pk=task.assignment.item_id),
         Input.objects.get(pk=task.assignment.item.input_id),
-        Output.objects.get(pk=task.assignment.item.output_a_id),
+        Output.objects.get(pk=task.assignment.item.output_list()[0].pk),
         Annotation.objects.get(assignment=task.assignment),
     ]
     for orm in objects:
@@ -94,13 +94,17 @@ def check_the_cycle_services_return_what_the_orm_reads() -> None:
     again = services.task_next(participation=part)  # the same lease, read back with its item
     for lease in (task.assignment, again.assignment):
         _same(lease, Assignment.objects.get(pk=task.assignment.pk))
-        orm_item = Item.objects.select_related("input", "output_a", "output_b").get(
-            pk=lease.item_id
+        orm_item = (
+            Item.objects.select_related("input")
+            .prefetch_related("item_outputs__output")
+            .get(pk=lease.item_id)
         )
         _same(lease.item, orm_item)
         _same(lease.item.input, orm_item.input)
-        _same(lease.item.output_a, orm_item.output_a)
-        _same(lease.item.output_b, orm_item.output_b)
+        shown, orm_outputs = lease.item.output_list(), orm_item.output_list()
+        assert len(shown) == len(orm_outputs) == 2
+        for out, orm_out in zip(shown, orm_outputs, strict=True):
+            _same(out, orm_out)
     assert task.assignment.item.input.metadata["n"] == 1.5
 
 
@@ -115,7 +119,7 @@ def check_insert_stores_what_save_stores() -> None:
                 study=study,
                 item=item,
                 annotator=part.annotator,
-                left_is_a=False,
+                display_order=[1, 0],
                 issued_at=now,
                 expires_at=now + timedelta(seconds=60),
             )

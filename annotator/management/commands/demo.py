@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
 
-from annotator import services
+from annotator import selectors, services
 from annotator.models import Study
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
@@ -79,7 +79,7 @@ class Command(BaseCommand):
                     overrides={**overrides, "source": f"demo/{filename}"},
                     owner=admin,
                 )
-                if study.kind == "pairwise" and study.collection != "adaptive":
+                if study.collection != "adaptive" and selectors.has_known_answers(study):
                     services.study_prepare_checks(study, n_gold=DEMO_GOLD, seed=0)
             studies.append(study)
         adaptive = studies[-1]

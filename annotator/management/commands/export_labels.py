@@ -10,7 +10,7 @@ from annotator.models import Study
 from annotator.renderers import csv_text, jsonl_lines
 from annotator.selectors import (
     annotations_for_export,
-    label_rows,
+    export_rows,
     study_judgebench,
     study_settings,
 )
@@ -61,10 +61,11 @@ class Command(BaseCommand):
         try:
             if format == "hf":
                 return self._hf(study_obj, filterset.qs, directory or output, push_to_hub)
-            rows = label_rows(filterset.qs.iterator(chunk_size=2000))
+            rows = export_rows(filterset.qs.iterator(chunk_size=2000))
             if format == "csv":
                 criteria = list(study_obj.criteria.values_list("name", flat=True))
-                chunks = csv_text(rows, criteria)
+                own = study_obj.kind_impl.export_fields(study_obj.kind_options())
+                chunks = csv_text(rows, criteria, own)
             elif format == "jsonl":
                 chunks = jsonl_lines(rows)
             elif format == "judgebench":
@@ -92,7 +93,7 @@ class Command(BaseCommand):
             raise CommandError(f"{target} is not empty; name a new or empty directory")
         try:
             data = hf.save_labels(
-                label_rows(annotations.iterator(chunk_size=2000)), target, study_settings(study)
+                export_rows(annotations.iterator(chunk_size=2000)), target, study_settings(study)
             )
         except ImportError as exc:
             raise CommandError(str(exc)) from None

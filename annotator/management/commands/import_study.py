@@ -5,6 +5,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+import kinds
 from annotator import services
 from annotator.errors import ImportRejected
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--split", help="The dataset split to read (default: train).")
         parser.add_argument("--name", help="Study name (overrides the file's).")
-        parser.add_argument("--kind", choices=["pairwise", "likert"])
+        parser.add_argument("--kind", choices=kinds.NAMES)
         parser.add_argument(
             "--config",
             type=Path,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError
 
-from protocol import simulation
+from protocol import ranking_sim, simulation
 
 #: The platform's labels (system order) in the replay's vocabulary.
 EXPORT_LABELS = {"A": "a", "B": "b", "tie": "tie", "both_good": "tie", "both_bad": "tie"}
@@ -47,6 +47,11 @@ class Command(BaseCommand):
         source.add_argument("--judgebench", help="Judge-Bench JSON with a pairwise property")
         source.add_argument("--export", help="this platform's label export (CSV or JSONL)")
         source.add_argument("--frame", help="CSV with columns input,system_a,system_b,label")
+        source.add_argument("--rankings", help="JSONL of rankings {input, annotator?, ranking}")
+        parser.add_argument("--rank", type=int, default=None, metavar="K",
+                            help="MQM: each annotation ranks K systems of an input")  # fmt: skip
+        parser.add_argument("--likert", action="store_true",
+                            help="MQM: each annotation scores one output")  # fmt: skip
         parser.add_argument("--systems", help="comma-separated systems (MQM; default: the "
                             "paper's eleven)")  # fmt: skip
         parser.add_argument("--batch", type=int, nargs="+", default=[10], help="N per round")
@@ -63,6 +68,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
+        if options["rankings"] or options["rank"] or options["likert"]:
+            return self._loop(options)
         frame_path = options["frame"]
         with tempfile.TemporaryDirectory() as tmp:
             if options["export"]:
@@ -82,6 +89,34 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(results if len(results) > 1 else results[0], indent=2))
         else:
             self.stdout.write(simulation.render_table(results))
+
+    def _loop(self, options: dict) -> None:
+        """Rankings or scores, one annotation serving several pairs (protocol.ranking_sim)."""
+        if not (options["rankings"] or options["mqm"]):
+            raise CommandError("--rank and --likert simulate from --mqm scores")
+        argv = ["--rankings", options["rankings"]] if options["rankings"] else [
+            "--mqm", options["mqm"]]  # fmt: skip
+        if options["rank"]:
+            argv += ["--rank", str(options["rank"])]
+        if options["likert"]:
+            argv.append("--likert")
+        if options["systems"]:
+            argv += ["--systems", *[s.strip() for s in options["systems"].split(",") if s.strip()]]
+        argv += ["--batch", *map(str, options["batch"]), "--gamma", str(options["gamma"]),
+                 "--repeats", str(options["repeats"]), "--seed", str(options["seed"]),
+                 "--dead-zone", str(options["dead_zone"])]  # fmt: skip
+        if options["budget"] is not None:
+            argv += ["--budget", str(options["budget"])]
+        if options["paper"]:
+            argv.append("--paper")
+        try:
+            results = ranking_sim.run_from_args(ranking_sim.build_parser().parse_args(argv))
+        except (OSError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(json.dumps(results, indent=2, default=str))
+        else:
+            self.stdout.write(ranking_sim.render_table(results))
 
     @staticmethod
     def _argv(options: dict, frame_path: str | None) -> list[str]:

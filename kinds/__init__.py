@@ -1,0 +1,37 @@
+"""Task kinds: one module per kind, each a :class:`~kinds.base.Kind` (see ``kinds/base.py``
+and docs/architecture.md, "Task kinds"). Pure: no Django imports.
+
+>>> get("pairwise").name
+'pairwise'
+"""
+
+from __future__ import annotations
+
+from .base import AnswerError, Kind, OptionError, preferences_from_scores
+from .likert import KIND as _LIKERT
+from .pairwise import KIND as _PAIRWISE
+
+__all__ = [
+    "NAMES",
+    "AnswerError",
+    "Kind",
+    "OptionError",
+    "choices",
+    "get",
+    "preferences_from_scores",
+]
+
+_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT)}
+
+#: Every registered kind's name, in registration order.
+NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def get(name: str) -> Kind:
+    """The kind called ``name``; ``KeyError`` when there is none (callers list :data:`NAMES`)."""
+    return _REGISTRY[name]
+
+
+def choices() -> list[tuple[str, str]]:
+    """``(name, label)`` of every kind, for ``Study.kind``'s choices."""
+    return [(k.name, k.label) for k in _REGISTRY.values()]

@@ -1,0 +1,204 @@
+"""Likert rating: an item shows one output; the worker rates it on every criterion of the
+study (a numeric scale with anchors, or categorical labels).
+
+* options: ``criteria``, a list of ``{"name", "label", "scale_min", "scale_max",
+  "anchors", "labels"}`` (the study's ``Criterion`` rows; ``overall`` 1–5 when none);
+* answer: ``{"scores": {criterion: value}}`` (whole numbers, or a label);
+* scores: criterion → {0: value} for criteria rated on a scale (labels have no order);
+* no pair preferences of its own: the protocol and the report compare two outputs' scores
+  (:func:`kinds.preferences_from_scores`);
+* known answer: ``{"scores": {criterion: value}, "tolerance": t}`` — every given criterion
+  within ``t`` (default 0) of the known value, labels equal.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .base import AnswerError, Kind, OptionError
+
+#: Standard deviation, in scale points, of a simulated worker's rating around the truth.
+SIMULATED_NOISE = 0.7
+
+#: The criterion a Likert study gets when it names none.
+DEFAULT_CRITERION = {
+    "name": "overall",
+    "label": "Overall quality",
+    "scale_min": 1,
+    "scale_max": 5,
+    "anchors": {"1": "very poor", "5": "excellent"},
+    "labels": [],
+}
+
+
+def choices(criterion: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(value, caption) per scale point or label, in display order."""
+    if criterion.get("labels"):
+        return [(str(label), str(label)) for label in criterion["labels"]]
+    anchors = criterion.get("anchors") or {}
+    return [
+        (str(v), str(anchors.get(str(v), "")))
+        for v in range(int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5)) + 1)
+    ]
+
+
+def parse_value(criterion: Mapping[str, Any], value: object) -> int | str:
+    """One submitted value validated; ``ValueError`` with a readable message."""
+    name = criterion["name"]
+    if criterion.get("labels"):
+        if str(value) not in map(str, criterion["labels"]):
+            raise ValueError(f"'{value}' is not one of the labels of '{name}'")
+        return str(value)
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise ValueError(f"'{name}' needs a whole number") from None
+    low, high = int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5))
+    if not low <= number <= high:
+        raise ValueError(f"'{name}' must be between {low} and {high}")
+    return number
+
+
+class Likert(Kind):
+    name = "likert"
+    label = "Likert rating"
+    noun = "Likert"
+    template = "kinds/likert.html"
+    criterion_rows = True
+    scored = True
+
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+        criteria = [dict(c) for c in opts.get("criteria") or []] or [dict(DEFAULT_CRITERION)]
+        problems = []
+        if opts.get("collection") == "adaptive":
+            # pairs compare the two outputs' mean ratings (docs/protocol.md, "Live studies")
+            if n_systems is not None and n_systems < 2:
+                problems.append("study: adaptive collection compares systems: give at least two")
+            if all(c.get("labels") for c in criteria):
+                problems.append(
+                    "study: adaptive collection of a Likert study needs a criterion rated on a "
+                    "scale (categorical labels have no order to compare)"
+                )
+            if opts.get("gold"):
+                problems.append(
+                    "study: gold checks are pairwise; an adaptive Likert study takes no "
+                    "'gold' inputs"
+                )
+        if problems:
+            raise OptionError(problems)
+        return {"criteria": criteria}
+
+    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+        return 1
+
+    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "criteria": [
+                {"name": c["name"], "label": c.get("label") or c["name"], "choices": choices(c)}
+                for c in opts.get("criteria") or []
+            ]
+        }
+
+    def parse_answer(
+        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        given = data.get("scores") or {}
+        if not isinstance(given, Mapping):
+            raise AnswerError("'scores' must map criteria to values.")
+        criteria = opts.get("criteria") or []
+        clean: dict[str, Any] = {}
+        problems = []
+        for criterion in criteria:
+            name = criterion["name"]
+            if name not in given or given[name] in ("", None):
+                problems.append(f"Rate '{criterion.get('label') or name}'.")
+                continue
+            try:
+                clean[name] = parse_value(criterion, given[name])
+            except ValueError as exc:
+                problems.append(str(exc))
+        unknown = set(given) - {c["name"] for c in criteria}
+        if unknown:
+            problems.append(f"Unknown criteria: {', '.join(sorted(unknown))}.")
+        if problems:
+            raise AnswerError(" ".join(problems))
+        return {"scores": clean}
+
+    def simulate_answer(
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        qualities: Sequence[float | None],
+        known_range: tuple[float, float] | None,
+        expected: Mapping[str, Any],
+        rng: random.Random,
+        accuracy: float,
+    ) -> tuple[dict[str, Any], bool]:
+        """A rating per criterion: the output's true quality placed on the scale between
+        the input's lowest and highest, with Gaussian noise; at random when unknown."""
+        quality = qualities[0] if qualities else None
+        scores: dict[str, Any] = {}
+        for criterion in opts.get("criteria") or []:
+            if criterion.get("labels"):
+                scores[criterion["name"]] = rng.choice([str(x) for x in criterion["labels"]])
+                continue
+            lo, hi = int(criterion.get("scale_min", 1)), int(criterion.get("scale_max", 5))
+            if quality is None or known_range is None:
+                scores[criterion["name"]] = rng.randint(lo, hi)
+                continue
+            low, high = known_range
+            share = (quality - low) / (high - low) if high > low else 0.5
+            value = round(lo + share * (hi - lo) + rng.gauss(0, SIMULATED_NOISE))
+            scores[criterion["name"]] = min(max(value, lo), hi)
+        return {"scores": scores}, quality is None
+
+    def scores(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> dict[str, dict[int, float]]:
+        numeric = {c["name"] for c in opts.get("criteria") or [] if not c.get("labels")}
+        out: dict[str, dict[int, float]] = {}
+        for name, value in (answer.get("scores") or {}).items():
+            if name in numeric and isinstance(value, int | float) and not isinstance(value, bool):
+                out[name] = {0: float(value)}
+        return out
+
+    def report_properties(
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+    ) -> list[tuple[str, str, tuple, str]]:
+        props = []
+        for c in opts.get("criteria") or []:
+            title = c.get("label", "")
+            if c.get("labels"):
+                props.append((c["name"], "categorical", tuple(str(x) for x in c["labels"]), title))
+            else:
+                low, high = int(c.get("scale_min", 1)), int(c.get("scale_max", 5))
+                props.append((c["name"], "ordinal", tuple(range(low, high + 1)), title))
+        return props
+
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[str, Any]]:
+        return list((answer.get("scores") or {}).items())
+
+    def gold_correct(
+        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> bool:
+        want = expected.get("scores") or {}
+        got = answer.get("scores") or {}
+        tolerance = float(expected.get("tolerance", 0))
+        if not want:
+            return False
+        for name, value in want.items():
+            if name not in got:
+                return False
+            if isinstance(value, int | float) and isinstance(got[name], int | float):
+                if abs(float(got[name]) - float(value)) > tolerance:
+                    return False
+            elif str(got[name]) != str(value):
+                return False
+        return True
+
+
+KIND = Likert()

@@ -1,0 +1,62 @@
+"""The protocol dashboard in Chromium says why each pair closed: a futile pair reads
+"retired: cannot be decided within the budget" in the matrix and in the admin's pair list."""
+
+import pytest
+from django.contrib.auth.models import User
+
+from annotator import services
+from config.celery import app
+from protocol.selectors import dashboard
+from tests.protocol_sim import adaptive_bundle, run_workers
+from tests.services import require_postgres_and_redis
+
+RETIRED = "retired: cannot be decided within the budget"
+
+
+@pytest.fixture
+def eager():
+    """Rounds decided in this process (no Celery worker needed to reach the end)."""
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager):
+    require_postgres_and_redis()
+    # 200 inputs: the equal pair s3 vs s4 is retired as futile long before they run out
+    study = services.study_import(adaptive_bundle(n_inputs=200), filename="a.jsonl")
+    run_workers(study)
+    pairs = {(p["system_a"], p["system_b"]): p for p in dashboard(study)["pairs"]}
+    assert pairs[("s3", "s4")]["outcome"] == "futile"  # equal systems: retired as futile
+    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    violations: list[str] = []
+    page.on("console", lambda m: "Content Security Policy" in m.text and violations.append(m.text))
+    page.goto(f"{base_url}/admin/login/")
+    page.fill("#id_username", "boss")
+    page.fill("#id_password", "x" * 12)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#site-name")
+
+    page.goto(f"{base_url}/studies/{study.pk}/protocol/")
+    rows = page.locator("table.matrix tbody tr")
+    names = [rows.nth(i).locator("th").inner_text().strip() for i in range(rows.count())]
+    columns = page.locator("table.matrix thead th").all_inner_texts()[1:]
+    for i, row in enumerate(names):
+        cells = rows.nth(i).locator("td")
+        for j, col in enumerate(columns):
+            pair = pairs.get((row, col)) or pairs.get((col, row))
+            if pair is None:
+                continue
+            status = cells.nth(j).locator(".status").inner_text().strip()
+            assert status == pair["status"], (row, col, status)
+            if pair["outcome"] == "futile":
+                assert status == RETIRED
+            assert status != "exhausted"
+    page.goto(f"{base_url}/admin/protocol/systempair/?study__id__exact={study.pk}")
+    page.wait_for_selector("#result_list")
+    listed = page.locator("#result_list td.field-status").all_inner_texts()
+    assert sorted(listed) == sorted(p["status"] for p in pairs.values())
+    assert RETIRED in listed
+    assert violations == []
