@@ -8,6 +8,7 @@ and docs/architecture.md, "Task kinds"). Pure: no Django imports.
 from __future__ import annotations
 
 from .base import AnswerError, Kind, OptionError, preferences_from_scores
+from .error_spans import KIND as _ERROR_SPANS
 from .likert import KIND as _LIKERT
 from .pairwise import KIND as _PAIRWISE
 
@@ -21,7 +22,7 @@ __all__ = [
     "preferences_from_scores",
 ]
 
-_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT)}
+_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT, _ERROR_SPANS)}
 
 #: Every registered kind's name, in registration order.
 NAMES: tuple[str, ...] = tuple(_REGISTRY)

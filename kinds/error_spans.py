@@ -184,35 +184,42 @@ def mqm_weighted_errors(spans: Sequence[Mapping[str, Any]]) -> float:
 
 
 def parse_expected(
-    opts: Mapping[str, Any], expected: Mapping[str, Any], *, outputs: Sequence[object]
+    opts: Mapping[str, Any],
+    gold: object,
+    *,
+    systems: Sequence[str] = (),
+    outputs: Sequence[object],
 ) -> dict[str, Any]:
-    """A known answer validated against the item's output (``ValueError`` with the problem):
-    ``spans`` as in an answer, ``score`` 0-100 (optional), ``score_tolerance`` (0-100),
-    ``char_tolerance`` (0-1000), ``extra`` (``none``/``minor``/``any``)."""
-    if not isinstance(expected, Mapping):
-        raise ValueError("the known answer must be an object")
+    """A known answer validated against the item's output (:class:`AnswerError` with the
+    problem): ``spans`` as in an answer, ``score`` 0-100 (optional), ``score_tolerance``
+    (0-100), ``char_tolerance`` (0-1000), ``extra`` (``none``/``minor``/``any``). The stored
+    form parses to itself."""
+    if not isinstance(gold, Mapping):
+        raise AnswerError("the known answer must be an object")
     allowed = {"spans", "score", "score_tolerance", "char_tolerance", "extra"}
-    unknown = sorted(set(expected) - allowed)
+    unknown = sorted(set(gold) - allowed)
     if unknown:
-        raise ValueError(f"known answer: unknown field {unknown[0]!r}")
-    text = output_text(outputs[0])
+        raise AnswerError(f"known answer: unknown field {unknown[0]!r}")
+    if len(outputs) != 1 or not isinstance(outputs[0], str):
+        raise AnswerError("an error_spans known answer is for one text output")
+    text = outputs[0]
     spans = _parse_spans(
-        expected.get("spans", []), text, opts.get("categories", []), opts.get("max_spans", 100)
+        gold.get("spans", []), text, opts.get("categories", []), opts.get("max_spans", 100)
     )
-    score = expected.get("score")
+    score = gold.get("score")
     out: dict[str, Any] = {
         "spans": spans,
         "score": None if score is None else _parse_score(score),
-        "score_tolerance": expected.get("score_tolerance", DEFAULT_SCORE_TOLERANCE),
-        "char_tolerance": expected.get("char_tolerance", DEFAULT_CHAR_TOLERANCE),
-        "extra": expected.get("extra", "minor"),
+        "score_tolerance": gold.get("score_tolerance", DEFAULT_SCORE_TOLERANCE),
+        "char_tolerance": gold.get("char_tolerance", DEFAULT_CHAR_TOLERANCE),
+        "extra": gold.get("extra", "minor"),
     }
     if not (_is_int(out["score_tolerance"]) and 0 <= out["score_tolerance"] <= 100):
-        raise ValueError("score_tolerance must be an integer from 0 to 100")
+        raise AnswerError("score_tolerance must be an integer from 0 to 100")
     if not (_is_int(out["char_tolerance"]) and 0 <= out["char_tolerance"] <= 1000):
-        raise ValueError("char_tolerance must be an integer from 0 to 1000")
+        raise AnswerError("char_tolerance must be an integer from 0 to 1000")
     if out["extra"] not in EXTRA_RULES:
-        raise ValueError(f"extra must be one of {', '.join(EXTRA_RULES)}")
+        raise AnswerError(f"extra must be one of {', '.join(EXTRA_RULES)}")
     return out
 
 
@@ -253,6 +260,7 @@ class ErrorSpans(Kind):
 
     name = "error_spans"
     label = "Error spans (ESA)"
+    conversation_outputs = False
     noun = "error-span"
     template = "kinds/error_spans.html"
     extra_options = frozenset(OPTION_KEYS)
@@ -366,6 +374,10 @@ class ErrorSpans(Kind):
     ) -> dict[str, dict[int, float]]:
         return {SCORE_PROPERTY: {0: float(answer["score"])}}
 
+    def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+        """The one score, 0-100 (the protocol compares two outputs by it)."""
+        return [(SCORE_PROPERTY, SCORE_MIN, SCORE_MAX)]
+
     def report_properties(
         self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
     ) -> list[tuple[str, str, tuple, str]]:
@@ -422,6 +434,17 @@ class ErrorSpans(Kind):
             "major_errors": sum(s["severity"] == "major" for s in spans),
             "mqm_errors": mqm_weighted_errors(spans),
         }
+
+    def parse_expected(
+        self,
+        opts: Mapping[str, Any],
+        gold: Any,
+        *,
+        systems: list[str],
+        outputs: list[str],
+    ) -> dict[str, Any]:
+        """The import format's known answer as stored (see :func:`parse_expected`)."""
+        return parse_expected(opts, gold, systems=systems, outputs=outputs)
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

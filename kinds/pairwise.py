@@ -102,7 +102,12 @@ class Pairwise(Kind):
         return {"answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)]}
 
     def parse_answer(
-        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        data: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] = (),
     ) -> dict[str, Any]:
         allowed = self.answers(opts)
         raw = data.get("answer")
