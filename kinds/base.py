@@ -80,6 +80,9 @@ class Kind:
     #: answers point into an output's text (error spans) sets ``False`` and the importer
     #: refuses conversation outputs for it.
     conversation_outputs: ClassVar[bool] = True
+    #: The study report's sections of this kind beyond its properties (names of
+    #: ``analysis.sections.BUILDERS``, built from the stored answers).
+    report_sections: ClassVar[tuple[str, ...]] = ()
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False

@@ -261,6 +261,7 @@ class ErrorSpans(Kind):
     name = "error_spans"
     label = "Error spans (ESA)"
     conversation_outputs = False
+    report_sections = ("error_spans",)
     noun = "error-span"
     template = "kinds/error_spans.html"
     extra_options = frozenset(OPTION_KEYS)

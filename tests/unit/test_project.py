@@ -180,6 +180,11 @@ PURE_CORE_LAYERS = {
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
     "analysis.properties": {"analysis.aggregation"},
     "analysis.spans": {"analysis.aggregation"},
+    "analysis.sections": {
+        "analysis.agreement",
+        "analysis.report",
+        "analysis.spans",
+    },
     "analysis.loaders": {
         "analysis.aggregation",
         "analysis.properties",
