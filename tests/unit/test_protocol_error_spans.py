@@ -111,3 +111,22 @@ def test_simulated_esa_workers_decide_the_rounds_and_the_better_system_wins():
     assert Annotation.objects.filter(study=study).count() == config.committed
     ratings = selectors.likert_ratings(study)
     assert all(len(ratings.both(p)) > 0 for p in SystemPair.objects.filter(study=study))
+
+
+@pytest.mark.django_db
+def test_an_error_spans_study_refuses_conversation_outputs():
+    """Spans are offsets into one text: an output given as a list of messages is refused
+    (``Kind.conversation_outputs`` is False) and nothing is stored."""
+    from annotator.errors import ImportRejected
+    from annotator.models import Study
+    from tests.conftest import bundle
+
+    chat = [{"role": "assistant", "content": "Hello."}]
+    data = bundle(
+        [{"id": "c1", "input": "Hi", "outputs": {"m1": chat, "m2": "Hello there."}}],
+        {"kind": "error_spans"},
+    )
+    with pytest.raises(ImportRejected) as exc:
+        services.study_import(data, filename="chat.jsonl")
+    assert any("m1" in error for error in exc.value.errors), exc.value.errors
+    assert not Study.objects.exists()

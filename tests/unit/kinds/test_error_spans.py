@@ -320,3 +320,29 @@ def test_gold_with_no_known_errors():
     assert KIND.gold_correct(PLAIN, exp, answer_of(span(19, 22, "minor"), score=100))
     assert not KIND.gold_correct(PLAIN, exp, answer_of(span(19, 22, "major"), score=100))
     assert not KIND.gold_correct(PLAIN, exp, answer_of(score=89))
+
+
+def test_parse_expected_follows_the_shared_contract():
+    """``Kind.parse_expected(opts, gold, *, systems, outputs)``: AnswerError on bad input, and
+    the stored form parses to itself (so a stored known answer can be edited and saved)."""
+    stored = KIND.parse_expected(
+        PLAIN, {"spans": [span(4, 7, "major")], "score": 30}, systems=["m1"], outputs=[OUTPUT]
+    )
+    assert KIND.parse_expected(PLAIN, stored, systems=["m1"], outputs=[OUTPUT]) == stored
+    for bad, outputs in (
+        ("m1", [OUTPUT]),  # a pairwise-style answer
+        ({"spans": []}, [OUTPUT, OUTPUT]),  # two outputs: a known answer is for one
+        ({"spans": [], "score": 101}, [OUTPUT]),
+    ):
+        with pytest.raises(AnswerError):
+            KIND.parse_expected(PLAIN, bad, systems=["m1"] * len(outputs), outputs=outputs)
+
+
+def test_the_kind_is_registered_and_takes_plain_text_outputs_only():
+    import kinds
+
+    assert kinds.get("error_spans") is KIND
+    assert ("error_spans", KIND.label) in kinds.choices()
+    assert KIND.conversation_outputs is False and kinds.get("pairwise").conversation_outputs
+    assert KIND.score_scales(PLAIN) == [("score", 0, 100)]
+    assert KIND.report_sections == ("error_spans",)
