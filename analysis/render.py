@@ -115,7 +115,30 @@ def render_text(report: dict[str, Any]) -> str:
     for prop in report.get("properties", []):
         out.append("")
         out.extend(_text_property(prop))
+    for section in report.get("sections", []):
+        out.append("")
+        out.extend(_text_section(section))
     return "\n".join(out) + "\n"
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return "undefined"
+    return num(value) if isinstance(value, float) else str(value)
+
+
+def _text_section(section: dict[str, Any]) -> list[str]:
+    """A kind's own section (:mod:`analysis.sections`): figures, tables, notes."""
+    out = [f"== {plain(section.get('title') or section.get('name', ''))} =="]
+    for note in section.get("notes", []):
+        out.append(f"Note: {plain(note)}")
+    for fig in section.get("figures", []):
+        out.append(f"{plain(fig.get('name', ''))}: {_est_text(fig)}")
+    for table in section.get("tables", []):
+        out.append(f"{plain(table['title'])}:")
+        rows = [[_cell_text(c) for c in row] for row in table["rows"]]
+        out.append(_text_table(table["headers"], rows))
+    return out
 
 
 def _text_property(prop: dict[str, Any]) -> list[str]:
@@ -542,7 +565,31 @@ def report_context(report: dict[str, Any]) -> dict[str, Any]:
         "source": report.get("source") or "",
         "notes": report.get("notes", []),
         "properties": [_property(p, f"hv-p{i}", conf) for i, p in enumerate(props)],
+        "sections": [_section(sec, f"hv-k{i}") for i, sec in enumerate(report.get("sections", []))],
         "conf": round(100 * conf),
+    }
+
+
+def _section(section: dict[str, Any], anchor: str) -> dict[str, Any]:
+    """A kind's own section (:mod:`analysis.sections`) as cards and tables."""
+    return {
+        "anchor": anchor,
+        "title": section.get("title") or section.get("name", ""),
+        "notes": list(section.get("notes", [])),
+        "cards": [_card_est(f.get("name", ""), f) for f in section.get("figures", [])],
+        "tables": [
+            {
+                "title": t["title"],
+                "table": _table(
+                    t["headers"],
+                    [
+                        [_undefined() if c is None else {"text": _cell_text(c)} for c in row]
+                        for row in t["rows"]
+                    ],
+                ),
+            }
+            for t in section.get("tables", [])
+        ],
     }
 
 

@@ -108,6 +108,7 @@ def build_report(
     title: str = "",
     source: str = "",
     notes: Sequence[str] = (),
+    kind_sections: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """Build the study report (the module docstring gives the frames and the output).
 
@@ -116,7 +117,8 @@ def build_report(
     ``n_boot``: bootstrap resamples per interval (0: none), also the random orders of the
     prioritisation check; ``seed``: one set of resamples per property; ``interval``: also
     alpha at the interval level; ``worker_models``: also Dawid-Skene and MACE labels with
-    each worker's reliability (seconds to minutes: MACE's restarts). Returns a
+    each worker's reliability (seconds to minutes: MACE's restarts); ``kind_sections``: the
+    kind's own sections (:func:`analysis.sections.kind_sections`), passed through. Returns a
     JSON-serialisable dict (:data:`REPORT_SCHEMA`).
     """
     started = time.perf_counter()
@@ -196,6 +198,7 @@ def build_report(
         },
         "notes": all_notes,
         "properties": sections,
+        "sections": [dict(s) for s in kind_sections],
         "elapsed_seconds": round(time.perf_counter() - started, 3),
     }
     return json_safe(report)

@@ -25,10 +25,17 @@ from django.db.models import Count
 
 from analysis.loaders import Dataset, attach_judges
 from analysis.report import Property, build_report
+from analysis.sections import kind_sections
 from annotator.models import JudgeRating, Study
-from annotator.selectors import report_items, report_properties, report_rows
+from annotator.selectors import answer_rows, report_items, report_properties, report_rows
 
-__all__ = ["study_dataset", "study_judges", "study_properties", "study_report"]
+__all__ = [
+    "study_dataset",
+    "study_judges",
+    "study_kind_sections",
+    "study_properties",
+    "study_report",
+]
 
 _CHUNK = 5000
 
@@ -142,6 +149,26 @@ def study_judges(study: Study, dataset: Dataset) -> tuple[pd.DataFrame, list[str
     return pd.concat(frames, ignore_index=True), notes + unparsed_notes
 
 
+def study_kind_sections(
+    study: Study,
+    *,
+    include_flagged: bool = False,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[dict[str, Any]]:
+    """The sections the study's kind adds to its report (``Kind.report_sections``), built by
+    :mod:`analysis.sections` from its stored answers (gold items left out)."""
+    names = study.kind_impl.report_sections
+    if not names:
+        return []
+    frame = pd.DataFrame.from_records(
+        list(answer_rows(study, include_flagged=include_flagged)),
+        columns=["annotation", "item", "annotator", "input", "system", "answer"],
+    )
+    return kind_sections(names, frame, n_boot=n_boot, seed=seed, confidence=confidence)
+
+
 def study_report(
     study: Study,
     *,
@@ -171,4 +198,7 @@ def study_report(
         title=dataset.title,
         source=dataset.source,
         notes=notes,
+        kind_sections=study_kind_sections(
+            study, include_flagged=include_flagged, n_boot=n_boot, seed=seed
+        ),
     )

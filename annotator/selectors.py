@@ -607,6 +607,36 @@ def report_rows(study: Study) -> Iterator[tuple]:
 PAIR_LABELS = {1.0: "A", 0.0: "B", 0.5: "tie"}
 
 
+def answer_rows(
+    study: Study, *, include_flagged: bool = False, include_gold: bool = False
+) -> Iterator[tuple]:
+    """Per annotation ``(annotation, item, annotator pseudonym, input external id, system of
+    the item's first output, answer)`` with the answer as the kind stores it (an imported
+    label through ``Kind.answer_from_summary``), for the kind's report sections; labels of
+    blocked workers and gold items left out unless asked for; in submission order."""
+    kind, opts = study.kind_impl, study.kind_options()
+    names = dict(study.systems.values_list("pk", "name"))
+    systems = item_systems(study)
+    rows = Annotation.objects.filter(study=study).order_by("id")
+    if not include_flagged:
+        rows = rows.filter(is_flagged=False)
+    if not include_gold:
+        rows = rows.filter(item__is_gold=False)
+    for pk, item, who, input_id, answer, value, scores in rows.values_list(
+        "pk",
+        "item_id",
+        "annotator__pseudonym",
+        "item__input__external_id",
+        "answer",
+        "value",
+        "scores",
+    ).iterator(5000):
+        if not answer:
+            answer = kind.answer_from_summary(opts, value, scores or {})
+        shown = systems.get(item, [])
+        yield pk, item, who, input_id, names[shown[0]] if shown else None, answer
+
+
 def report_properties(study: Study, observed: dict[str, set]) -> list[tuple]:
     """The study's judged properties (``Kind.report_properties``)."""
     return study.kind_impl.report_properties(study.kind_options(), study.question or "", observed)

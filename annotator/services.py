@@ -1253,7 +1253,12 @@ def _submit_locked(
     study = part.study
     kind, opts = study.kind_impl, study.kind_options()
     try:
-        answer = kind.parse_answer(opts, assignment.display_order, data)
+        answer = kind.parse_answer(
+            opts,
+            assignment.display_order,
+            data,
+            outputs=[o.text for o in assignment.item.output_list()],
+        )
     except kinds.AnswerError as exc:
         raise InvalidAnswer(exc.message) from None
     summary = kind.summary(opts, answer)

@@ -8,6 +8,7 @@ and docs/architecture.md, "Task kinds"). Pure: no Django imports.
 from __future__ import annotations
 
 from .base import AnswerError, Kind, OptionError, position_names, preferences_from_scores
+from .error_spans import KIND as _ERROR_SPANS
 from .likert import KIND as _LIKERT
 from .pairwise import KIND as _PAIRWISE
 from .ranking import KIND as _RANKING
@@ -23,7 +24,7 @@ __all__ = [
     "preferences_from_scores",
 ]
 
-_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING)}
+_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING, _ERROR_SPANS)}
 
 #: Every registered kind's name, in registration order.
 NAMES: tuple[str, ...] = tuple(_REGISTRY)

@@ -75,6 +75,13 @@ class Kind:
     #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
     #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
     criterion_rows: ClassVar[bool] = False
+    #: The kind shows outputs that may be conversations (lists of turns); a kind whose
+    #: answers point into an output's text (error spans) sets ``False`` and the importer
+    #: refuses conversation outputs for it.
+    conversation_outputs: ClassVar[bool] = True
+    #: The study report's sections of this kind beyond its properties (names of
+    #: ``analysis.sections.BUILDERS``, built from the stored answers).
+    report_sections: ClassVar[tuple[str, ...]] = ()
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
@@ -126,10 +133,17 @@ class Kind:
         return {}
 
     def parse_answer(
-        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        data: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] = (),
     ) -> dict[str, Any]:
         """The submitted form/JSON (in display order) validated, as the answer in system
-        order (JSON-serialisable, keeping the raw answer); raise :class:`AnswerError`."""
+        order (JSON-serialisable, keeping the raw answer); raise :class:`AnswerError`.
+        ``outputs``: the item's stored output texts in system order (the server passes them;
+        a kind whose answer points into the text, as error spans do, checks it against them)."""
         raise NotImplementedError
 
     def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:

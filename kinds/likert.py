@@ -104,7 +104,12 @@ class Likert(Kind):
         }
 
     def parse_answer(
-        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        data: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] = (),
     ) -> dict[str, Any]:
         given = data.get("scores") or {}
         if not isinstance(given, Mapping):

@@ -117,7 +117,12 @@ class Pairwise(Kind):
         return out
 
     def parse_answer(
-        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        data: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] = (),
     ) -> dict[str, Any]:
         if criteria.uses_form(opts):
             return criteria.parse_answer(opts, display_order, data)

@@ -86,6 +86,7 @@ def test_demo_command_is_idempotent(db, capsys):
     assert Study.objects.count() == 4
     kinds = sorted(Study.objects.values_list("kind", "collection"))
     assert kinds == [
+        ("error_spans", "all"),
         ("likert", "all"),
         ("pairwise", "adaptive"),
         ("pairwise", "all"),

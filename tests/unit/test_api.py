@@ -279,7 +279,7 @@ def test_import_endpoint_needs_permission_and_reports_errors(researcher):
     assert response.json()["errors"] == [  # every fault at once: the record and the options
         "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text "
         "or conversation)",
-        "study: 'kind' must be one of pairwise, likert, ranking (got None)",
+        "study: 'kind' must be one of pairwise, likert, ranking, error_spans (got None)",
     ]
     assert Study.objects.count() == 0
     upload.seek(0)

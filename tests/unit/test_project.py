@@ -180,6 +180,12 @@ PURE_CORE_LAYERS = {
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
     "analysis.properties": {"analysis.aggregation"},
     "analysis.criteria": {"analysis.aggregation", "analysis.properties"},
+    "analysis.spans": {"analysis.aggregation"},
+    "analysis.sections": {
+        "analysis.agreement",
+        "analysis.report",
+        "analysis.spans",
+    },
     "analysis.loaders": {
         "analysis.aggregation",
         "analysis.criteria",

@@ -28,6 +28,7 @@ DEMO_FILES = (
         },
     ),
     ("likert_demo.jsonl", {"open_links": True}),
+    ("esa_demo.jsonl", {"open_links": True}),
     ("adaptive_demo.jsonl", {}),
     ("ranking_demo.jsonl", {"open_links": True}),
 )

@@ -1,0 +1,403 @@
+// Error span annotation (kinds/error_spans.py, ESA): the worker marks error spans in the
+// output (mouse, touch or keyboard), each minor or major with an optional category, then
+// scores the output 0-100. Offsets sent to the server are Unicode code points of the output,
+// as Python indexes it; JavaScript strings count UTF-16 units, so every offset is converted.
+(function () {
+  "use strict";
+  var root = document.querySelector("section.esa");
+  var source = document.getElementById("esa-output");
+  if (!root || !source) return;
+  var text = JSON.parse(source.textContent);
+  var box = document.getElementById("esa-text");
+  var bar = document.getElementById("esa-bar");
+  var quote = document.getElementById("esa-quote");
+  var problem = document.getElementById("esa-problem");
+  var category = document.getElementById("esa-category");
+  var list = document.getElementById("esa-list");
+  var count = document.getElementById("esa-count");
+  var status = document.getElementById("esa-status");
+  var hidden = document.getElementById("esa-spans");
+  var scoreNumber = document.getElementById("esa-score");
+  var scoreRange = document.getElementById("esa-score-range");
+  var maxSpans = parseInt(box.getAttribute("data-max-spans"), 10) || 100;
+  var LABEL = { minor: "Minor", major: "Major" };
+
+  // --- code points <-> UTF-16 -------------------------------------------------------------
+  var cpToU16 = [];
+  var u16ToCp = new Array(text.length + 1);
+  (function () {
+    var i = 0, cp = 0;
+    while (i < text.length) {
+      cpToU16.push(i);
+      u16ToCp[i] = cp;
+      var c = text.charCodeAt(i);
+      if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+        var d = text.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) { u16ToCp[i + 1] = cp; i += 2; cp += 1; continue; }
+      }
+      i += 1;
+      cp += 1;
+    }
+    cpToU16.push(text.length);
+    u16ToCp[text.length] = cp;
+  })();
+  var nCp = cpToU16.length - 1;
+  function floorCp(u) { return u16ToCp[u]; }
+  function ceilCp(u) { var c = u16ToCp[u]; return cpToU16[c] === u ? c : c + 1; }
+  function slice(start, end) { return text.slice(cpToU16[start], cpToU16[end]); }
+
+  // Words (runs of non-space) in code points, for the keyboard.
+  var words = [];
+  text.replace(/\S+/g, function (w, at) {
+    words.push({ start: floorCp(at), end: ceilCp(at + w.length) });
+    return w;
+  });
+
+  // --- state ---------------------------------------------------------------------------------
+  var spans = [];        // {start, end, severity, category}, code points, sorted, disjoint
+  var pending = null;    // {start, end} the passage about to be marked
+  var kb = null;         // {start, end} the keyboard's selection
+
+  function overlapping(start, end) {
+    return spans.filter(function (s) { return s.start < end && start < s.end; });
+  }
+
+  function say(message) { status.textContent = message; }
+
+  function short(t) {
+    var one = t.replace(/\s+/g, " ");
+    return one.length > 80 ? one.slice(0, 77) + "…" : one;
+  }
+
+  // --- the DOM -------------------------------------------------------------------------------
+  function render() {
+    box.textContent = "";
+    var at = 0;
+    spans.forEach(function (s, k) {
+      if (s.start > at) box.appendChild(document.createTextNode(slice(at, s.start)));
+      var mark = document.createElement("mark");
+      mark.className = "esa-span esa-" + s.severity;
+      mark.setAttribute("data-index", String(k));
+      mark.setAttribute("tabindex", "0");
+      mark.title = LABEL[s.severity] + " error" + (s.category ? " (" + s.category + ")" : "");
+      mark.textContent = slice(s.start, s.end);
+      box.appendChild(mark);
+      at = s.end;
+    });
+    if (at < nCp) box.appendChild(document.createTextNode(slice(at, nCp)));
+
+    list.textContent = "";
+    spans.forEach(function (s, k) {
+      var li = document.createElement("li");
+      li.className = "esa-item esa-" + s.severity;
+      var what = document.createElement("span");
+      what.className = "esa-severity";
+      what.textContent = LABEL[s.severity] + (s.category ? " · " + s.category : "");
+      var q = document.createElement("q");
+      q.textContent = short(slice(s.start, s.end));
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "esa-remove";
+      remove.setAttribute("data-index", String(k));
+      remove.textContent = "Remove";
+      remove.setAttribute("aria-label", "Remove " + LABEL[s.severity].toLowerCase() + " error " + q.textContent);
+      li.appendChild(what);
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(q);
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(remove);
+      list.appendChild(li);
+    });
+    count.textContent = String(spans.length);
+    hidden.value = JSON.stringify(spans.map(function (s) {
+      return { start: s.start, end: s.end, severity: s.severity, category: s.category || null,
+               text: slice(s.start, s.end) };
+    }));
+    save();
+  }
+
+  // UTF-16 offset of a DOM point inside the box (the box holds only the output's text).
+  function u16Of(node, offset) {
+    var r = document.createRange();
+    r.setStart(box, 0);
+    r.setEnd(node, offset);
+    return r.toString().length;
+  }
+
+  // DOM point of a UTF-16 offset.
+  function domPoint(u) {
+    var walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    var node, at = 0, last = null;
+    while ((node = walker.nextNode())) {
+      if (u <= at + node.length) return { node: node, offset: u - at };
+      at += node.length;
+      last = node;
+    }
+    return last ? { node: last, offset: last.length } : { node: box, offset: 0 };
+  }
+
+  function selectDom(start, end) {
+    var a = domPoint(cpToU16[start]), b = domPoint(cpToU16[end]);
+    var sel = window.getSelection();
+    if (sel) sel.setBaseAndExtent(a.node, a.offset, b.node, b.offset);
+  }
+
+  function clearDom() {
+    var sel = window.getSelection();
+    if (sel && sel.rangeCount && box.contains(sel.anchorNode)) sel.removeAllRanges();
+  }
+
+  // --- the passage to mark -------------------------------------------------------------------
+  function setPending(start, end) {
+    pending = { start: start, end: end };
+    var problemText = "";
+    if (overlapping(start, end).length) problemText = "It overlaps an error already marked: remove that one first.";
+    else if (spans.length >= maxSpans) problemText = "At most " + maxSpans + " errors can be marked.";
+    pending.ok = !problemText;
+    quote.textContent = short(slice(start, end));
+    problem.textContent = problemText;
+    bar.querySelectorAll("button.esa-add").forEach(function (b) { b.disabled = !pending.ok; });
+    bar.hidden = false;
+    say("Selected " + quote.textContent + ". " + (problemText || "Press m for minor, M for major."));
+  }
+
+  function cancel() {
+    pending = null;
+    bar.hidden = true;
+  }
+
+  function fromSelection() {
+    var sel = window.getSelection();
+    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+    var r = sel.getRangeAt(0);
+    if (!r.intersectsNode(box)) return;
+    // A drag that runs past the text (into the list below, say) is cut at the text's edges.
+    var all = document.createRange();
+    all.selectNodeContents(box);
+    var startU = r.compareBoundaryPoints(Range.START_TO_START, all) <= 0 ? 0 : u16Of(r.startContainer, r.startOffset);
+    var endU = r.compareBoundaryPoints(Range.END_TO_END, all) >= 0 ? text.length : u16Of(r.endContainer, r.endOffset);
+    var start = floorCp(startU);
+    var end = ceilCp(endU);
+    if (kb && pending && start === kb.start && end === kb.end) return; // the keyboard's own
+    // Trim surrounding white space (a double-click often takes the space after a word);
+    // a selection of white space only is kept (the spot where something is missing).
+    var s = start, e = end;
+    while (s < e && /\s/.test(slice(s, s + 1))) s += 1;
+    while (e > s && /\s/.test(slice(e - 1, e))) e -= 1;
+    if (s < e) { start = s; end = e; }
+    if (start < end) { kb = { start: start, end: end }; setPending(start, end); }
+  }
+
+  function add(severity) {
+    if (!pending || !pending.ok) return;
+    var s = { start: pending.start, end: pending.end, severity: severity,
+              category: category && category.value ? category.value : null };
+    spans.push(s);
+    spans.sort(function (a, b) { return a.start - b.start; });
+    kb = { start: s.end, end: s.end };
+    if (category) category.selectedIndex = 0; // a category belongs to one span
+    cancel();
+    clearDom();
+    render();
+    say("Marked " + LABEL[severity].toLowerCase() + " error: " + short(slice(s.start, s.end)) + ".");
+  }
+
+  function removeAt(k) {
+    var s = spans[k];
+    if (!s) return;
+    spans.splice(k, 1);
+    render();
+    say("Removed " + LABEL[s.severity].toLowerCase() + " error: " + short(slice(s.start, s.end)) + ".");
+  }
+
+  // --- keyboard selection ----------------------------------------------------------------
+  function kbSet(start, end) {
+    kb = { start: start, end: end };
+    selectDom(start, end);
+    setPending(start, end);
+  }
+
+  function nextWord(from) {
+    for (var i = 0; i < words.length; i++) if (words[i].start >= from) return words[i];
+    return null;
+  }
+
+  function prevWord(before) {
+    for (var i = words.length - 1; i >= 0; i--) if (words[i].end <= before) return words[i];
+    return null;
+  }
+
+  function kbKey(event) {
+    var key = event.key;
+    if (key !== "ArrowRight" && key !== "ArrowLeft" && key !== "Home" && key !== "End") return false;
+    if (!words.length) return true;
+    var w;
+    if (!kb || key === "Home") { w = words[0]; kbSet(w.start, w.end); return true; }
+    if (key === "End") { w = words[words.length - 1]; kbSet(w.start, w.end); return true; }
+    var right = key === "ArrowRight";
+    if (kb.start === kb.end) { // after a mark: the caret sits at its end; take a whole word
+      w = right ? nextWord(kb.end) : prevWord(kb.start);
+      if (w) kbSet(w.start, w.end);
+      return true;
+    }
+    if (event.shiftKey && (event.ctrlKey || event.metaKey)) {
+      // one character more or less at the end
+      var end = right ? Math.min(nCp, kb.end + 1) : Math.max(kb.start + 1, kb.end - 1);
+      if (kb.end > kb.start || right) kbSet(kb.start, Math.max(end, kb.start + 1));
+      return true;
+    }
+    if (event.shiftKey) {
+      if (right) {
+        for (var i = 0; i < words.length; i++) {
+          if (words[i].end > kb.end) { kbSet(kb.start, words[i].end); return true; }
+        }
+      } else {
+        for (var j = words.length - 1; j >= 0; j--) {
+          if (words[j].end < kb.end && words[j].end > kb.start) { kbSet(kb.start, words[j].end); return true; }
+        }
+      }
+      return true;
+    }
+    w = right ? nextWord(kb.end > kb.start ? kb.end : kb.start) : prevWord(kb.start);
+    if (w) kbSet(w.start, w.end);
+    return true;
+  }
+
+  function isField(el) {
+    return el && (el.tagName === "INPUT" || el.tagName === "SELECT" || el.tagName === "TEXTAREA");
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (isField(target) || event.altKey) return;
+    var inBox = box.contains(target);
+    var handled = false;
+    if (inBox && kbKey(event)) {
+      handled = true;
+    } else if (event.ctrlKey || event.metaKey) {
+      return;
+    } else if ((event.key === "m" || event.key === "M") && pending) {
+      add(event.key === "M" ? "major" : "minor");
+      box.focus({ preventScroll: true });
+      handled = true;
+    } else if (event.key === "Escape" && pending) {
+      cancel();
+      clearDom();
+      say("Cancelled.");
+      handled = true;
+    } else if (event.key === "Delete" || event.key === "Backspace") {
+      if (target && target.classList && target.classList.contains("esa-span")) {
+        removeAt(parseInt(target.getAttribute("data-index"), 10));
+        box.focus({ preventScroll: true });
+        handled = true;
+      } else if (inBox && kb) {
+        var hit = overlapping(kb.start, Math.max(kb.end, kb.start + 1));
+        hit.forEach(function (s) { removeAt(spans.indexOf(s)); });
+        if (pending) kbSet(kb.start, kb.end);
+        handled = hit.length > 0;
+      }
+    } else if (inBox && category && /^[0-9]$/.test(event.key) && pending) {
+      var n = parseInt(event.key, 10);
+      if (n < category.options.length) {
+        category.selectedIndex = n;
+        say("Category: " + category.options[n].text + ".");
+      }
+      handled = true;
+    }
+    if (handled) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  }, true);
+
+  // --- pointer and touch -------------------------------------------------------------------
+  var timer = null;
+  document.addEventListener("selectionchange", function () {
+    clearTimeout(timer);
+    timer = setTimeout(fromSelection, 60);
+  });
+  document.addEventListener("mouseup", function (event) {
+    if (bar.contains(event.target)) return;
+    clearTimeout(timer);
+    fromSelection();
+  });
+  box.addEventListener("touchend", function () {
+    clearTimeout(timer);
+    timer = setTimeout(fromSelection, 120);
+  });
+  // Pressing a button of the bar must not drop the selection it acts on.
+  bar.addEventListener("mousedown", function (event) {
+    if (event.target.tagName !== "SELECT" && event.target.tagName !== "OPTION") event.preventDefault();
+  });
+  bar.addEventListener("click", function (event) {
+    var button = event.target.closest("button");
+    if (!button) return;
+    if (button.classList.contains("esa-add")) add(button.getAttribute("data-severity"));
+    else if (button.id === "esa-cancel") { cancel(); clearDom(); }
+  });
+  list.addEventListener("click", function (event) {
+    var button = event.target.closest("button.esa-remove");
+    if (!button) return;
+    removeAt(parseInt(button.getAttribute("data-index"), 10));
+    box.focus();
+  });
+  // A new press in the text starts a new selection.
+  box.addEventListener("mousedown", function () { if (pending) cancel(); });
+
+  // --- the score ---------------------------------------------------------------------------
+  scoreRange.addEventListener("input", function () {
+    scoreRange.classList.remove("unset");
+    scoreNumber.value = scoreRange.value;
+  });
+  scoreNumber.addEventListener("input", function () {
+    var v = parseInt(scoreNumber.value, 10);
+    if (String(v) === scoreNumber.value && v >= 0 && v <= 100) {
+      scoreRange.value = String(v);
+      scoreRange.classList.remove("unset");
+    }
+  });
+
+  // --- reload: the marks and the score are kept in this tab's sessionStorage, per task ------
+  var tokenInput = document.querySelector('form input[name="token"]');
+  var storeKey = tokenInput && tokenInput.value ? "humeval-esa:" + tokenInput.value : null;
+  function storage() {
+    try { return window.sessionStorage; } catch (e) { return null; } // blocked in some frames
+  }
+  function save() {
+    var st = storage();
+    if (!st || !storeKey) return;
+    try { st.setItem(storeKey, JSON.stringify({ text: text, spans: spans, score: scoreNumber.value })); }
+    catch (e) { /* full or blocked: nothing kept */ }
+  }
+  function restore() {
+    var st = storage();
+    if (!st || !storeKey) return;
+    var kept = null;
+    try {
+      for (var i = st.length - 1; i >= 0; i--) {   // forget other tasks' marks
+        var k = st.key(i);
+        if (k && k.indexOf("humeval-esa:") === 0 && k !== storeKey) st.removeItem(k);
+      }
+      kept = JSON.parse(st.getItem(storeKey) || "null");
+    } catch (e) { return; }
+    if (!kept || kept.text !== text || !Array.isArray(kept.spans)) return;
+    kept.spans.forEach(function (s) {
+      var ok = s && Number.isInteger(s.start) && Number.isInteger(s.end) && s.start >= 0 &&
+        s.start < s.end && s.end <= nCp && LABEL[s.severity] && !overlapping(s.start, s.end).length &&
+        spans.length < maxSpans;
+      var known = s.category && category &&
+        Array.prototype.some.call(category.options, function (o) { return o.value === s.category; });
+      if (ok) spans.push({ start: s.start, end: s.end, severity: s.severity, category: known ? s.category : null });
+    });
+    spans.sort(function (a, b) { return a.start - b.start; });
+    if (/^[0-9]{1,3}$/.test(kept.score || "") && parseInt(kept.score, 10) <= 100) {
+      scoreNumber.value = kept.score;
+    }
+  }
+  scoreNumber.addEventListener("input", save);
+  scoreRange.addEventListener("input", save);
+
+  restore();
+  if (scoreNumber.value !== "") { scoreRange.value = scoreNumber.value; scoreRange.classList.remove("unset"); }
+  render();
+})();
