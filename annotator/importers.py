@@ -520,6 +520,8 @@ class _Index:
         self.gold = False
         #: (where, record) of every record with a ``"gold"`` (checked by the kind later)
         self.golds: list[tuple[str, InputSpec]] = []
+        #: (where, systems) of every record with outputs given as conversations
+        self.conversations: list[tuple[str, list[str]]] = []
         self.valid = 0
         #: False when the study options could not be read (a broken first line)
         self.options_known = True
@@ -694,6 +696,8 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
             index.add(parsed.external_id, _line_of(where), outputs, parsed.is_gold)
             if parsed.gold is not None and outputs is not None:
                 index.golds.append((parsed.where, parsed))
+            if parsed.messages:
+                index.conversations.append((parsed.where, sorted(parsed.messages)))
         elif _valid_id(ident := record.get("id")):
             index.add(str(ident), _line_of(where), None)
     study = {**options, **config.options}
@@ -1187,6 +1191,12 @@ def _validate_kind_options(
     elif spec.criteria and "criteria" not in kind.extra_options:
         errors.add(f"study: a {kind.noun or kind.name} study takes no 'criteria'")
         return
+    if not kind.conversation_outputs:
+        for where, names in index.conversations:
+            errors.add(
+                f"{where}: the output of {', '.join(names)} is a conversation; a "
+                f"{kind.noun or kind.name} study's outputs are plain text"
+            )
     else:
         spec.criteria = []  # the kind keeps the study line's list in its options
     try:

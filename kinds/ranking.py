@@ -182,7 +182,12 @@ class Ranking(Kind):
         return {"allow_tie": bool(opts.get("allow_tie", False))}
 
     def parse_answer(
-        self, opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        data: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] = (),
     ) -> dict[str, Any]:
         shown = [int(p) for p in display_order]
         if sorted(shown) != list(range(len(shown))) or len(shown) < 3:

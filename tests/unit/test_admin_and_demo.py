@@ -83,7 +83,7 @@ def test_demo_command_is_idempotent(db, capsys):
     call_command("demo")
     first = capsys.readouterr().out
     call_command("demo")
-    assert Study.objects.count() == 4
+    assert Study.objects.count() == 5
     kinds = sorted(Study.objects.values_list("kind", "collection"))
     assert kinds == [
         ("error_spans", "all"),
