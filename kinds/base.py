@@ -79,6 +79,9 @@ class Kind:
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
+    #: The adaptive protocol can collect this kind in rounds (``collection: adaptive``):
+    #: its labels give per-input pair preferences (or, when :attr:`scored`, scores).
+    adaptive: ClassVar[bool] = False
 
     @property
     def instructions_template(self) -> str:

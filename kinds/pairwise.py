@@ -77,6 +77,7 @@ class Pairwise(Kind):
     label = "Pairwise preference"
     noun = "pairwise"
     template = "kinds/pairwise.html"
+    adaptive = True
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         if n_systems is not None and n_systems < 2:
