@@ -6,18 +6,19 @@ pairs that share inputs — the same decisions as the ranking replay's on the sa
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from annotator import services
 from annotator.errors import ImportRejected
 from annotator.models import Annotation, Input, Item
-from annotator.selectors import label_rows
+from annotator.selectors import label_rows, score_rows
 from kinds.ranking import Ranking
 from protocol import rounds, selectors
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from protocol.ranking_sim import decide_step
 from protocol.services import protocol_settings
-from tests.protocol_sim import QUALITY, ranking_bundle, run_workers
+from tests.protocol_sim import QUALITY, likert_bundle, ranking_bundle, run_workers
 
 BIG = 10**12
 STATE = {
@@ -109,15 +110,13 @@ def test_ranking_rounds_run_until_every_pair_is_retired_and_the_budget_counts_ra
     assert_no_open_pair_twice_on_an_input(study)
 
 
-@pytest.mark.django_db(transaction=True)
-def test_live_ranking_decisions_equal_the_replays_on_the_same_labels():
+def assert_the_replay_decides_alike(study, config, rows: pd.DataFrame) -> None:
     """Every round decided live is decided again by the ranking replay's step
     (``ranking_sim.decide_step``: its own label arrays, ``label_correlation`` and
-    ``shared_input_correlation``) on the labels collected up to that round: the same pairs
-    are open, and each gets the same outcome, θ and predicted outcome."""
-    study, config = make(n_inputs=60)
-    run_workers(study, per_worker=40)
-    config.refresh_from_db()
+    ``shared_input_correlation``) on the labels collected up to that round (``rows``: pair
+    preferences ``input, system, other_system, preference`` with the ``round`` that released
+    them): the same pairs are open, and each gets the same outcome, θ, counts and, at its
+    last look, the same predicted outcome (which the correlation changes)."""
     settings = protocol_settings(study, config)
     names = list(study.systems.order_by("name").values_list("pk", flat=True))
     index = {pk: n for n, pk in enumerate(names)}
@@ -128,9 +127,6 @@ def test_live_ranking_decisions_equal_the_replays_on_the_same_labels():
     pool = np.zeros((len(pairs), len(inputs)), dtype=bool)
     for j, pair in enumerate(pairs):
         pool[j, [column[i] for i in selectors.pair_inputs(study, pair)]] = True
-    rows = label_rows(study)
-    round_of = dict(Item.objects.filter(study=study).values_list("pk", "round_number"))
-    rows["round"] = rows["item"].map(round_of)
     row_of = {(p.system_a_id, p.system_b_id): j for j, p in enumerate(pairs)}
     is_open = np.ones(len(pairs), dtype=bool)
     closed_in = np.full(len(pairs), BIG)
@@ -175,9 +171,48 @@ def test_live_ranking_decisions_equal_the_replays_on_the_same_labels():
         closed_in[closing] = rnd.number
         if rnd.number == 1:
             human = np.array([d.human_counts for d in live.values()])
-            level = rounds.decision_level(settings, int(pool.sum(axis=1).max()), 5, human)
+            level = rounds.decision_level(
+                settings, int(pool.sum(axis=1).max()), settings.batch, human
+            )
             assert config.decision_level == pytest.approx(level)
     assert compared == len(pairs) and not is_open.any()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_live_ranking_decisions_equal_the_replays_on_the_same_labels():
+    study, config = make(n_inputs=60)
+    run_workers(study, per_worker=40)
+    config.refresh_from_db()
+    rows = label_rows(study)
+    round_of = dict(Item.objects.filter(study=study).values_list("pk", "round_number"))
+    assert_the_replay_decides_alike(study, config, rows.assign(round=rows["item"].map(round_of)))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_live_likert_decisions_equal_the_replays_on_the_same_labels():
+    """A Likert study pools with the correlation too: a pair's label on an input is the
+    sign of the difference of its two outputs' mean ratings, read here from the score rows."""
+    study = services.study_import(likert_bundle(n_inputs=60), filename="likert.jsonl")
+    run_workers(study, per_worker=40)
+    config = ProtocolConfig.objects.get(study=study)
+    scores = score_rows(study)
+    mean = scores.groupby(["input", "system"])["score"].mean()
+    round_of = {
+        (i, s): n
+        for i, s, n in Item.objects.filter(study=study).values_list(
+            "input_id", "item_outputs__output__system_id", "round_number"
+        )
+    }
+    rows = [
+        (i, pair.system_a_id, pair.system_b_id, 0.5 + np.sign(diff) / 2, number)
+        for pair in SystemPair.objects.filter(study=study)
+        for i in sorted({i for i, _ in mean.index})
+        if (i, pair.system_a_id) in mean.index and (i, pair.system_b_id) in mean.index
+        for diff in [mean[i, pair.system_a_id] - mean[i, pair.system_b_id]]
+        for number in [max(round_of[i, pair.system_a_id], round_of[i, pair.system_b_id])]
+    ]
+    columns = ["input", "system", "other_system", "preference", "round"]
+    assert_the_replay_decides_alike(study, config, pd.DataFrame(rows, columns=columns))
 
 
 @pytest.mark.django_db
