@@ -63,7 +63,8 @@ def round_open(study: Study, number: int) -> Round | None:
     ledger is locked and charged ``items × redundancy``; nothing is released beyond the
     budget. With nothing left to release the open pairs close as exhausted.
 
-    Likert studies release one item per output instead (:func:`_likert_items`)."""
+    Likert studies release one item per output instead (:func:`_likert_items`), ranking
+    studies items of m outputs chosen for the open pairs (:func:`_ranking_items`)."""
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(
@@ -368,7 +369,11 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     annotations (inputs × redundancy) like the budget. A Likert study has one derived label
     per input (the sign of the two outputs' mean-rating difference), so ``used``/``pool``
     are in inputs, and the budget left is passed as the items it still pays for (an input
-    costs at most two new items and often one or none, since items are shared by pairs)."""
+    costs at most two new items and often one or none, since items are shared by pairs).
+    A ranking study counts every label like a pairwise one (each ranking showing both
+    systems gives one per annotation); the budget left is passed in pair labels (annotations
+    × m(m−1)/2), as the replay counts it. Ranking and Likert studies pool with the
+    correlation of pairs that share inputs (:func:`_correlation`)."""
     r = study.redundancy
     ratings = selectors.likert_ratings(study, config) if study.kind_impl.scored else None
     per_input = 1 if ratings is not None else r  # labels an input gives the pair
@@ -417,6 +422,9 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         budget_left = _likert_budget_inputs(study, pairs, ratings, budget_left)
     else:
         budget_left *= r
+        if shown is not None:  # a ranking of m outputs gives up to m(m-1)/2 pair labels
+            m = _outputs_per_item(study)
+            budget_left *= m * (m - 1) // 2
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
     closed, closed_pairs = _closed_pairs(study, system_ids)
     correlation = None

@@ -110,12 +110,15 @@ def test_ranking_rounds_run_until_every_pair_is_retired_and_the_budget_counts_ra
     assert_no_open_pair_twice_on_an_input(study)
 
 
-def assert_the_replay_decides_alike(study, config, rows: pd.DataFrame) -> None:
+def assert_the_replay_decides_alike(
+    study, config, rows: pd.DataFrame, per_ranking: int = 1
+) -> None:
     """Every round decided live is decided again by the ranking replay's step
     (``ranking_sim.decide_step``: its own label arrays, ``label_correlation`` and
     ``shared_input_correlation``) on the labels collected up to that round (``rows``: pair
     preferences ``input, system, other_system, preference`` with the ``round`` that released
-    them): the same pairs are open, and each gets the same outcome, θ, counts and, at its
+    them; ``per_ranking``: pair labels per annotation, for the budget left): the same pairs
+    are open, and each gets the same outcome, θ, counts and, at its
     last look, the same predicted outcome (which the correlation changes)."""
     settings = protocol_settings(study, config)
     names = list(study.systems.order_by("name").values_list("pk", flat=True))
@@ -147,8 +150,14 @@ def assert_the_replay_decides_alike(study, config, rows: pd.DataFrame) -> None:
             assert not seen[j, column[row["input"]]]
             seen[j, column[row["input"]]] = True
             labels[j, column[row["input"]]] = int(np.sign(row["preference"] - 0.5))
+        budget_left = BIG
+        if study.budget is not None:  # as the replay counts it: rankings left × pairs each
+            spent = sum(Round.objects.filter(study=study, number__lte=rnd.number).values_list(
+                "committed", flat=True
+            ))  # fmt: skip
+            budget_left = max(study.budget - spent, 0) * per_ranking
         step = decide_step(
-            labels, seen, pool, systems, is_open, effects, BIG, settings,
+            labels, seen, pool, systems, is_open, effects, budget_left, settings,
             level=config.decision_level,
         )  # fmt: skip
         idx = np.flatnonzero(is_open)
@@ -179,13 +188,19 @@ def assert_the_replay_decides_alike(study, config, rows: pd.DataFrame) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_live_ranking_decisions_equal_the_replays_on_the_same_labels():
-    study, config = make(n_inputs=60)
+@pytest.mark.parametrize("budget", [None, 45])
+def test_live_ranking_decisions_equal_the_replays_on_the_same_labels(budget):
+    study, config = make(n_inputs=60, **({"budget": budget} if budget else {}))
     run_workers(study, per_worker=40)
     config.refresh_from_db()
     rows = label_rows(study)
     round_of = dict(Item.objects.filter(study=study).values_list("pk", "round_number"))
-    assert_the_replay_decides_alike(study, config, rows.assign(round=rows["item"].map(round_of)))
+    rows = rows.assign(round=rows["item"].map(round_of))
+    assert_the_replay_decides_alike(study, config, rows, per_ranking=3)
+    if budget:
+        assert Annotation.objects.filter(study=study).count() == config.committed <= budget
+        outcomes = [p.evidence["outcome"] for p in SystemPair.objects.filter(study=study)]
+        assert "budget" in outcomes  # the budget binds: the last looks are the replay's too
 
 
 @pytest.mark.django_db(transaction=True)
