@@ -35,6 +35,7 @@ from formats import judgebench
 from formats.bundle import finite_number, study_csv, study_jsonl, unstorable
 from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
 from formats.vocab import preference_of
+from kinds import conversation
 
 from .choices import Preference
 from .errors import ImportRejected, ImportTooLarge
@@ -75,6 +76,8 @@ STUDY_OPTIONS = {
     "max_strikes": int,
     "collection": str,
 }
+#: Study columns a kind may default differently (``Study.kind_options`` reads them back).
+ANSWER_SWITCHES = frozenset({"allow_tie", "allow_both_good", "allow_both_bad"})
 #: Study-line keys some kind accepts (``Kind.extra_options``); the kind validates them.
 KIND_OPTIONS = frozenset().union(*(kinds.get(name).extra_options for name in kinds.NAMES))
 
@@ -101,6 +104,8 @@ class InputSpec:
     #: The known answer in system order, as the kind reads it (``Item.expected``).
     expected: dict[str, Any] = field(default_factory=dict)
     is_gold: bool = False
+    #: Conversation outputs as imported: system name → messages (``outputs`` holds their text).
+    messages: dict[str, list] = field(default_factory=dict)
 
 
 @dataclass
@@ -664,16 +669,17 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
             options, criteria, declared = _study_options(record["study"], where, errors)
             continue
         before = errors.total
-        parsed = _input_record(record, where, errors)
+        parsed = _input_record(record, where, errors, {**options, **config.options})
         if parsed is not None:
             # a record with a fault named already gets no second message about its outputs
             outputs = parsed.outputs if errors.total == before else None
             index.add(parsed.external_id, _line_of(where), outputs, parsed.is_gold)
         elif _valid_id(ident := record.get("id")):
             index.add(str(ident), _line_of(where), None)
-    inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)
+    study = {**options, **config.options}
+    inputs = Inputs(lambda: _jsonl_inputs(stream, study), index.valid)
     return _assemble(
-        {**options, **config.options},
+        study,
         criteria if config.criteria is None else config.criteria,
         declared if config.systems is None else config.systems,
         inputs,
@@ -681,19 +687,24 @@ def _scan_jsonl(stream: Stream, config: _Config, errors: _Errors) -> tuple[Study
     ), index
 
 
-def _jsonl_inputs(stream: Stream) -> Iterator[InputSpec]:
-    """The inputs of a JSONL file already validated."""
+def _jsonl_inputs(stream: Stream, study: dict[str, Any]) -> Iterator[InputSpec]:
+    """The inputs of a JSONL file already validated (``study``: its study options)."""
     errors = _Errors()
     for where, record in _jsonl_objects(stream, errors):
-        if record and "study" not in record and (parsed := _input_record(record, where, errors)):
-            yield parsed
+        if record and "study" not in record:
+            if parsed := _input_record(record, where, errors, study):
+                yield parsed
 
 
 def _valid_id(ident: Any) -> bool:
     return isinstance(ident, str | int) and not isinstance(ident, bool) and str(ident) != ""
 
 
-def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None:
+def _input_record(
+    record: dict, where: str, errors: _Errors, study: dict[str, Any] | None = None
+) -> InputSpec | None:
+    """One input line; ``study``: the study options read so far (the kind of a gold answer).
+    An ``input`` or output may be a conversation (:mod:`kinds.conversation`)."""
     ident = record.get("id")
     if not _valid_id(ident):
         errors.add(f"{where}: missing 'id' (a string or number naming the input)")
@@ -701,26 +712,42 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
     where = f"{where} (input '{ident}')"
     outputs = record.get("outputs")
     if not isinstance(outputs, dict) or not outputs:
-        errors.add(f"{where}: missing 'outputs' (an object mapping system name to output text)")
+        errors.add(
+            f"{where}: missing 'outputs' (an object mapping system name to output text "
+            "or conversation)"
+        )
         return None
-    bad = [name for name, out in outputs.items() if not isinstance(out, str) or not out.strip()]
-    for name in bad:
-        errors.add(f"{where}: output of system '{name}' is empty or not text")
+    texts: dict[str, str] = {}
+    messages: dict[str, list] = {}
+    bad = False
+    for name, out in outputs.items():
+        if conversation.is_conversation(out):
+            try:
+                messages[str(name)] = conversation.validate(
+                    out, f"{where}: output of system '{name}'", output=True
+                )
+            except conversation.ConversationError as exc:
+                for message in exc.messages:
+                    errors.add(message)
+                bad = True
+                continue
+            texts[str(name)] = conversation.to_text(messages[str(name)])
+        elif not isinstance(out, str) or not out.strip():
+            errors.add(f"{where}: output of system '{name}' is empty or not text")
+            bad = True
+        else:
+            texts[str(name)] = out
     text = record.get("input", "")
-    conversation = None
-    if isinstance(text, list):
-        conversation = text
-        if not all(
-            isinstance(t, dict)
-            and isinstance(t.get("role"), str)
-            and isinstance(t.get("content"), str)
-            for t in conversation
-        ):
-            errors.add(f"{where}: a conversation 'input' is a list of {{role, content}} turns")
-            conversation = None
-        text = "\n\n".join(f"{t['role']}: {t['content']}" for t in conversation or [])
+    turns = None
+    if conversation.is_conversation(text):
+        try:
+            turns = conversation.validate(text, f"{where}: 'input'")
+        except conversation.ConversationError as exc:
+            for message in exc.messages:
+                errors.add(message)
+        text = conversation.to_text(turns or [])
     elif not isinstance(text, str):
-        errors.add(f"{where}: 'input' must be text or a list of turns")
+        errors.add(f"{where}: 'input' must be text or a conversation (a list of messages)")
         text = ""
     priority = record.get("priority")
     if priority is not None and (priority := finite_number(priority)) is None:
@@ -729,8 +756,8 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
     if not isinstance(metadata, dict):
         errors.add(f"{where}: 'metadata' must be an object")
         metadata = {}
-    if conversation:
-        metadata = {**metadata, "conversation": conversation}
+    if turns:
+        metadata = {**metadata, "conversation": turns}
     reference = record.get("reference", "") or ""
     if not isinstance(reference, str):
         errors.add(f"{where}: 'reference' must be text")
@@ -738,23 +765,32 @@ def _input_record(record: dict, where: str, errors: _Errors) -> InputSpec | None
     gold = record.get("gold")
     expected: dict[str, Any] = {}
     if gold is not None:
-        names = list(outputs)
-        if len(names) != 2 or not isinstance(gold, str) or gold not in (*names, "tie"):
-            errors.add(f"{where}: 'gold' names the better of exactly two outputs, or 'tie'")
+        study = study or {}
+        kind = kinds.get(study["kind"] if study.get("kind") in kinds.NAMES else kinds.NAMES[0])
+        names = [str(n) for n in outputs]
+        try:
+            expected = kind.parse_expected(
+                {**study, **(study.get("options") or {})},
+                gold,
+                systems=list(study.get("systems") or names),
+                outputs=names,
+            )
+        except kinds.AnswerError as exc:
+            errors.add(f"{where}: {exc.message}")
             return None
-        expected = {"value": {names[0]: "A", names[1]: "B", "tie": "tie"}[gold]}
     if bad:
         return None
     return InputSpec(
         external_id=str(ident),
         text=text,
-        outputs={str(k): v for k, v in outputs.items()},
+        outputs=texts,
         where=where,
         reference=reference,
         priority=priority,
         metadata=metadata,
         expected=expected,
         is_gold=gold is not None,
+        messages=messages,
     )
 
 
@@ -1150,6 +1186,8 @@ def _validate_kind_options(
         return
     if kind.criterion_rows:
         spec.criteria = [CriterionSpec(**c) for c in validated.pop("criteria", [])]
+    for key in ANSWER_SWITCHES & validated.keys():  # the kind's default (ranking: no ties)
+        opts[key] = validated.pop(key)
     opts["options"] = validated
 
 

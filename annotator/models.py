@@ -4,6 +4,7 @@ import hashlib
 import hmac
 import secrets
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -12,6 +13,7 @@ from django.db import models
 from django.db.models import F, Q
 
 import kinds
+from kinds import conversation
 
 from .choices import AnnotationSource, AssignmentState, Preference
 
@@ -280,7 +282,10 @@ class Input(models.Model):
 class Output(models.Model):
     input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="outputs")
     system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="outputs")
+    #: The output as text; a conversation output's messages flattened (``role: content``).
     text = models.TextField()
+    #: A conversation output as imported: a list of ``{"role", "content"}`` messages.
+    messages = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -289,6 +294,11 @@ class Output(models.Model):
 
     def __str__(self) -> str:
         return f"{self.input_id}/{self.system_id}"
+
+    @property
+    def shown(self) -> Any:
+        """What a template shows: the text, or the conversation (``kinds/_content.html``)."""
+        return conversation.for_display(self.messages) if self.messages else self.text
 
 
 class Item(models.Model):

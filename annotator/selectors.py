@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -298,7 +299,7 @@ def task_page(study: Study, item: Item, display_order: list[int]) -> dict[str, A
     outputs = item.output_list()
     return {
         "kind_template": kind.template,
-        "outputs": [outputs[i].text for i in display_order],
+        "outputs": [outputs[i].shown for i in display_order],
         **kind.context(opts),
     }
 
@@ -569,8 +570,17 @@ def report_rows(study: Study) -> Iterator[tuple]:
     for pk, item, who, answer, value, scores, raw, source, flagged, gold in rows.iterator(5000):
         if not answer:
             answer = kind.answer_from_summary(opts, value, scores or {})
+        if kind.report_by_pair:
+            for prop, i, j, pref in kind.pair_preferences(opts, answer):
+                label = PAIR_LABELS[pref]
+                yield pk, f"{item}:{i}-{j}", who, prop, label, raw, source, flagged, gold
+            continue
         for prop, label in kind.report_labels(opts, answer):
             yield pk, item, who, prop, label, raw, source, flagged, gold
+
+
+#: A pair preference of the first output over the second as a report label.
+PAIR_LABELS = {1.0: "A", 0.0: "B", 0.5: "tie"}
 
 
 def report_properties(study: Study, observed: dict[str, set]) -> list[tuple]:
@@ -588,6 +598,12 @@ def report_items(study: Study) -> Iterator[tuple]:
         .order_by("id")
         .values_list("pk", "input__external_id", "input__priority", "is_gold")
     )
+    by_pair = study.kind_impl.report_by_pair
     for pk, input_id, priority, gold in rows.iterator(5000):
-        shown = [names[s] for s in systems.get(pk, [])] + [None, None]
+        shown = [names[s] for s in systems.get(pk, [])]
+        if by_pair:  # each pair of the item's outputs a pairwise item (Kind.report_by_pair)
+            for i, j in itertools.combinations(range(len(shown)), 2):
+                yield f"{pk}:{i}-{j}", input_id, shown[i], shown[j], priority, gold
+            continue
+        shown += [None, None]
         yield pk, input_id, shown[0], shown[1], priority, gold

@@ -180,7 +180,7 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
             for r in batch
         )
         outputs = Output.objects.bulk_create(
-            Output(input=inp, system=systems[name], text=text)
+            Output(input=inp, system=systems[name], text=text, messages=record.messages.get(name))
             for inp, record in zip(inputs, batch, strict=True)
             for name, text in record.outputs.items()
         )
@@ -220,9 +220,11 @@ def items_create_static(
     groups: list[tuple[Input, list[Output]]] = []
     for inp in inputs:
         outs = sorted(outputs.get(inp.pk, {}).values(), key=lambda o: rank[o.system.name])
+        groups_of = kind.item_groups(opts, len(outs), _RNG)
         if inp.pk in gold:
             outs = list(outputs[inp.pk].values())  # the order the gold answer refers to
-        for group in kind.item_groups(opts, len(outs), _RNG):
+            groups_of = kind.gold_groups(opts, len(outs))
+        for group in groups_of:
             groups.append((inp, [outs[i] for i in group]))
     return items_create(study, groups, expected=expected, gold=gold)
 

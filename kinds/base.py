@@ -82,6 +82,10 @@ class Kind:
     #: The adaptive protocol can collect this kind in rounds (``collection: adaptive``):
     #: its labels give per-input pair preferences (or, when :attr:`scored`, scores).
     adaptive: ClassVar[bool] = False
+    #: The report reads each item of m outputs as its m(m−1)/2 pairs, each a pairwise item
+    #: (``"<item>:<i>-<j>"``) labelled ``A``/``B``/``tie`` from :meth:`pair_preferences`
+    #: (ranking), instead of :meth:`report_labels` per item.
+    report_by_pair: ClassVar[bool] = False
 
     @property
     def instructions_template(self) -> str:
@@ -203,6 +207,27 @@ class Kind:
             for c in opts.get("criteria") or []
             if not c.get("labels")
         ]
+
+    def parse_expected(
+        self,
+        opts: Mapping[str, Any],
+        gold: Any,
+        *,
+        systems: list[str],
+        outputs: list[str],
+    ) -> dict[str, Any]:
+        """A known answer as written in the import format (``gold``; ``outputs``: the
+        record's system names in the order given, the order a gold item shows them) as the
+        stored expected answer in system order; :class:`AnswerError` on bad input.
+        Default: the pairwise one, the better of exactly two outputs or ``tie``."""
+        if len(outputs) != 2 or not isinstance(gold, str) or gold not in (*outputs, "tie"):
+            raise AnswerError("'gold' names the better of exactly two outputs, or 'tie'")
+        return {"value": {outputs[0]: "A", outputs[1]: "B", "tie": "tie"}[gold]}
+
+    def gold_groups(self, opts: Mapping[str, Any], n_outputs: int) -> list[tuple[int, ...]]:
+        """The items of a gold input (its outputs in the order given). Default: as
+        :meth:`item_groups` groups them."""
+        return self.item_groups(opts, n_outputs, None)
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

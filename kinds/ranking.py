@@ -124,6 +124,7 @@ class Ranking(Kind):
     template = "kinds/ranking.html"
     extra_options = frozenset({"per_item"})
     adaptive = True
+    report_by_pair = True
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         errors = []
@@ -222,6 +223,22 @@ class Ranking(Kind):
             rows.append((OVERALL, i, j, pref))
         return rows
 
+    def report_properties(
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
+    ) -> list[tuple[str, str, tuple, str]]:
+        """One pairwise property, ``preference``, over every pair of an item's outputs."""
+        labels = (
+            ("A", "B", "tie")
+            if opts.get("allow_tie")
+            or observed.get(OVERALL, set())
+            - {
+                "A",
+                "B",
+            }
+            else ("A", "B")
+        )
+        return [(OVERALL, "pairwise", labels, question)]
+
     def scores(
         self, opts: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> dict[str, dict[int, float]]:
@@ -238,6 +255,25 @@ class Ranking(Kind):
             return ranking == [sorted(map(int, tier)) for tier in expected["ranking"]]
         top = expected.get("top")
         return _is_int(top) and ranking[0] == [top]
+
+    def parse_expected(
+        self,
+        opts: Mapping[str, Any],
+        gold: Any,
+        *,
+        systems: list[str],
+        outputs: list[str],
+    ) -> dict[str, Any]:
+        """``gold`` (a system name, or tiers of names best first) over the record's
+        ``outputs`` in the order given (a gold item shows them all, in that order)."""
+        try:
+            return expected_from_gold(gold, outputs)
+        except ValueError as exc:
+            raise AnswerError(str(exc)) from None
+
+    def gold_groups(self, opts: Mapping[str, Any], n_outputs: int) -> list[tuple[int, ...]]:
+        """A gold input shows all its outputs, even with ``per_item``."""
+        return [tuple(range(n_outputs))]
 
     def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         return {

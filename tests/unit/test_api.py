@@ -278,7 +278,7 @@ def test_import_endpoint_needs_permission_and_reports_errors(researcher):
     assert response.status_code == 400
     assert response.json()["errors"] == [  # every fault at once: the record and the options
         "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text)",
-        "study: 'kind' must be one of pairwise, likert (got None)",
+        "study: 'kind' must be one of pairwise, likert, ranking (got None)",
     ]
     assert Study.objects.count() == 0
     upload.seek(0)

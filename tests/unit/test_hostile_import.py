@@ -658,11 +658,19 @@ OK = {"m1": "a", "m2": "b"}
         ),
         (
             line({"id": "q", "input": {"text": "x"}, "outputs": OK}),
-            "line 2 (input 'q'): 'input' must be text or a list of turns",
+            "line 2 (input 'q'): 'input' must be text or a conversation (a list of messages)",
         ),
         (
             line({"id": "q", "input": [{"role": "user"}], "outputs": OK}),
-            "line 2 (input 'q'): a conversation 'input' is a list of {role, content} turns",
+            "line 2 (input 'q'): 'input': message 1 has no text 'content'",
+        ),
+        (
+            line({"id": "q", "input": [{"role": "bot", "content": "x"}], "outputs": OK}),
+            "line 2 (input 'q'): 'input': message 1 has role 'bot'; a role is one of",
+        ),
+        (
+            line({"id": "q", "outputs": {"m1": [{"role": "user", "content": "x"}], "m2": "b"}}),
+            "output of system 'm1': a conversation output needs at least one 'assistant'",
         ),
         (
             line({"id": "q", "metadata": [1], "outputs": OK}),

@@ -182,7 +182,7 @@ def test_wrong_encoding_is_rejected_with_line():
         (
             b'{"study": {"kind": "rating"}}\n{"id":1,"outputs":{"a":"x","b":"y"}}\n',
             "e.jsonl",
-            "study: 'kind' must be one of pairwise, likert (got 'rating')",
+            "study: 'kind' must be one of pairwise, likert, ranking (got 'rating')",
         ),
         (
             b'{"id":1,"outputs":{"a":"x","b":""}}\n{"id":2,"outputs":{"a":"x","b":"y"}}',

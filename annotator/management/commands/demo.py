@@ -29,6 +29,7 @@ DEMO_FILES = (
     ),
     ("likert_demo.jsonl", {"open_links": True}),
     ("adaptive_demo.jsonl", {}),
+    ("ranking_demo.jsonl", {"open_links": True}),
 )
 #: LLMBar's expert labels let the pairwise demo carry gold checks.
 DEMO_GOLD = 5
