@@ -237,3 +237,18 @@ def test_a_kind_the_protocol_cannot_collect_is_refused_at_import(monkeypatch):
         services.study_import(ranking_bundle(), filename="rank.jsonl")
     assert "cannot be collected adaptively" in str(caught.value.errors)
     assert not Round.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simulated_crowd_runs_an_adaptive_ranking_study_to_its_end(capsys):
+    """``simulate_crowd --until-done`` answers with the ranking kind's simulated worker
+    (``Kind.simulate_answer``) until every pair of the adaptive study is closed."""
+    from django.core.management import call_command
+
+    study, config = make(n_inputs=30, redundancy=2, budget=80)
+    call_command("simulate_crowd", str(study.pk), "--until-done", "--seed", "0")
+    config.refresh_from_db()
+    assert not SystemPair.objects.filter(study=study, state="open").exists()
+    assert Annotation.objects.filter(study=study).count() == config.committed <= 80
+    answers = Annotation.objects.filter(study=study).values_list("answer", flat=True)
+    assert all(len([p for tier in a["ranking"] for p in tier]) == 3 for a in answers)
