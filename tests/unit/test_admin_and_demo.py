@@ -83,9 +83,14 @@ def test_demo_command_is_idempotent(db, capsys):
     call_command("demo")
     first = capsys.readouterr().out
     call_command("demo")
-    assert Study.objects.count() == 3
+    assert Study.objects.count() == 4
     kinds = sorted(Study.objects.values_list("kind", "collection"))
-    assert kinds == [("likert", "all"), ("pairwise", "adaptive"), ("pairwise", "all")]
+    assert kinds == [
+        ("likert", "all"),
+        ("pairwise", "adaptive"),
+        ("pairwise", "all"),
+        ("ranking", "all"),
+    ]
     for study in Study.objects.all():
         assert f"/w/{study.public_id}/?worker=demo-worker-1" in first
     assert "user 'admin', password 'demo-admin'" in first

@@ -277,7 +277,8 @@ def test_import_endpoint_needs_permission_and_reports_errors(researcher):
     response = client.post("/api/studies/import/", {"file": bad}, format="multipart")
     assert response.status_code == 400
     assert response.json()["errors"] == [  # every fault at once: the record and the options
-        "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text)",
+        "line 1 (input '1'): missing 'outputs' (an object mapping system name to output text "
+        "or conversation)",
         "study: 'kind' must be one of pairwise, likert, ranking (got None)",
     ]
     assert Study.objects.count() == 0

@@ -50,8 +50,8 @@ def _base_url(addr: str) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Set up the demo: database, an admin account, a pairwise, a Likert and an adaptive "
-        f"study. Links point at --addr (default: ${ADDR_ENV} or {DEFAULT_ADDR})."
+        "Set up the demo: database, an admin account, a pairwise, a Likert, an adaptive and a "
+        f"ranking study. Links point at --addr (default: ${ADDR_ENV} or {DEFAULT_ADDR})."
     )
 
     def add_arguments(self, parser):
@@ -83,7 +83,7 @@ class Command(BaseCommand):
                 if study.collection != "adaptive" and selectors.has_known_answers(study):
                     services.study_prepare_checks(study, n_gold=DEMO_GOLD, seed=0)
             studies.append(study)
-        adaptive = studies[-1]
+        adaptive = next(s for s in studies if s.collection == "adaptive")
         out = self.stdout.write
         out("")
         out("The demo is ready. Open a worker link in your browser (any worker id works):")
@@ -108,3 +108,6 @@ class Command(BaseCommand):
         python = os.path.relpath(sys.executable) if sys.executable else "python"
         out(f"  {python} manage.py simulate_crowd {adaptive.pk} --until-done")
         out(f"  {host}/studies/{adaptive.pk}/protocol/")
+        others = [s for s in studies if s.collection != "adaptive"]
+        out("Any other study can be answered the same way, e.g. the ranking of conversations:")
+        out(f"  {python} manage.py simulate_crowd {others[-1].pk}")
