@@ -1249,6 +1249,8 @@ def _validate_spec(
                 flag(key, f"study: '{key}' must be at least {low}")
         if opts.get("collection", "all") not in ("all", "adaptive"):
             flag("collection", "study: 'collection' must be 'all' or 'adaptive'")
+        elif opts.get("collection") == "adaptive" and kind is not None and not kind.adaptive:
+            flag("collection", f"study: a {kind.noun} study cannot be collected adaptively")
         if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
             flag("gamma", "study: 'gamma' must be in (0, 0.5]")
         if check_options is not None:

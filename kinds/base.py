@@ -85,6 +85,9 @@ class Kind:
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
+    #: The adaptive protocol can collect this kind in rounds (``collection: adaptive``):
+    #: its labels give per-input pair preferences (or, when :attr:`scored`, scores).
+    adaptive: ClassVar[bool] = False
     #: The report reads each item of m outputs as its m(m−1)/2 pairs, each a pairwise item
     #: (``"<item>:<i>-<j>"``) labelled ``A``/``B``/``tie`` from :meth:`pair_preferences`
     #: (ranking), instead of :meth:`report_labels` per item.

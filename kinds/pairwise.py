@@ -78,6 +78,7 @@ class Pairwise(Kind):
     noun = "pairwise"
     template = "kinds/pairwise.html"
     extra_options = frozenset({"criteria", "strength", "rationale"})
+    adaptive = True
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         errors = []

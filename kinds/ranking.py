@@ -141,6 +141,7 @@ class Ranking(Kind):
     noun = "ranking"
     template = "kinds/ranking.html"
     extra_options = frozenset({"per_item"})
+    adaptive = True
     report_by_pair = True
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:

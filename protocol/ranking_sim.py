@@ -50,6 +50,7 @@ __all__ = [
     "ScoreData",
     "LoopResult",
     "build_parser",
+    "decide_step",
     "load_rankings",
     "loop_once",
     "loop_replay",
@@ -349,27 +350,22 @@ def loop_once(
             break
         n_rounds += 1
         human = _counts(st, idx)
-        used, pool = st.seen[idx].sum(axis=1), pool_sizes[idx]
+        used = st.seen[idx].sum(axis=1)
         off += int(np.sum(used - had != give))
         looks += idx.size
         if not settings.paper and level is None:
             level = rounds.decision_level(settings, int(pool_sizes.max()), settings.batch, human)
-        shut = np.flatnonzero(~is_open)
-        order = np.concatenate([idx, shut])
-        corr = None
-        if correlated and settings.pooling and not settings.paper:
-            rho = label_correlation(st.labels[order], st.seen[order], st.pairs[order])
-            corr = shared_input_correlation(st.seen[order], st.pool[order], st.pairs[order], rho)
-        step = rounds.decide_round(
-            human_posterior(human),
-            used,
-            pool,
+        step = decide_step(
+            st.labels,
+            st.seen,
+            st.pool,
+            st.pairs,
+            is_open,
+            rounds.ClosedPairs(effect_mean, effect_var, st.pairs),
             max(budget - spent, 0) * per_annotation,
             settings,
             level=level,
-            systems=st.pairs[idx],
-            closed=rounds.ClosedPairs(effect_mean[shut], effect_var[shut], st.pairs[shut]),
-            correlation=corr,
+            correlated=correlated,
         )
         final[idx] = step.decision
         weights[idx] = step.weight
@@ -393,6 +389,50 @@ def loop_once(
         retired,
         off,
         looks,
+    )
+
+
+def decide_step(
+    labels: NDArray[np.int8],
+    seen: NDArray[np.bool_],
+    pool: NDArray[np.bool_],
+    pairs: NDArray[np.int64],
+    is_open: NDArray[np.bool_],
+    effects: rounds.ClosedPairs,
+    budget_left: int,
+    settings: ProtocolSettings,
+    *,
+    level: float | None,
+    correlated: bool = True,
+) -> rounds.RoundDecision:
+    """One look of the loop at what it has collected: Algorithm 1 and the retirement rules
+    (:func:`protocol.rounds.decide_round`) for the open pairs (``is_open``), the closed ones'
+    kept effects pooled with them (``effects``: every pair's last effect estimate), with the
+    correlation of pairs that share inputs (``correlated``). ``labels``, ``seen``, ``pool``:
+    ``(P, U)`` labels in {+1, 0, −1}, what was collected, what may be; ``pairs``: ``(P, 2)``
+    system indices; ``budget_left`` in pair labels. The live ranking study's decisions
+    equal this step's on the same labels (``tests/unit/test_protocol_ranking.py``)."""
+    idx = np.flatnonzero(is_open)
+    shut = np.flatnonzero(~is_open)
+    lab, got = labels[idx], seen[idx]
+    human = np.stack([(got & (lab == c)).sum(axis=1) for c in (1, 0, -1)], axis=1)
+    order = np.concatenate([idx, shut])
+    corr = None
+    if correlated and settings.pooling and not settings.paper:
+        rho = label_correlation(labels[order], seen[order], pairs[order])
+        corr = shared_input_correlation(seen[order], pool[order], pairs[order], rho)
+    return rounds.decide_round(
+        human_posterior(human),
+        got.sum(axis=1),
+        pool[idx].sum(axis=1),
+        budget_left,
+        settings,
+        level=level,
+        systems=pairs[idx],
+        closed=rounds.ClosedPairs(
+            effects.effect_mean[shut], effects.effect_var[shut], effects.systems[shut]
+        ),
+        correlation=corr,
     )
 
 

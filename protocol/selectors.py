@@ -60,6 +60,39 @@ def pair_used_inputs(
     return set(pair_items(study, pair).values_list("input_id", flat=True))
 
 
+# --- kinds whose items show several outputs (rankings) ----------------------------------------
+def items_shown(study: Study) -> dict[int, list[tuple[frozenset[int], int, int | None]]]:
+    """Per input, its (non-gold) items as ``(systems shown, redundancy, round)``: what a
+    ranking study has released (an item of m outputs serves the m(m−1)/2 pairs among them)."""
+    systems: dict[int, set[int]] = defaultdict(set)
+    meta: dict[int, tuple[int, int, int | None]] = {}
+    links = ItemOutput.objects.filter(item__study=study, item__is_gold=False).values_list(
+        "item_id", "item__input_id", "item__redundancy", "item__round_number", "output__system_id"
+    )
+    for item, input_id, redundancy, number, system in links:
+        systems[item].add(system)
+        meta[item] = (input_id, redundancy, number)
+    out: dict[int, list[tuple[frozenset[int], int, int | None]]] = defaultdict(list)
+    for item in sorted(systems):
+        input_id, redundancy, number = meta[item]
+        out[input_id].append((frozenset(systems[item]), redundancy, number))
+    return dict(out)
+
+
+def shown_together(
+    shown: dict[int, list[tuple[frozenset[int], int, int | None]]], pair: SystemPair
+) -> dict[int, int]:
+    """Of :func:`items_shown`, the inputs whose items show both systems of the pair, with
+    the annotations those items take (their redundancies summed)."""
+    a, b = pair.system_a_id, pair.system_b_id
+    out: dict[int, int] = {}
+    for input_id, items in shown.items():
+        for systems, redundancy, _ in items:
+            if a in systems and b in systems:
+                out[input_id] = out.get(input_id, 0) + redundancy
+    return out
+
+
 # --- Likert studies: a preference per input from the two outputs' mean ratings ----------------
 @dataclass(frozen=True)
 class LikertRatings:
@@ -196,23 +229,49 @@ def likert_labels(pair: SystemPair, ratings: LikertRatings) -> dict[int, list[in
     return {i: [CODE_INDEX[int(c)]] for i, c in zip(inputs, codes, strict=True)}
 
 
+def score_preference_rows(
+    study: Study, pairs: list[SystemPair], ratings: LikertRatings
+) -> pd.DataFrame:
+    """The pairs' per-input preferences in a scored study (:func:`likert_labels`) as pair
+    preference rows (``input, system, other_system, preference`` with 1 / 0.5 / 0 for
+    ``system``, as ``label_rows`` gives them), with the ``round`` in which the later of the
+    two outputs' items was released."""
+    released = ItemOutput.objects.filter(
+        item__study=study, item__is_gold=False, position=0
+    ).exclude(item__item_outputs__position=1)
+    round_of = {
+        (input_id, system_id): number or 0
+        for input_id, system_id, number in released.values_list(
+            "item__input_id", "output__system_id", "item__round_number"
+        )
+    }
+    out = []
+    for pair in pairs:
+        a, b = pair.system_a_id, pair.system_b_id
+        for input_id, labels in likert_labels(pair, ratings).items():
+            number = max(round_of.get((input_id, a), 0), round_of.get((input_id, b), 0))
+            out += [(input_id, a, b, 1.0 - index / 2, number) for index in labels]
+    return pd.DataFrame(out, columns=["input", "system", "other_system", "preference", "round"])
+
+
 def human_labels(
     study: Study, pair: SystemPair, rows: pd.DataFrame | None = None
 ) -> dict[int, list[int]]:
     """Per input, the human labels of the pair as indices into [>, =, <], from the study's
     pair rows (``annotator.selectors.label_rows``; ``rows``: read once for all pairs, else
-    here): the kind's overall preference on items showing ``system_a`` before ``system_b``;
-    flagged labels (workers blocked after gold checks) and gold items left out."""
+    here): the kind's overall preference between the pair's two systems (on an item that
+    shows ``system_b`` first, turned round); flagged labels (workers blocked after gold
+    checks) and gold items left out."""
     if rows is None:
         rows = label_rows(study)
     labels: dict[int, list[int]] = defaultdict(list)
-    mine = rows[
-        (rows["criterion"] == study.kind_impl.overall_criterion(study.kind_options()))
-        & (rows["system"] == pair.system_a_id)
-        & (rows["other_system"] == pair.system_b_id)
-    ]
-    for input_id, preference in zip(mine["input"], mine["preference"], strict=True):
-        labels[int(input_id)].append(PREFERENCE_INDEX[float(preference)])
+    overall = rows[rows["criterion"] == study.kind_impl.overall_criterion(study.kind_options())]
+    a, b = pair.system_a_id, pair.system_b_id
+    for first, second, flip in ((a, b, False), (b, a, True)):  # an item may show b first
+        mine = overall[(overall["system"] == first) & (overall["other_system"] == second)]
+        for input_id, preference in zip(mine["input"], mine["preference"], strict=True):
+            preference = 1.0 - float(preference) if flip else float(preference)
+            labels[int(input_id)].append(PREFERENCE_INDEX[preference])
     return labels
 
 

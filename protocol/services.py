@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import defaultdict
 from dataclasses import replace
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Sum
 from django.utils import timezone
@@ -18,6 +20,7 @@ from annotator.models import Input, Item, Output, Study
 from annotator.services import items_create, items_resize
 
 from . import rounds, selectors
+from .correlation import correlation_from_rows
 from .models import Decision, ProtocolConfig, Round, SystemPair
 from .settings import ProtocolSettings
 
@@ -60,7 +63,8 @@ def round_open(study: Study, number: int) -> Round | None:
     ledger is locked and charged ``items × redundancy``; nothing is released beyond the
     budget. With nothing left to release the open pairs close as exhausted.
 
-    Likert studies release one item per output instead (:func:`_likert_items`)."""
+    Likert studies release one item per output instead (:func:`_likert_items`), ranking
+    studies items of m outputs chosen for the open pairs (:func:`_ranking_items`)."""
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(
@@ -73,9 +77,13 @@ def round_open(study: Study, number: int) -> Round | None:
     redundancy = study.redundancy
     scored = study.kind_impl.scored  # one item per output, compared by score
     itemised = selectors.likert_itemised(study) if scored else None
+    shown = _shown(study)  # items of several outputs (rankings); else None
     unused = []
     for pair in pairs:
-        used = selectors.pair_used_inputs(study, pair, itemised)
+        if shown is not None:
+            used = set(selectors.shown_together(shown, pair))
+        else:
+            used = selectors.pair_used_inputs(study, pair, itemised)
         unused.append(sorted(selectors.pair_inputs(study, pair) - used))
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
@@ -99,6 +107,14 @@ def round_open(study: Study, number: int) -> Round | None:
         if not chosen:  # one item left in the budget and every input needs two
             return _exhaust(pairs, "budget")
         new = [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
+    elif shown is not None:
+        rank = _study_order(study, config, priority)
+        order = list(study.systems.order_by("name").values_list("pk", flat=True))
+        m = _outputs_per_item(study)
+        chosen = _ranking_items(pairs, unused, give, shown, rank, affordable, m, order)
+        if not chosen:  # no input left on which an open pair's systems can be ranked
+            return _exhaust(pairs, "budget" if affordable == 0 else "inputs")
+        new = [(Input(pk=i), [outputs[(i, s)] for s in systems]) for i, systems in chosen]
     else:
         rng = random.Random(f"{config.seed}:{study.pk}:{number}")
         new = []
@@ -116,6 +132,94 @@ def round_open(study: Study, number: int) -> Round | None:
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
     rnd.refresh_from_db()
     return rnd
+
+
+def _outputs_per_item(study: Study) -> int:
+    """How many outputs one item of the study shows (``Kind.outputs_per_item``)."""
+    return study.kind_impl.outputs_per_item(study.kind_options(), study.systems.count())
+
+
+def _shown(study: Study) -> dict | None:
+    """The study's released items by input (:func:`selectors.items_shown`) when an item
+    shows more than two outputs and serves several pairs (a ranking study), else ``None``:
+    pairwise items serve one pair, scored kinds' one output (:func:`_likert_items`)."""
+    if study.kind_impl.scored or _outputs_per_item(study) <= 2:
+        return None
+    return selectors.items_shown(study)
+
+
+def _ranking_items(
+    pairs: list[SystemPair],
+    unused: list[list[int]],
+    give: np.ndarray,
+    shown: dict[int, list[tuple[frozenset[int], int, int | None]]],
+    rank: dict[int, tuple[float, int]],
+    affordable: int,
+    m: int,
+    order: list[int],
+) -> list[tuple[int, list[int]]]:
+    """The items of a ranking round: ``(input, m system ids in name order)`` each.
+
+    An item of m outputs gives every pair among them a label. The open pair that still
+    wants most labels (``give``, in inputs) asks next: it takes its next input in the
+    study's order, and the item adds, one at a time, the system that gives most labels to
+    open pairs still short of their share, then most to any open pair, then fewest to
+    closed pairs (systems whose pairs are all closed come last), then the first by name.
+    An open pair never gets a second item on one input (a system that would give it one is
+    left out); an input on which m such systems cannot be found is skipped for that pair.
+    Every open pair the item shows counts it towards its share. At most ``affordable``
+    items."""
+    index = {(p.system_a_id, p.system_b_id): k for k, p in enumerate(pairs)}
+    index |= {(b, a): k for (a, b), k in list(index.items())}
+    together: dict[int, set[frozenset[int]]] = defaultdict(set)
+    for input_id, items in shown.items():
+        for systems, _, _ in items:
+            together[input_id] |= {frozenset(c) for c in combinations(systems, 2)}
+    queue = [sorted(inputs, key=rank.__getitem__) for inputs in unused]
+    want = [int(n) for n in give]
+    place = {s: n for n, s in enumerate(order)}
+    chosen: list[tuple[int, list[int]]] = []
+    while len(chosen) < affordable:
+        asking = [k for k in range(len(pairs)) if want[k] > 0]
+        if not asking:
+            break
+        k = max(asking, key=lambda j: (want[j], -j))
+        a, b = pairs[k].system_a_id, pairs[k].system_b_id
+        while queue[k] and frozenset((a, b)) in together[queue[k][0]]:
+            queue[k].pop(0)  # given to this pair by another pair's item meanwhile
+        if not queue[k]:
+            want[k] = 0
+            continue
+        i = queue[k].pop(0)
+        members = [a, b]
+        while len(members) < m:
+            best, best_key = None, None
+            for s in order:
+                if s in members:
+                    continue
+                ks = [index.get((s, t)) for t in members]
+                if any(j is not None and frozenset((s, t)) in together[i]
+                       for j, t in zip(ks, members, strict=True)):  # fmt: skip
+                    continue
+                key = (
+                    sum(j is not None and want[j] > 0 for j in ks),
+                    sum(j is not None for j in ks),
+                    -sum(j is None for j in ks),
+                )
+                if best_key is None or key > best_key:
+                    best, best_key = s, key
+            if best is None:
+                break
+            members.append(best)
+        if len(members) < m:
+            continue  # this input cannot carry a ranking of m for the pair
+        for s, t in combinations(members, 2):
+            together[i].add(frozenset((s, t)))
+            j = index.get((s, t))
+            if j is not None:
+                want[j] -= 1
+        chosen.append((i, sorted(members, key=place.__getitem__)))
+    return chosen
 
 
 def _exhaust(pairs: list[SystemPair], why: str) -> None:
@@ -265,7 +369,11 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     annotations (inputs × redundancy) like the budget. A Likert study has one derived label
     per input (the sign of the two outputs' mean-rating difference), so ``used``/``pool``
     are in inputs, and the budget left is passed as the items it still pays for (an input
-    costs at most two new items and often one or none, since items are shared by pairs)."""
+    costs at most two new items and often one or none, since items are shared by pairs).
+    A ranking study counts every label like a pairwise one (each ranking showing both
+    systems gives one per annotation); the budget left is passed in pair labels (annotations
+    × m(m−1)/2), as the replay counts it. Ranking and Likert studies pool with the
+    correlation of pairs that share inputs (:func:`_correlation`)."""
     r = study.redundancy
     ratings = selectors.likert_ratings(study, config) if study.kind_impl.scored else None
     per_input = 1 if ratings is not None else r  # labels an input gives the pair
@@ -281,8 +389,15 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if config.metric_judge:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
-    inputs = np.array([len(selectors.pair_inputs(study, p)) for p in pairs])
-    if ratings is None:
+    pools = [selectors.pair_inputs(study, p) for p in pairs]
+    inputs = np.array([len(pool) for pool in pools])
+    shown = _shown(study)
+    if shown is not None:
+        # a ranking: every item showing both systems gives the pair one label per annotation
+        given = [selectors.shown_together(shown, p) for p in pairs]
+        used = np.array([sum(g.values()) for g in given])
+        pool = used + (inputs - np.array([len(g) for g in given])) * r
+    elif ratings is None:
         # each item at its own redundancy (an edit may have changed it since it was
         # released), the inputs not yet given at the study's current one
         given = [
@@ -302,9 +417,15 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     futility = config.futility_threshold
     if not settings.paper and level is None:
         look, n_max = settings.batch * per_input, int(pool.max())
-        futility = rounds.futility_threshold(settings, n_max, look, human)
         lone = rounds.decision_level(settings, n_max, look, human)
-        level = rounds.study_level(settings, systems, n_max, look, human, lone)
+        if shown is not None or ratings is not None:
+            # one annotation serves several pairs: the lone-pair level, checked with
+            # correlated labels; the study-level and futility calibrations simulate one
+            # label per pair (docs/protocol.md, "Ranking and Likert studies, live")
+            level, lone = lone, None
+        else:
+            futility = rounds.futility_threshold(settings, n_max, look, human)
+            level = rounds.study_level(settings, systems, n_max, look, human, lone)
         ProtocolConfig.objects.filter(pk=config.pk).update(
             decision_level=level, lone_decision_level=lone, futility_threshold=futility
         )
@@ -315,6 +436,14 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         budget_left = _likert_budget_inputs(study, pairs, ratings, budget_left)
     else:
         budget_left *= r
+        if shown is not None:  # a ranking of m outputs gives up to m(m-1)/2 pair labels
+            m = _outputs_per_item(study)
+            budget_left *= m * (m - 1) // 2
+    closed, closed_pairs = _closed_pairs(study, system_ids)
+    correlation = None
+    if (shown is not None or ratings is not None) and settings.pooling and not settings.paper:
+        # one annotation serves several pairs: pool with the correlation of their labels
+        correlation = _correlation(study, pairs, pools, closed_pairs, rows, ratings)
     result = rounds.decide_round(
         post,
         used,
@@ -323,8 +452,9 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         settings,
         level=level,
         systems=systems,
-        closed=_closed_pairs(study, system_ids),
+        closed=closed,
         redundancy=per_input,
+        correlation=correlation,
         lone_level=lone,
         futility=futility,
     )
@@ -394,20 +524,66 @@ def _likert_budget_inputs(study, pairs, ratings: selectors.LikertRatings, afford
     return 0
 
 
-def _closed_pairs(study: Study, system_ids: dict[int, int]) -> rounds.ClosedPairs:
+def _closed_pairs(
+    study: Study, system_ids: dict[int, int]
+) -> tuple[rounds.ClosedPairs, list[SystemPair]]:
     """The closed pairs' own evidence about their effect (kept in ``evidence["effect"]``
-    when they were last decided), which still informs the pooling model."""
-    rows = [
-        (system_ids[p.system_a_id], system_ids[p.system_b_id], *p.evidence["effect"])
+    when they were last decided), which still informs the pooling model; and those pairs,
+    in the same order."""
+    closed = [
+        p
         for p in SystemPair.objects.filter(study=study)
         .exclude(state=SystemPair.State.OPEN)
-        .only("system_a_id", "system_b_id", "evidence")
+        .only("system_a_id", "system_b_id", "evidence", "decided_in_round")
+        .order_by("pk")
         if "effect" in p.evidence
     ]
-    if not rows:
-        return rounds.ClosedPairs.empty()
-    arr = np.array(rows, dtype=float)
-    return rounds.ClosedPairs(arr[:, 2], arr[:, 3], arr[:, :2].astype(np.int64))
+    if not closed:
+        return rounds.ClosedPairs.empty(), []
+    arr = np.array(
+        [
+            (system_ids[p.system_a_id], system_ids[p.system_b_id], *p.evidence["effect"])
+            for p in closed
+        ],
+        dtype=float,
+    )
+    return rounds.ClosedPairs(arr[:, 2], arr[:, 3], arr[:, :2].astype(np.int64)), closed
+
+
+def _correlation(
+    study: Study,
+    pairs: list[SystemPair],
+    pools: list[set[int]],
+    closed: list[SystemPair],
+    rows: pd.DataFrame | None,
+    ratings: selectors.LikertRatings | None,
+) -> np.ndarray:
+    """The correlation of the pairs' effect estimates (open pairs, then ``closed``) when
+    one annotation serves several pairs (:func:`protocol.correlation.correlation_from_rows`):
+    from the per-input pair preferences of a ranking study's labels, or of a scored study's
+    outputs (the sign of the score difference). A closed pair counts the labels it had when
+    it closed (its kept effect is of those), not those later rankings gave it."""
+    every = [*pairs, *closed]
+    if ratings is not None:
+        prefs = selectors.score_preference_rows(study, every, ratings)
+    else:
+        rounds_of = dict(
+            Item.objects.filter(study=study, round_number__isnull=False).values_list(
+                "pk", "round_number"
+            )
+        )
+        overall = rows[rows["criterion"] == study.kind_impl.overall_criterion(study.kind_options())]
+        prefs = overall.assign(round=overall["item"].map(rounds_of))
+    keep = np.ones(len(prefs), dtype=bool)
+    for pair in closed:
+        mine = prefs["system"].isin([pair.system_a_id, pair.system_b_id]) & prefs[
+            "other_system"
+        ].isin([pair.system_a_id, pair.system_b_id])
+        keep &= ~(mine & (prefs["round"] > pair.decided_in_round)).to_numpy()
+    pools = [*pools, *(selectors.pair_inputs(study, p) for p in closed)]
+    return correlation_from_rows(
+        prefs[keep], [(p.system_a_id, p.system_b_id) for p in every], pools
+    )
 
 
 def protocol_reconfigure(study: Study, edited: Study, *, apply: bool) -> list[str]:

@@ -1,6 +1,7 @@
 """Simulated crowdworkers for protocol tests, through the same services the worker pages
 call: in a pairwise study they prefer the truly better system with a fixed accuracy; in a
-Likert study they rate an output around its system's true mean rating, with noise."""
+Likert study they rate an output around its system's true mean rating, with noise; in a
+ranking study they order the outputs by their systems' true quality, with noise."""
 
 import json
 import random
@@ -45,6 +46,24 @@ def likert_bundle(n_inputs: int = 40, systems=tuple(QUALITY), **options) -> byte
     return adaptive_bundle(n_inputs, systems, **{"kind": "likert", **options})
 
 
+def ranking_bundle(n_inputs: int = 40, systems=tuple(QUALITY), **options) -> bytes:
+    """An adaptive ranking study of the simulated systems (three outputs per item unless
+    ``per_item`` is given)."""
+    return adaptive_bundle(
+        n_inputs, systems, **{"kind": "ranking", "per_item": 3, "allow_tie": False, **options}
+    )
+
+
+def rank(assignment, rng: random.Random, noise: float = 1.0) -> dict[str, str]:
+    """A simulated worker's ranking of the outputs of ``assignment``, best first: by each
+    system's true quality plus Gaussian noise, as tiers of display positions."""
+    outputs = assignment.item.output_list()
+    noisy = [QUALITY[o.system.name] + rng.gauss(0, noise) for o in outputs]
+    best_first = sorted(range(len(outputs)), key=lambda p: -noisy[p])
+    shown_at = {p: d for d, p in enumerate(assignment.display_order)}
+    return {"ranking": json.dumps([[shown_at[p]] for p in best_first])}
+
+
 def rate(
     assignment, criteria: list[Criterion], rng: random.Random, noise: float = 1.0
 ) -> dict[str, int | str]:
@@ -81,6 +100,7 @@ def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25
     ``n_workers`` came; returns the number of submitted labels."""
     rng = random.Random(seed)
     criteria = list(study.criteria.all()) if study.kind == "likert" else None
+    ranking = study.kind == "ranking"
     submitted = 0
     for w in range(n_workers):
         part = services.participation_enter(study=study, platform="link", external_id=f"sim{w}")
@@ -90,7 +110,9 @@ def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25
                 if done == 0:
                     return submitted
                 break
-            if criteria is None:
+            if ranking:
+                given = {"data": rank(a, rng)}
+            elif criteria is None:
                 given = {"answer": answer(a, rng)}
             else:
                 given = {"scores": rate(a, criteria, rng)}

@@ -1,16 +1,17 @@
 """The adaptive protocol with a real Celery worker: rounds are decided by the worker,
-pairs retire, the budget holds (pairwise and Likert studies); a worker killed mid-decision
+pairs retire, the budget holds (pairwise, Likert and ranking studies); a worker killed mid-decision
 leaves the round to be decided exactly once after restart."""
 
 import time
 
 import pytest
 from django.db import connection
+from django.db.models import Count
 
 from annotator import services
 from annotator.models import Annotation, Item
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
-from tests.protocol_sim import adaptive_bundle, likert_bundle, run_workers
+from tests.protocol_sim import QUALITY, adaptive_bundle, likert_bundle, ranking_bundle, run_workers
 from tests.services import CeleryWorker, RoundLock, wait_for
 
 
@@ -74,6 +75,43 @@ def test_worker_decides_likert_rounds_with_shared_items_within_budget(celery_wor
     s1_s3 = SystemPair.objects.get(study=study, system_a__name="s1", system_b__name="s3")
     assert s1_s3.winner.name == "s1"
     assert sum(s1_s3.evidence["human"]) == s1_s3.evidence["used"] <= 40  # inputs
+    assert "protocol.decide_round" in celery_worker.log.read_text()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_decides_ranking_rounds_within_budget(celery_worker):
+    """An adaptive ranking study (4 systems, 3 per item, redundancy 2): every round's items
+    rank three outputs, the budget counts one annotation per ranking, and the rounds the
+    worker decides read the three pair preferences of each ranking."""
+    study = services.study_import(
+        ranking_bundle(n_inputs=60, budget=90, redundancy=2), filename="r.jsonl"
+    )
+    work_until_done(study)
+    config = ProtocolConfig.objects.get(study=study)
+    collected = Annotation.objects.filter(study=study).count()
+    assert collected == config.committed <= 90
+    rounds = list(Round.objects.filter(study=study).values_list("state", flat=True))
+    assert len(rounds) >= 2 and set(rounds) == {"decided"}
+    sizes = (
+        Item.objects.filter(study=study)
+        .annotate(n=Count("item_outputs"))
+        .values_list("n", flat=True)
+    )
+    assert set(sizes) == {3}
+    for rnd in Round.objects.filter(study=study):
+        pairs = list(rnd.decisions.values_list("pair", flat=True))
+        assert len(pairs) == len(set(pairs))
+        assert rnd.committed == rnd.items * 2
+    s1_s3 = SystemPair.objects.get(study=study, system_a__name="s1", system_b__name="s3")
+    assert s1_s3.winner.name == "s1"
+    for pair in SystemPair.objects.filter(study=study, state="decided"):
+        assert QUALITY[pair.winner.name] == max(
+            QUALITY[pair.system_a.name], QUALITY[pair.system_b.name]
+        )
+        # every label of the pair is one ranking's preference, one per annotation
+        assert sum(pair.evidence["human"]) == pair.evidence["used"]
+    by_budget = [p.evidence.get("outcome") == "budget" for p in SystemPair.objects.all()]
+    assert 90 - collected < 2 or not any(by_budget)
     assert "protocol.decide_round" in celery_worker.log.read_text()
 
 
