@@ -1189,7 +1189,7 @@ def _validate_kind_options(
     if kind.criterion_rows:
         raw["criteria"] = [asdict(c) for c in spec.criteria]
     elif spec.criteria and "criteria" not in kind.extra_options:
-        errors.add(f"study: a {kind.noun or kind.name} study takes no 'criteria'")
+        errors.add(f"study: {kind.noun or kind.name} studies take no 'criteria'")
         return
     if not kind.conversation_outputs:
         for where, names in index.conversations:
@@ -1250,7 +1250,7 @@ def _validate_spec(
         if opts.get("collection", "all") not in ("all", "adaptive"):
             flag("collection", "study: 'collection' must be 'all' or 'adaptive'")
         elif opts.get("collection") == "adaptive" and kind is not None and not kind.adaptive:
-            flag("collection", f"study: a {kind.noun} study cannot be collected adaptively")
+            flag("collection", f"study: {kind.noun} studies cannot be collected adaptively")
         if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
             flag("gamma", "study: 'gamma' must be in (0, 0.5]")
         if check_options is not None:

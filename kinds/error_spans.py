@@ -266,6 +266,7 @@ class ErrorSpans(Kind):
     template = "kinds/error_spans.html"
     extra_options = frozenset(OPTION_KEYS)
     scored = True
+    adaptive = True
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         """``categories`` and ``max_spans`` checked (the study's common options pass through
