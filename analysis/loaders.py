@@ -179,7 +179,7 @@ def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
     if missing:
         raise ValueError(
             f"{path}: not a label export: missing {', '.join(missing)} "
-            "(see annotator.selectors.LABEL_FIELDS)"
+            "(see formats.labels.LABEL_FIELDS)"
         )
     if csv_cells:
         for col in ("input_id", "system_a", "system_b", "annotator", "item_id"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from rest_framework.renderers import BaseRenderer
 
-from .selectors import LABEL_FIELDS
+from formats.labels import LABEL_FIELDS
 
 #: A cell starting with one of these is read as a formula by spreadsheet programs.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")

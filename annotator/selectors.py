@@ -28,30 +28,6 @@ from .signals import work_expected
 from .signals import work_imminent as work_imminent_signal
 from .sqlrows import Columns, db_value
 
-#: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV.
-LABEL_FIELDS = (
-    "annotation_id",
-    "study_id",
-    "study_config_version",
-    "item_id",
-    "input_id",
-    "round",
-    "is_gold",
-    "system_a",
-    "system_b",
-    "left_system",
-    "raw_answer",
-    "label",
-    "preferred_system",
-    "scores",
-    "annotator",
-    "source",
-    "time_spent_ms",
-    "submitted_at",
-    "flagged",
-)
-
-
 _PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Columns(Annotator, "w")
 
 

@@ -1,7 +1,7 @@
 """The platform's label exports read as rows (pure: no Django).
 
 ``manage.py export_labels`` and ``GET /api/studies/{id}/annotations/`` write the same rows
-(columns as in ``annotator.selectors.LABEL_FIELDS``) as JSON Lines, a JSON array, the API's
+(columns as in :data:`LABEL_FIELDS`) as JSON Lines, a JSON array, the API's
 JSON page (an object with ``next``, ``previous`` and a ``results`` list) or CSV.
 :func:`read_export` tells them apart by the content (the suffix only breaks a tie) and returns
 the rows with where each was read, plus every fault found; what the rows mean is the caller's
@@ -20,6 +20,30 @@ import pandas as pd
 
 from formats import judgebench
 from formats.bundle import jsonl_records
+
+#: Columns of an exported label, in order. ``score_<criterion>`` columns follow in CSV; a
+#: kind adds its own after them (``Kind.export_fields``).
+LABEL_FIELDS = (
+    "annotation_id",
+    "study_id",
+    "study_config_version",
+    "item_id",
+    "input_id",
+    "round",
+    "is_gold",
+    "system_a",
+    "system_b",
+    "left_system",
+    "raw_answer",
+    "label",
+    "preferred_system",
+    "scores",
+    "annotator",
+    "source",
+    "time_spent_ms",
+    "submitted_at",
+    "flagged",
+)
 
 
 @dataclass

@@ -41,6 +41,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from formats.labels import LABEL_FIELDS
 from kinds.base import AnswerError, OptionError, PairPreference
 
 __all__ = [
@@ -119,35 +120,9 @@ _SIMPLE = (
 _SIDE_NEUTRAL = {"tie", "both_good", "both_bad"}
 
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
-#: Names a criterion may not take: the label export's own columns (annotator.selectors.
-#: LABEL_FIELDS and those the kinds add) — a criterion's ``<name>`` column would clash.
-EXPORT_COLUMNS = frozenset(
-    {
-        "annotation_id",
-        "study_id",
-        "study_config_version",
-        "item_id",
-        "input_id",
-        "round",
-        "is_gold",
-        "system_a",
-        "system_b",
-        "left_system",
-        "raw_answer",
-        "label",
-        "preferred_system",
-        "scores",
-        "annotator",
-        "source",
-        "time_spent_ms",
-        "submitted_at",
-        "flagged",
-        "display_order",
-        "answer",
-        "systems",
-        RATIONALE_FIELD,
-    }
-)
+#: Names a criterion may not take: the label export's own columns (LABEL_FIELDS and those
+#: the kinds add) — a criterion's ``<name>`` column would clash.
+EXPORT_COLUMNS = frozenset({*LABEL_FIELDS, "display_order", "answer", "systems", RATIONALE_FIELD})
 
 
 # --- options -------------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def test_the_implicit_criterion_reports_under_preference_as_before():
 
 
 def test_an_export_reads_back_into_the_same_properties_and_labels():
-    from annotator.selectors import LABEL_FIELDS
+    from formats.labels import LABEL_FIELDS
 
     opts = study_opts(strength=True, rationale="optional")
     ann, _, answers = labels(opts, n_inputs=2)
