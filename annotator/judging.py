@@ -239,7 +239,7 @@ def study_calls(
     seed: int = 0,
 ) -> list[Call]:
     """Every call of a run over the study, stored or not, in a stable order."""
-    calls = STUDY_CALLS.get(study.kind)
+    calls = STUDY_CALLS.get(study.kind_impl.shape)
     if calls is None:
         raise JudgeRefused(f"LLM judges do not rate {study.kind} studies yet")
     return calls(study, template, judge=judge, criterion=criterion, samples=samples, seed=seed)
@@ -265,8 +265,9 @@ def _likert_study_calls(
     return _likert_calls(study, template, criteria, samples)
 
 
-#: The calls of a judge run, by the study's kind (a kind without an entry is refused).
-STUDY_CALLS = {"pairwise": _pairwise_study_calls, "likert": _likert_study_calls}
+#: The calls of a judge run, by the shape of the study's items (``Kind.shape``; a kind of
+#: another shape is refused).
+STUDY_CALLS = {"pair": _pairwise_study_calls, "rating": _likert_study_calls}
 
 
 class ChatClient:

@@ -338,10 +338,10 @@ def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = No
     item an instance, the labels of ``annotations`` (default: all of the study's) without
     flagged ones, as the report leaves them out. Judge-Bench has two shapes, a pair of
     outputs with a preference (pairwise) and one output with scores (Likert); a kind
-    without a shape (:data:`JUDGEBENCH_SHAPES`) is refused with ``ValueError``."""
+    of another shape (``Kind.shape``) is refused with ``ValueError``."""
     from formats.judgebench_export import judgebench_document
 
-    shape = JUDGEBENCH_SHAPES.get(study.kind)
+    shape = JUDGEBENCH_SHAPES.get(study.kind_impl.shape)
     if shape is None:
         raise ValueError(f"a {study.kind} study has no Judge-Bench form")
     if annotations is None:
@@ -425,8 +425,8 @@ def _judgebench_likert(study: Study, labels: QuerySet) -> tuple:
     return properties, instance, lambda value, scores: scores or {}
 
 
-#: How each kind's items and labels take Judge-Bench's form (``study_judgebench``).
-JUDGEBENCH_SHAPES = {"pairwise": _judgebench_pairwise, "likert": _judgebench_likert}
+#: How items and labels of each shape (``Kind.shape``) take Judge-Bench's form.
+JUDGEBENCH_SHAPES = {"pair": _judgebench_pairwise, "rating": _judgebench_likert}
 
 
 def study_settings(study: Study) -> dict[str, Any]:

@@ -85,6 +85,10 @@ class Kind:
     #: The kind's labels are compared across items by score (Likert, error spans): the
     #: protocol derives a pair's preference from the sign of two outputs' scores.
     scored: ClassVar[bool] = False
+    #: How readers outside the platform see an item of this kind: ``"pair"`` (two outputs
+    #: and a preference: Judge-Bench pairwise, LLM judges comparing), ``"rating"`` (one
+    #: output rated on criteria), or None (no such form yet: those readers refuse it).
+    shape: ClassVar[str | None] = None
     #: The adaptive protocol can collect this kind in rounds (``collection: adaptive``):
     #: its labels give per-input pair preferences (or, when :attr:`scored`, scores).
     adaptive: ClassVar[bool] = False

@@ -71,6 +71,7 @@ class Likert(Kind):
     criterion_rows = True
     scored = True
     adaptive = True
+    shape = "rating"
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         criteria = [dict(c) for c in opts.get("criteria") or []] or [dict(DEFAULT_CRITERION)]

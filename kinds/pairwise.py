@@ -79,6 +79,7 @@ class Pairwise(Kind):
     template = "kinds/pairwise.html"
     extra_options = frozenset({"criteria", "strength", "rationale"})
     adaptive = True
+    shape = "pair"
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         errors = []
