@@ -9,8 +9,9 @@ reads it, workers never see it.
 """
 
 import json
-import re
 from pathlib import Path
+
+from make_adaptive_demo import first_sentence
 
 HERE = Path(__file__).resolve().parent
 N_INPUTS = 12
@@ -36,10 +37,6 @@ person asked at the top, the worst at the bottom.
 
 The order in which the replies are first shown is random.
 """
-
-
-def first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s+|\n", text.strip(), maxsplit=1)[0].strip()
 
 
 def main() -> None:
