@@ -8,7 +8,7 @@ systems, systems far apart (the largest set whose every pair all data decide)
 and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
 
     nice -n 10 python bench/protocol_sweep.py [--repeats 4]
-        [--only synthetic|ende|futility|partial-null]
+        [--only synthetic|ende|futility|partial-null|bound]
 
 Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
 insertions / omissions / inversions of the default and of the paper's protocol
@@ -30,6 +30,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from protocol.bound import Pair, dual_bound, evaluate, paper_rule  # noqa: E402
 from protocol.predictive import (  # noqa: E402
     calibrate_futility,
     futility_scores,
@@ -116,6 +117,46 @@ def futility_check(error: float = 0.1) -> None:
         )
 
 
+def two_system_default(pair: Pair, studies: int, seed: int = 0) -> tuple[float, float]:
+    """Correct and annotations of the default on ``studies`` pools drawn like H1 of
+    :class:`protocol.bound.Pair` (i.i.d. from its effect, kept when all data decide for A),
+    one random order each."""
+    rng = np.random.default_rng(seed)
+    correct, spent = [], []
+    while len(correct) < studies:
+        labels = (1 - rng.choice(3, size=pair.n, p=pair.probs)).astype(np.int8)  # +1 / 0 / −1
+        data = PreferenceData(("a", "b"), (("a", "b"),), (labels,), (np.arange(pair.n),))
+        if reference_decisions(data)[0] != 1:
+            continue
+        res = replay_once(data, ProtocolSettings(batch=pair.batch), rng)
+        correct.append(res.outcomes[0] == "correct")
+        spent.append(res.fraction_used)
+    return float(np.mean(correct)), float(np.mean(spent))
+
+
+def bound_check(studies: int = 200) -> None:
+    """Two-system studies (one pair, significant on all data; draw rate 0.45, N = 10): the
+    paper's false decisions on a null pair, its Correct and annotations on the pair (exact),
+    the least annotations any rule with false decisions ≤ γ needs for the same Correct
+    (:mod:`protocol.bound`), and the default's Correct and annotations on ``studies`` pools."""
+    print(
+        "| pool | z on all data | paper: null pair decided | paper: Correct / Ann. "
+        "| any rule at γ with that Correct: Ann. ≥ | default: Correct / Ann. |"
+    )
+    print("|---|---|---|---|---|---|")
+    for n, zs in ((50, (2.5, 3, 4, 5)), (200, (2.5, 3, 4, 6, 8))):
+        for z in zs:
+            pair = Pair.with_z(n, z, draw=0.45, batch=10)
+            paper = evaluate(pair, paper_rule(pair))
+            bound = dual_bound(pair, paper["p1_a"])[0]
+            c, a = two_system_default(pair, studies)
+            print(
+                f"| {n} | {z:g} | {paper['p0_decide']:.3f} | {paper['p1_a']:.3f} / "
+                f"{paper['e1_n'] / n:.3f} | {bound / n:.3f} | {c:.3f} / {a:.3f} |",
+                flush=True,
+            )
+
+
 def couples_study(pool: int, spread: float, seed: int, n_systems: int = 8) -> PreferenceData:
     """A synthetic study whose systems come in couples of equal quality (``p = 0.30 + s·⌊i/2⌋``):
     the pairs within a couple are null pairs inside a study with real differences."""
@@ -151,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=4)
     p.add_argument(
-        "--only", choices=["synthetic", "ende", "futility", "partial-null"], default=None
+        "--only",
+        choices=["synthetic", "ende", "futility", "partial-null", "bound"],
+        default=None,
     )
     p.add_argument("--mqm", default=str(MQM))
     p.add_argument(
@@ -165,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     if args.only == "futility":
         futility_check()
+        return 0
+    if args.only == "bound":
+        bound_check()
         return 0
     if args.only == "partial-null":
         partial_null_check(60, overrides)

@@ -1,0 +1,198 @@
+"""How few annotations any error-controlled rule can spend on one pair: an exact lower bound.
+
+A study of two systems, one pair, all of whose data decide it: its share of pairs significant
+on all data is 100 %. H1: the pair's pool of ``N`` labels is drawn i.i.d. from an effect whose
+expected z on all data is ``z`` and all of it decides for A (Algorithm 1 at γ); the protocol
+sees it in a random order, ``batch`` labels per look. H0: a null pair (``p> = p<``, the same
+draw rate). A rule may, at every look, decide A, decide B, retire the pair or go on; at ``N``
+it stops. Among **all** such rules — even one told the effect in advance — with false
+decisions ``P0(decide) ≤ γ`` and Correct ``P1(decide A) ≥ a``, the expected annotations
+``E1[N]`` are at least the Lagrangian dual
+
+    max over λ, μ ≥ 0 of  min over rules (E1[N] − μ P1(A) + λ P0(decide)) + μ a − λ γ
+
+(weak duality: every rule meeting both constraints spends at least this; any λ, μ give a valid
+bound). The inner minimum is exact: backward induction over the label counts (a Bayes
+sequential test with those costs). With ``a`` the paper's own P1(A), a bound above the paper's
+E1[N] means no rule that keeps null pairs at γ matches the paper's Correct at its cost.
+
+``bench/protocol_sweep.py --only bound`` prints it for the paper's protocol
+(docs/protocol.md, "Sweep"). Pure: numpy and scipy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+from scipy.special import betainc, gammaln
+
+__all__ = ["GO_ON", "Pair", "dual_bound", "evaluate", "lagrangian", "optimal_rule", "paper_rule"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A pair with label probabilities ``probs`` = (p>, p=, p<) and a pool of ``n`` labels,
+    looked at every ``batch``. H1: the pool is drawn from ``probs`` and all of it decides for
+    A (Algorithm 1 at γ: the pair is significant on all data, as in a study with 100 % of its
+    pairs significant); H0: labels i.i.d. with the same draw rate and ``p> = p<``. Sequence
+    probabilities are plain floats: pools up to about 600 labels."""
+
+    n: int
+    probs: tuple[float, float, float]
+    batch: int = 10
+    gamma: float = 0.05
+
+    @classmethod
+    def with_z(cls, n: int, z: float, draw: float = 0.45, batch: int = 10) -> Pair:
+        """The effect whose expected z on all ``n`` labels is ``z``: ``p> − p< = z √((1 −
+        draw) / n)``."""
+        q = (1.0 - draw) / 2.0
+        d = min(z * np.sqrt((1.0 - draw) / n), 2.0 * q - 1e-9)
+        return cls(n, (q + d / 2.0, draw, q - d / 2.0), batch)
+
+    @property
+    def looks(self) -> NDArray[np.int64]:
+        return np.unique(np.minimum(np.arange(self.batch, self.n + self.batch, self.batch), self.n))
+
+    @cached_property
+    def _decides_a(self) -> dict[int, NDArray[np.float64]]:
+        """Per look, over (W, L): the probability under ``probs`` that all ``n`` labels decide
+        for A (backward from Algorithm 1 on the whole pool)."""
+        looks = [0, *(int(k) for k in self.looks)]
+        w, l = np.meshgrid(np.arange(self.n + 1), np.arange(self.n + 1), indexing="ij")
+        theta = betainc(l + 1.0, w + 1.0, 0.5)
+        out = {self.n: np.where((w + l <= self.n) & (theta > 1 - self.gamma / 2), 1.0, 0.0)}
+        for j in range(len(looks) - 2, -1, -1):
+            k, step = looks[j], looks[j + 1] - looks[j]
+            nxt = out[looks[j + 1]]
+            out[k] = _gather(_step_probs(self.probs, step), nxt, k)
+        return out
+
+    def log_paths(self, k: int) -> tuple[NDArray, NDArray, NDArray]:
+        """Over (W, L) after ``k`` labels: log of one label sequence's probability under H0
+        and under H1, and whether the counts are possible."""
+        w, l = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+        d = k - w - l
+        ok = d >= 0
+        d = np.maximum(d, 0)
+        p, draw = np.log(self.probs), self.probs[1]
+        lp0 = (w + l) * np.log((1.0 - draw) / 2.0) + d * np.log(draw)
+        with np.errstate(divide="ignore"):
+            lp1 = w * p[0] + d * p[1] + l * p[2] + np.log(self._decides_a[k])
+            lp1 -= np.log(self._decides_a[0][0, 0])
+        return np.where(ok, lp0, -np.inf), np.where(ok, lp1, -np.inf), ok
+
+
+def _step_probs(probs: tuple[float, float, float], k: int) -> NDArray[np.float64]:
+    """(k+1, k+1): probability of w wins and l losses among ``k`` i.i.d. labels."""
+    return _sequences(k) * np.exp(
+        np.add.outer(np.arange(k + 1) * np.log(probs[0]), np.arange(k + 1) * np.log(probs[2]))
+        + np.maximum(k - np.add.outer(np.arange(k + 1), np.arange(k + 1)), 0) * np.log(probs[1])
+    )
+
+
+def _sequences(step: int) -> NDArray[np.float64]:
+    """(step+1, step+1): how many label sequences of length ``step`` have w wins, l losses."""
+    w, l = np.meshgrid(np.arange(step + 1), np.arange(step + 1), indexing="ij")
+    ok = w + l <= step
+    d = np.where(ok, step - w - l, 0)
+    count = np.exp(gammaln(step + 1) - gammaln(w + 1) - gammaln(l + 1) - gammaln(d + 1))
+    return np.where(ok, count, 0.0)
+
+
+def _gather(kernel: NDArray, after: NDArray, k: int) -> NDArray[np.float64]:
+    """Over (W, L) after ``k`` labels: ``Σ kernel[w, l] · after[W + w, L + l]``."""
+    out = np.zeros((k + 1, k + 1))
+    for w, l in zip(*np.nonzero(kernel), strict=True):
+        out += kernel[w, l] * after[w : w + k + 1, l : l + k + 1]
+    return out
+
+
+GO_ON = 2
+"""Action code: look again after the next batch (1: decide A, −1: decide B, 0: retire)."""
+
+
+def optimal_rule(pair: Pair, lam: float, mu: float) -> list[NDArray[np.int8]]:
+    """Per look, the action over (W, L) of the rule minimising ``E1[N] − μ P1(A) + λ
+    P0(decide)`` (backward induction; values per label sequence, which carry both
+    hypotheses' probabilities, so a continuation sums its sequences' values)."""
+    looks = pair.looks
+    rule: list[NDArray[np.int8]] = []
+    nxt: NDArray | None = None
+    for j in range(len(looks) - 1, -1, -1):
+        k = int(looks[j])
+        lp0, lp1, ok = pair.log_paths(k)
+        p0, p1 = np.exp(lp0), np.exp(lp1)
+        options = [np.zeros_like(p0), lam * p0 - mu * p1, lam * p0]
+        codes = [0, 1, -1]
+        if nxt is not None:
+            step = int(looks[j + 1] - k)
+            options.append(step * p1 + _gather(_sequences(step), nxt, k))
+            codes.append(GO_ON)
+        stack = np.stack(options)
+        best = np.argmin(stack, axis=0)
+        nxt = np.where(ok, np.take_along_axis(stack, best[None], 0)[0], 0.0)
+        rule.append(np.where(ok, np.array(codes, dtype=np.int8)[best], 0).astype(np.int8))
+    return rule[::-1]
+
+
+def evaluate(pair: Pair, rule: list[NDArray[np.int8]]) -> dict[str, float]:
+    """Exact P0(decide), P1(A), P1(B) and E1[N] of a rule: the number of label sequences that
+    reach each (W, L) at each look still open, times each hypothesis' sequence probability."""
+    alive = np.ones((1, 1))
+    prev = 0
+    p0_decide = p1_a = p1_b = e1_n = 0.0
+    for j, k in enumerate(pair.looks):
+        k = int(k)
+        step = k - prev
+        count = _sequences(step)
+        grown = np.zeros((k + 1, k + 1))
+        for w, l in zip(*np.nonzero(count), strict=True):
+            grown[w : w + prev + 1, l : l + prev + 1] += count[w, l] * alive
+        lp0, lp1, _ = pair.log_paths(k)
+        p0, p1 = np.exp(lp0), np.exp(lp1)
+        e1_n += step * float((alive * np.exp(pair.log_paths(prev)[1])).sum())
+        act = rule[j]
+        p0_decide += float((grown * p0)[np.abs(act) == 1].sum())
+        p1_a += float((grown * p1)[act == 1].sum())
+        p1_b += float((grown * p1)[act == -1].sum())
+        alive = np.where(act == GO_ON, grown, 0.0)
+        prev = k
+    return {"p0_decide": p0_decide, "p1_a": p1_a, "p1_b": p1_b, "e1_n": e1_n}
+
+
+def paper_rule(pair: Pair, gamma: float = 0.05) -> list[NDArray[np.int8]]:
+    """Algorithm 2 on one pair: decided at the first look where Algorithm 1's θ leaves
+    [γ/2, 1 − γ/2]; undecided at the pool's end otherwise."""
+    rule = []
+    for k in pair.looks:
+        w, l = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+        theta = betainc(l + 1.0, w + 1.0, 0.5)  # P(p> > p<) under Dir(n + 1)
+        act = np.where(theta > 1 - gamma / 2, 1, np.where(theta < gamma / 2, -1, GO_ON))
+        if k == pair.n:
+            act = np.where(act == GO_ON, 0, act)
+        rule.append(np.where(w + l <= k, act, 0).astype(np.int8))
+    return rule
+
+
+def lagrangian(result: dict[str, float], lam: float, mu: float) -> float:
+    """``E1[N] − μ P1(A) + λ P0(decide)`` of an evaluated rule."""
+    return result["e1_n"] - mu * result["p1_a"] + lam * result["p0_decide"]
+
+
+def dual_bound(pair: Pair, a: float, gamma: float = 0.05) -> tuple[float, float, float]:
+    """The largest dual bound on E1[N] found (Nelder-Mead over log λ, log μ), with λ, μ."""
+
+    def neg(x: NDArray) -> float:
+        lam, mu = np.exp(np.clip(x, -8.0, 12.0))
+        res = evaluate(pair, optimal_rule(pair, lam, mu))
+        return -(lagrangian(res, lam, mu) + mu * a - lam * gamma)
+
+    start = np.log([pair.n / 2.0, float(pair.n)])
+    best = minimize(neg, start, method="Nelder-Mead", options={"xatol": 0.02, "fatol": 0.01})
+    lam, mu = np.exp(np.clip(best.x, -8.0, 12.0))
+    return -float(best.fun), float(lam), float(mu)
