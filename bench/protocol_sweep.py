@@ -117,7 +117,9 @@ def futility_check(error: float = 0.1) -> None:
         )
 
 
-def two_system_default(pair: Pair, studies: int, seed: int = 0) -> tuple[float, float]:
+def two_system_default(
+    pair: Pair, studies: int, overrides: dict[str, Any], seed: int = 0
+) -> tuple[float, float]:
     """Correct and annotations of the default on ``studies`` pools drawn like H1 of
     :class:`protocol.bound.Pair` (i.i.d. from its effect, kept when all data decide for A),
     one random order each."""
@@ -128,13 +130,13 @@ def two_system_default(pair: Pair, studies: int, seed: int = 0) -> tuple[float, 
         data = PreferenceData(("a", "b"), (("a", "b"),), (labels,), (np.arange(pair.n),))
         if reference_decisions(data)[0] != 1:
             continue
-        res = replay_once(data, ProtocolSettings(batch=pair.batch), rng)
+        res = replay_once(data, ProtocolSettings(batch=pair.batch, **overrides), rng)
         correct.append(res.outcomes[0] == "correct")
         spent.append(res.fraction_used)
     return float(np.mean(correct)), float(np.mean(spent))
 
 
-def bound_check(studies: int = 200) -> None:
+def bound_check(overrides: dict[str, Any], studies: int = 200) -> None:
     """Two-system studies (one pair, significant on all data; draw rate 0.45, N = 10): the
     paper's false decisions on a null pair, its Correct and annotations on the pair (exact),
     the least annotations any rule with false decisions ≤ γ needs for the same Correct
@@ -149,7 +151,7 @@ def bound_check(studies: int = 200) -> None:
             pair = Pair.with_z(n, z, draw=0.45, batch=10)
             paper = evaluate(pair, paper_rule(pair))
             bound = dual_bound(pair, paper["p1_a"])[0]
-            c, a = two_system_default(pair, studies)
+            c, a = two_system_default(pair, studies, overrides)
             print(
                 f"| {n} | {z:g} | {paper['p0_decide']:.3f} | {paper['p1_a']:.3f} / "
                 f"{paper['e1_n'] / n:.3f} | {bound / n:.3f} | {c:.3f} / {a:.3f} |",
@@ -210,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         futility_check()
         return 0
     if args.only == "bound":
-        bound_check()
+        bound_check(overrides)
         return 0
     if args.only == "partial-null":
         partial_null_check(60, overrides)

@@ -206,6 +206,7 @@ PURE_CORE_LAYERS = {
     "protocol.settings": set(),
     "protocol.outcome": set(),
     "protocol.decision": set(),
+    "protocol.bound": set(),
     "protocol.predictive": {"protocol.decision"},
     "protocol.correlation": {"protocol.predictive"},
     "protocol.rounds": {
