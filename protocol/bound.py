@@ -185,14 +185,18 @@ def lagrangian(result: dict[str, float], lam: float, mu: float) -> float:
 
 
 def dual_bound(pair: Pair, a: float, gamma: float = 0.05) -> tuple[float, float, float]:
-    """The largest dual bound on E1[N] found (Nelder-Mead over log λ, log μ), with λ, μ."""
+    """The largest dual bound on E1[N] found, with its λ, μ: Nelder-Mead over log λ, log μ
+    from two starts (μ must grow very large when ``a`` is near 1)."""
 
     def neg(x: NDArray) -> float:
-        lam, mu = np.exp(np.clip(x, -8.0, 12.0))
+        lam, mu = np.exp(np.clip(x, -8.0, 25.0))
         res = evaluate(pair, optimal_rule(pair, lam, mu))
         return -(lagrangian(res, lam, mu) + mu * a - lam * gamma)
 
-    start = np.log([pair.n / 2.0, float(pair.n)])
-    best = minimize(neg, start, method="Nelder-Mead", options={"xatol": 0.02, "fatol": 0.01})
-    lam, mu = np.exp(np.clip(best.x, -8.0, 12.0))
+    runs = [
+        minimize(neg, np.log(start), method="Nelder-Mead", options={"xatol": 0.02, "fatol": 0.01})
+        for start in ([pair.n / 2.0, float(pair.n)], [pair.n / 2.0, 1e3 * pair.n])
+    ]
+    best = min(runs, key=lambda r: r.fun)
+    lam, mu = np.exp(np.clip(best.x, -8.0, 25.0))
     return -float(best.fun), float(lam), float(mu)
