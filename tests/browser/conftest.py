@@ -34,12 +34,27 @@ def browser():
         browser.close()
 
 
+def close_settled(context) -> None:
+    """Close a browser context once its pages' requests have settled. A test may end on a
+    click that navigates; closing the context while a routed request of the new page (its
+    favicon) is still due to a ``page.route`` handler waits for that handler, which the sync
+    API can no longer run: the close hangs. Waiting for network idle first lets it run."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for page in context.pages:
+        try:
+            page.wait_for_load_state("networkidle", timeout=5000)
+        except PlaywrightError:
+            pass
+    context.close()
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     yield page
-    context.close()
+    close_settled(context)
 
 
 @pytest.fixture

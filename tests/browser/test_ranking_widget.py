@@ -15,6 +15,7 @@ from django.template import Context, Engine
 
 from kinds.conversation import for_display
 from kinds.ranking import KIND as RANKING
+from tests.browser.conftest import close_settled
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = "http://widget.test"
@@ -108,7 +109,7 @@ def serve():
 
     yield open_page
     for context in opened:
-        context.close()
+        close_settled(context)
 
 
 def value(page) -> list[list[int]]:
