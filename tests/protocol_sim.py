@@ -83,13 +83,20 @@ def rate(
 
 
 def answer(assignment, rng: random.Random, accuracy: float = 0.85) -> str:
+    """A simulated worker's pairwise answer, drawn in system terms (a tie, or system *a* or
+    *b* preferred) from ``rng`` alone and then placed on the side where that output is shown,
+    so the labels do not depend on the display order the server draws at random."""
     item = assignment.item
     qa, qb = (QUALITY[o.system.name] for o in item.output_list())
     if qa == qb:
-        return rng.choice(["tie", "left", "right"])
-    better_is_a = qa > qb
-    if rng.random() > accuracy:
-        better_is_a = not better_is_a
+        pick = rng.choice(["tie", "a", "b"])
+        if pick == "tie":
+            return "tie"
+        better_is_a = pick == "a"
+    else:
+        better_is_a = qa > qb
+        if rng.random() > accuracy:
+            better_is_a = not better_is_a
     return "left" if better_is_a == (assignment.display_order == [0, 1]) else "right"
 
 
