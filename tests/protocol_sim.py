@@ -100,11 +100,14 @@ def answer(assignment, rng: random.Random, accuracy: float = 0.85) -> str:
     return "left" if better_is_a == (assignment.display_order == [0, 1]) else "right"
 
 
-def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25) -> int:
+def run_workers(
+    study, n_workers: int = 200, seed: int = 0, per_worker: int = 25, answer_with=None
+) -> int:
     """Workers arrive one after another, each doing up to ``per_worker`` items, until one
     finds nothing to do at once (no work is left that they may take: with redundancy above
     1 a worker who ran out of items they have not seen hands over to the next) or
-    ``n_workers`` came; returns the number of submitted labels."""
+    ``n_workers`` came; returns the number of submitted labels. ``answer_with(assignment,
+    rng)``: the submitted form as ``annotation_submit``'s ``data`` (default: by the kind)."""
     rng = random.Random(seed)
     criteria = list(study.criteria.all()) if study.kind == "likert" else None
     ranking = study.kind == "ranking"
@@ -117,7 +120,9 @@ def run_workers(study, n_workers: int = 200, seed: int = 0, per_worker: int = 25
                 if done == 0:
                     return submitted
                 break
-            if ranking:
+            if answer_with is not None:
+                given = {"data": answer_with(a, rng)}
+            elif ranking:
                 given = {"data": rank(a, rng)}
             elif criteria is None:
                 given = {"answer": answer(a, rng)}

@@ -14,7 +14,7 @@ from annotator.errors import InvalidAnswer
 from annotator.models import Annotation, Item
 from protocol import selectors
 from protocol.models import ProtocolConfig, Round, SystemPair
-from tests.protocol_sim import MEAN_RATING, adaptive_bundle
+from tests.protocol_sim import MEAN_RATING, adaptive_bundle, run_workers
 
 
 def make(n_inputs=40, **options):
@@ -32,24 +32,6 @@ def esa_answer(assignment, rng: random.Random) -> dict:
     spans = [{"start": 0, "end": end, "severity": "minor", "category": "", "text": text[:end]}]
     score = round(25 * (MEAN_RATING[output.system.name] - 1) + rng.gauss(0, 10))
     return {"spans": json.dumps(spans), "score": str(min(100, max(0, score)))}
-
-
-def run(study, n_workers=200, per_worker=25, seed=0) -> int:
-    rng = random.Random(seed)
-    submitted = 0
-    for w in range(n_workers):
-        part = services.participation_enter(study=study, platform="link", external_id=f"e{w}")
-        for done in range(per_worker):
-            a = services.assignment_next(participation=part)
-            if a is None:
-                if done == 0:
-                    return submitted
-                break
-            services.annotation_submit(
-                annotator=part.annotator, token=a.token, data=esa_answer(a, rng)
-            )
-            submitted += 1
-    return submitted
 
 
 @pytest.mark.django_db(transaction=True)
@@ -95,7 +77,7 @@ def test_a_submitted_answer_is_checked_against_the_stored_output_and_counted_onc
 @pytest.mark.django_db(transaction=True)
 def test_simulated_esa_workers_decide_the_rounds_and_the_better_system_wins():
     study, config = make()
-    run(study)
+    run_workers(study, answer_with=esa_answer)
     assert set(Round.objects.values_list("state", flat=True)) == {"decided"}
     assert not SystemPair.objects.filter(study=study, state="open").exists()
     s1_s3 = SystemPair.objects.get(study=study, system_a__name="s1", system_b__name="s3")
