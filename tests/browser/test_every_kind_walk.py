@@ -153,6 +153,12 @@ def _question_shown(page) -> QualificationQuestion:
     return next(q for q in QualificationQuestion.objects.all() if set(q.outputs) <= shown)
 
 
+def submit(page, kind: Kind, better: str | None) -> None:
+    """Answer the task on the page and wait for the page the answer leads to."""
+    with page.expect_navigation(wait_until="load"):
+        kind.answer(page, better)
+
+
 class Watch:
     """Console errors, uncaught exceptions and 5xx answers on a page."""
 
@@ -226,8 +232,7 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     page.click("text=Start the test")
     for _ in range(2):
         page.wait_for_selector(kind.ready)
-        kind.answer(page, _known_answer_shown(_question_shown(page)))
-        page.wait_for_load_state("load")
+        submit(page, kind, _known_answer_shown(_question_shown(page)))
 
     page.wait_for_selector(kind.ready)
     assert "Task 1" in page.inner_text("#progress-text")
@@ -235,20 +240,18 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     page.wait_for_selector(kind.ready)
     task_url = page.url
     first_page = _shown_texts(page)
-    kind.answer(page, None)
-    page.wait_for_function("document.getElementById('progress-text')?.innerText.includes('2')")
+    submit(page, kind, None)
     assert Annotation.objects.filter(source="platform").count() == 1
 
     # the stale page: Back to the answered task and submit it again
     page.go_back()
     page.wait_for_selector(kind.ready)
     if _shown_texts(page) == first_page:
-        kind.answer(page, None)
-        page.wait_for_load_state("load")
+        submit(page, kind, None)
     assert Annotation.objects.filter(source="platform").count() == 1  # stored once
     page.goto(task_url)
     page.wait_for_selector(kind.ready)
-    kind.answer(page, None)
+    submit(page, kind, None)
     page.wait_for_url("**/end/**")
     assert Annotation.objects.filter(source="platform").count() == 2
     html = page.content()
