@@ -770,7 +770,8 @@ def qualification_answer(
     participation: Participation, *, question_id: int, data: Mapping[str, Any]
 ) -> Participation:
     """Record one answer (no feedback): ``data``, the submitted form in display order, is
-    read by the test's kind (``parse_answer``; a refused answer raises
+    read by the test's kind (``parse_answer``, given the question's outputs as the task page
+    gives an item's: error spans check the marks against them; a refused answer raises
     :class:`InvalidAnswer` and stores nothing) and scored against the question's known
     answer (``gold_correct``). After the last one, score the attempt: a pass lets the
     worker work, a failure starts the next attempt (at the next question asked) or, after
@@ -800,7 +801,9 @@ def qualification_answer(
         test = attempt.test
         kind, opts = test.kind_impl, test.kind_options()
         try:
-            answer = kind.parse_answer(opts, slot["display_order"], data)
+            answer = kind.parse_answer(
+                opts, slot["display_order"], data, outputs=list(question.outputs)
+            )
         except kinds.AnswerError as exc:
             raise InvalidAnswer(exc.message) from None
         correct = kind.gold_correct(opts, question.expected, answer)

@@ -334,15 +334,16 @@ def _answer_or_next(
 
 
 def _posted(post) -> dict:
-    """The posted form as the kind reads it: every field (a list where a name repeats),
-    with the ``score-<criterion>`` fields gathered as ``scores``."""
+    """The posted form as the kind reads it: every field (a list where a name repeats, which
+    the kind refuses as one answer: ``kinds.base.once``), with the ``score-<criterion>``
+    fields gathered as ``scores``."""
     data: dict = {
         key: values if len(values) > 1 else values[0]
         for key, values in post.lists()
         if key not in ("csrfmiddlewaretoken", "token", "time_ms", "question")
     }
     data["scores"] = {
-        key.removeprefix("score-"): value for key, value in post.items() if key.startswith("score-")
+        key.removeprefix("score-"): value for key, value in data.items() if key.startswith("score-")
     }
     return data
 

@@ -23,6 +23,7 @@ Positions are 0-based indices into the item's outputs in system order (``ItemOut
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -32,6 +33,8 @@ __all__ = [
     "Kind",
     "OptionError",
     "PairPreference",
+    "answer_json",
+    "once",
     "position_names",
     "preferences_from_scores",
 ]
@@ -54,6 +57,26 @@ class AnswerError(ValueError):
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else "Invalid answer."
+
+
+def once(value: Any, what: str) -> Any:
+    """``value`` as submitted, refused when it was given more than once: a form field sent
+    twice reaches a kind as the list of its texts (``annotator.views._posted``), which no
+    kind takes as one answer (a list from JSON holds numbers, lists or objects, never
+    several texts). ``what`` names the field for the worker ("the ranking", "'Fluency'")."""
+    if isinstance(value, list) and len(value) > 1 and all(isinstance(v, str) for v in value):
+        raise AnswerError(f"Give one answer for {what}: it was sent {len(value)} times.")
+    return value
+
+
+def answer_json(text: str | bytes, message: str) -> Any:
+    """JSON text submitted by a worker, parsed; :class:`AnswerError` with ``message`` when
+    it is not JSON, or nests deeper than the parser can follow (``[`` × 1000: a
+    ``RecursionError`` is an answer error like any other malformed text, never a 500)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise AnswerError(message) from None
 
 
 class Kind:

@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from formats.labels import LABEL_FIELDS
-from kinds.base import AnswerError, OptionError, PairPreference
+from kinds.base import AnswerError, OptionError, PairPreference, once
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -291,9 +291,9 @@ def parse_answer(
     answers: dict[str, dict[str, Any]] = {}
     for c in criteria_of(opts):
         field = field_name(opts, c["name"])
-        raw = _one(data, field)
+        what = f"“{c['label']}”" if c["label"] else "which response is better"
+        raw = _one(data, field, what)
         if raw is None or raw == "":
-            what = f"“{c['label']}”" if c["label"] else "which response is better"
             raise AnswerError(f"Please answer {what}.")
         if raw not in offered:
             raise AnswerError(f"Unknown answer {raw!r} for {field}.")
@@ -303,7 +303,7 @@ def parse_answer(
     if opts.get("criteria") or strength:
         out = {"criteria": answers} | out
     mode = _mode(opts)
-    text = _one(data, RATIONALE_FIELD)
+    text = _one(data, RATIONALE_FIELD, "the reason")
     text = (text or "").replace("\r\n", "\n").replace("\r", "\n").strip()
     if mode == "none":
         if text:
@@ -598,10 +598,10 @@ def _left_is_a(display_order: Sequence[int]) -> bool:
     return order == [0, 1]
 
 
-def _one(data: Mapping[str, Any], key: str) -> Any:
-    """One submitted value: a form's last value (``QueryDict.get``) or a JSON value; a
-    non-string JSON value is refused."""
-    value = data.get(key)
+def _one(data: Mapping[str, Any], key: str, what: str = "") -> Any:
+    """One submitted value: a form field given once or a JSON value; a field sent more
+    than once (``what`` names it for the worker) and a non-string JSON value are refused."""
+    value = once(data.get(key), what or key)
     if value is not None and not isinstance(value, str):
         raise AnswerError(f"{key} must be text.")
     return value

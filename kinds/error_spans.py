@@ -34,7 +34,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kinds.base import AnswerError, Kind, OptionError
+from kinds.base import AnswerError, Kind, OptionError, answer_json, once
 
 __all__ = [
     "CATEGORY_MAX_CHARS",
@@ -102,13 +102,11 @@ def output_text(output: object) -> str:
 
 
 def _load_spans(raw: object, limit: int) -> list:
+    raw = once(raw, "the error spans")
     if isinstance(raw, str):
         if len(raw) > limit:
             raise AnswerError("the spans are too long")
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise AnswerError("spans must be a JSON list") from None
+        raw = answer_json(raw, "spans must be a JSON list")
     if not isinstance(raw, list):
         raise AnswerError("spans must be a list")
     return raw
@@ -164,12 +162,15 @@ def _parse_spans(
 
 
 def _parse_score(raw: object) -> int:
+    raw = once(raw, "the score")
     if isinstance(raw, str):
         raw = raw.strip()
         if not raw:
             raise AnswerError("give the response a score from 0 to 100")
         if not raw.isascii() or not raw.isdigit():
             raise AnswerError("the score must be a whole number from 0 to 100")
+        if len(raw.lstrip("0")) > 3:  # past 100, and past what int() reads (4300 digits)
+            raise AnswerError(f"the score must be between 0 and 100, got {raw[:10]}…")
         raw = int(raw)
     if not _is_int(raw):
         raise AnswerError("the score must be a whole number from 0 to 100")
@@ -273,7 +274,7 @@ class ErrorSpans(Kind):
         untouched); every problem in one ``OptionError``."""
         errors: list[str] = []
         out: dict[str, Any] = {"categories": [], "max_spans": MAX_SPANS}
-        if opts.get("categories") is not None:
+        if opts.get("categories") not in (None, []):  # [] is the validated "no categories"
             out["categories"] = _validate_categories(opts["categories"], errors)
         if "max_spans" in opts:
             m = opts["max_spans"]

@@ -19,7 +19,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import AnswerError, Kind, OptionError
+from .base import AnswerError, Kind, OptionError, once
 
 #: Standard deviation, in scale points, of a simulated worker's rating around the truth.
 SIMULATED_NOISE = 0.7
@@ -125,8 +125,9 @@ class Likert(Kind):
                 problems.append(f"Rate '{criterion.get('label') or name}'.")
                 continue
             try:
+                once(given[name], f"'{criterion.get('label') or name}'")
                 clean[name] = parse_value(criterion, given[name])
-            except ValueError as exc:
+            except ValueError as exc:  # AnswerError included
                 problems.append(str(exc))
         unknown = set(given) - {c["name"] for c in criteria}
         if unknown:

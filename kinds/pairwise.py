@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from . import criteria
-from .base import AnswerError, Kind, OptionError, PairPreference
+from .base import AnswerError, Kind, OptionError, PairPreference, once
 
 #: Display-order answers with their button captions, in button order.
 RAW_ANSWERS = {
@@ -129,7 +129,7 @@ class Pairwise(Kind):
         if criteria.uses_form(opts):
             return criteria.parse_answer(opts, display_order, data)
         allowed = self.answers(opts)
-        raw = data.get("answer")
+        raw = once(data.get("answer"), "which response is better")
         if raw not in allowed:
             raise AnswerError(f"Choose one of: {', '.join(allowed)}.")
         return {"raw": raw, "value": normalise(raw, display_order)}

@@ -33,7 +33,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import AnswerError, Kind, OptionError, PairPreference
+from .base import AnswerError, Kind, OptionError, PairPreference, answer_json, once
 
 #: The criterion name of the pair preferences (the same overall property as pairwise).
 OVERALL = "preference"
@@ -51,14 +51,13 @@ def _is_int(value: object) -> bool:
 
 def parse_tiers(value: object, n: int, allow_tie: bool) -> Tiers:
     """``value`` (JSON text or a list) as tiers of 0-based positions ``0..n-1``, each
-    exactly once, best first; :class:`AnswerError` with a message for the worker."""
+    exactly once, best first; :class:`AnswerError` with a message for the worker (also for
+    text nested too deep to parse, and for a ranking sent twice)."""
+    value = once(value, "the ranking")
     if isinstance(value, str | bytes):
         if len(value) > MAX_ANSWER_CHARS:
             raise AnswerError("The ranking is too long.")
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise AnswerError("Order the responses before submitting.") from None
+        value = answer_json(value, "Order the responses before submitting.")
     if not isinstance(value, list) or not value:
         raise AnswerError("Order the responses before submitting.")
     tiers: Tiers = []

@@ -92,6 +92,26 @@ def test_likert_answer_is_validated_per_criterion():
         LIKERT.parse_answer(LIKERT_OPTS, [0], {"scores": {"safe": "yes"}})
 
 
+@pytest.mark.parametrize("kind", kinds.NAMES)
+def test_a_field_sent_twice_is_refused_by_every_kind(kind):
+    """A form field sent twice reaches the kind as a list of its texts; no kind keeps one
+    of them silently (Likert kept the last): each names the field and refuses."""
+    impl = kinds.get(kind)
+    opts, order, outputs, fields = {
+        "pairwise": (PAIR_OPTS, [0, 1], (), {"answer": ["left", "right"]}),
+        "likert": (LIKERT_OPTS, [0], (), {"scores": {"fluency": ["2", "5"], "safe": "yes"}}),
+        "ranking": ({"allow_tie": False}, [0, 1, 2], (), {"ranking": ["[[0],[1],[2]]"] * 2}),
+        "error_spans": (
+            {"categories": [], "max_spans": 100},
+            [0],
+            ["The text."],
+            {"spans": "[]", "score": ["20", "80"]},
+        ),
+    }[kind]
+    with pytest.raises(kinds.AnswerError, match="Give one answer for .*: it was sent 2 times"):
+        impl.parse_answer(opts, order, fields, outputs=outputs)
+
+
 def test_likert_options_default_to_one_overall_criterion_and_check_adaptive_studies():
     assert LIKERT.validate_options({}, 3) == {"criteria": [DEFAULT_CRITERION]}
     with pytest.raises(kinds.OptionError) as refused:

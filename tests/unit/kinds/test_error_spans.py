@@ -29,6 +29,8 @@ def parse(data, opts=PLAIN, output=OUTPUT):
 
 def test_options_default_and_categories_normalised():
     assert KIND.validate_options({}, 3) == PLAIN
+    # the validated options validate as themselves (a qualification test stores them)
+    assert KIND.validate_options(PLAIN, None) == PLAIN
     got = KIND.validate_options({"categories": [" Accuracy", "Fluency "], "max_spans": 5}, 1)
     assert got == {"categories": ["Accuracy", "Fluency"], "max_spans": 5}
 
@@ -132,6 +134,11 @@ def test_no_spans_and_extreme_scores_are_answers():
         ({"spans": [], "score": "١٢"}, "whole number"),  # Arabic-Indic digits
         ({"spans": [], "score": "101"}, "between 0 and 100"),
         ({"spans": [], "score": -1}, "between 0 and 100"),
+        ({"spans": "[" * 5000 + "]" * 5000, "score": "50"}, "JSON list"),  # too deep to parse
+        ({"spans": '{"a":' * 990 + "1" + "}" * 990, "score": "50"}, "JSON list"),
+        ({"spans": [], "score": "9" * 5000}, "between 0 and 100"),  # past int()'s digits
+        ({"spans": ["[]", "[]"], "score": "50"}, "error spans: it was sent 2 times"),
+        ({"spans": [], "score": ["50", "60"]}, "the score: it was sent 2 times"),
     ],
 )
 def test_bad_answers_are_refused(data, message):

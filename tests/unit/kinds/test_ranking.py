@@ -115,6 +115,9 @@ def test_tied_outputs_share_a_tier():
         ("[[[0]], [1], [2]]", "groups of response numbers"),
         ("[[0, 1], [2]]", "does not allow ties"),
         ("[" + "0," * 1500 + "0]", "too long"),
+        ("[" * 999 + "]" * 999, "Order the responses"),  # deeper than json.loads follows
+        ("[" * 1900, "Order the responses"),
+        (["[[0], [1], [2]]", "[[2], [1], [0]]"], "the ranking: it was sent 2 times"),
     ],
 )
 def test_bad_answers_are_refused_with_a_message(submitted, message):
