@@ -244,7 +244,14 @@ class StudyAdmin(StudyScopedAdmin):
         ),
         (
             "Cost estimate",
-            {"fields": ["pay_per_hour", "pay_currency", "expected_seconds_per_item"]},
+            {
+                "fields": [
+                    "pay_per_hour",
+                    "pay_currency",
+                    "expected_seconds_per_item",
+                    "platform_fee_percent",
+                ]
+            },
         ),
         (
             "Status",
@@ -300,6 +307,11 @@ class StudyAdmin(StudyScopedAdmin):
                 name="annotator_study_import",
             ),
             path(
+                "<int:pk>/invites/",
+                self.admin_site.admin_view(self.invites_view),
+                name="annotator_study_invites",
+            ),
+            path(
                 "<int:pk>/preview/",
                 self.admin_site.admin_view(self.preview_view),
                 name="annotator_study_preview",
@@ -331,6 +343,14 @@ class StudyAdmin(StudyScopedAdmin):
         if study is None or not self.has_view_permission(request, study):
             raise Http404("No such study.")
         return admin_workspace.preview(request, study, item_id)
+
+    def invites_view(self, request, pk: int):
+        """Signed invitation links let workers in: making them needs change permission."""
+        study = self.get_object(request, str(pk))
+        if study is None or not self.has_change_permission(request, study):
+            raise Http404("No such study.")
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta}
+        return admin_workspace.invites(request, study, context)
 
     def import_view(self, request):
         if not self.has_add_permission(request):  # importing needs annotator.add_study

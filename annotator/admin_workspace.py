@@ -4,6 +4,8 @@ reads come from :mod:`annotator.workspace`, writes from :mod:`annotator.services
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 from typing import Any
@@ -17,6 +19,8 @@ from django.urls import reverse
 import kinds
 
 from . import selectors, workspace
+from .estimate import MIN_MEASURED_LABELS, MIN_PLAUSIBLE_SECONDS
+from .invites import MAX_INVITES, WORKER_ID, invite_links, numbered_workers
 from .models import Study
 
 EXAMPLE_JSONL = (
@@ -104,7 +108,10 @@ def workspace_context(request: HttpRequest, study: Study, *, checks_action: bool
         "entry_links": workspace.entry_links(study, request.build_absolute_uri),
         "live": workspace.progress(study),
         "estimate": workspace.estimate(study),
+        "min_measured": MIN_MEASURED_LABELS,
+        "min_plausible": MIN_PLAUSIBLE_SECONDS,
         "preview_url": reverse("admin:annotator_study_preview", args=[study.pk]),
+        "invites_url": reverse("admin:annotator_study_invites", args=[study.pk]),
         "report_url": reverse("analysis:report", args=[study.pk]),
         "dashboard_url": (
             reverse("protocol:dashboard", args=[study.pk]) if study.collection == "adaptive" else ""
@@ -137,3 +144,78 @@ def preview(request: HttpRequest, study: Study, item_id: int | None) -> HttpResp
         },
     }
     return render(request, "annotator/task.html", context)
+
+
+class InviteForm(forms.Form):
+    """How many signed invitation links to make: numbered ids (``prefix-001`` …) or the ids
+    listed, one per line or comma-separated (the same links as the ``invite_links`` command)."""
+
+    count = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_INVITES,
+        initial=20,
+        help_text=f"Numbered worker ids, at most {MAX_INVITES}.",
+    )
+    prefix = forms.CharField(
+        required=False, initial="worker", max_length=40, help_text="Of the numbered ids."
+    )
+    workers = forms.CharField(
+        required=False,
+        label="Or these worker ids",
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60, "spellcheck": "false"}),
+        help_text="One per line or comma-separated: letters, digits and . _ @ + -.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        listed = [w.strip() for w in (data.get("workers") or "").replace(",", "\n").splitlines()]
+        listed = [w for w in listed if w]
+        if listed:
+            ids = listed
+        elif data.get("count"):
+            ids = numbered_workers(data.get("prefix") or "worker", data["count"])
+        else:
+            raise forms.ValidationError("Give a number of links or a list of worker ids.")
+        if len(ids) > MAX_INVITES:
+            raise forms.ValidationError(f"At most {MAX_INVITES} links at a time.")
+        bad = [w for w in ids if not WORKER_ID.fullmatch(w)]
+        if bad:
+            raise forms.ValidationError(
+                f"Not a worker id: {bad[0]!r} (letters, digits and . _ @ + -, at most 100)."
+            )
+        if len(set(ids)) != len(ids):
+            raise forms.ValidationError("A worker id is listed twice.")
+        data["ids"] = ids
+        return data
+
+
+def invites(request: HttpRequest, study: Study, context: dict[str, Any]) -> HttpResponse:
+    """Make signed invitation links: shown to copy, or (``download``) as a CSV file.
+    Nothing is stored: a link is the signed worker id, valid for this study only."""
+    form = InviteForm(request.POST if request.method == "POST" else None)
+    links: list[tuple[str, str]] = []
+    if form.is_valid():
+        host = request.build_absolute_uri("/").rstrip("/")
+        links = invite_links(study, form.cleaned_data["ids"], host)
+        if "download" in request.POST:
+            buffer = io.StringIO()
+            writer = csv.writer(buffer)
+            writer.writerow(["worker", "link"])
+            writer.writerows(links)
+            response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+            name = f"study-{study.pk}-invitations.csv"
+            response["Content-Disposition"] = f'attachment; filename="{name}"'
+            return response
+    status = 400 if request.method == "POST" and not form.is_valid() else 200
+    context = {
+        **context,
+        "title": "Make invitation links",
+        "study": study,
+        "form": form,
+        "links": links,
+        "back": reverse("admin:annotator_study_change", args=[study.pk]),
+    }
+    return render(request, "admin/annotator/study/invites.html", context, status=status)

@@ -156,6 +156,15 @@ class Study(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Your guess of the time per item, used until measured times arrive.",
     )
+    platform_fee_percent = models.DecimalField(
+        max_digits=5,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        help_text="The recruiting platform's service fee as a percentage of the workers' pay "
+        "(see your platform's pricing page), added to the cost estimate. Empty: no fee line.",
+    )
     config_version = models.PositiveIntegerField(default=1, editable=False)
     source = models.CharField(max_length=300, blank=True, help_text="Imported file or dataset.")
     researchers = models.ManyToManyField(

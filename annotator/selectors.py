@@ -129,9 +129,18 @@ def export_rows(annotations: Iterable[Annotation]) -> Iterator[dict[str, Any]]:
 
 
 def study_progress(study: Study) -> dict[str, int]:
-    """Counts a researcher watches: items, slots filled, labels collected and imported."""
+    """Counts a researcher watches: items, slots filled, labels collected and imported.
+
+    ``target_annotations`` and ``submitted`` count the work items only (items ×
+    redundancy, as the cost estimate does); gold checks are counted apart
+    (``gold_submitted``), as they are served by the gold rate, not by redundancy."""
     items = Item.objects.filter(study=study, is_active=True).aggregate(
-        items=Count("id"), target=Sum("redundancy"), done=Sum("n_done"), taken=Sum("n_taken")
+        items=Count("id", filter=Q(is_gold=False)),
+        gold=Count("id", filter=Q(is_gold=True)),
+        target=Sum("redundancy", filter=Q(is_gold=False)),
+        done=Sum("n_done", filter=Q(is_gold=False)),
+        taken=Sum("n_taken", filter=Q(is_gold=False)),
+        gold_done=Sum("n_done", filter=Q(is_gold=True)),
     )
     labels = Annotation.objects.filter(study=study).aggregate(
         collected=Count("id", filter=Q(source="platform")),
@@ -140,8 +149,10 @@ def study_progress(study: Study) -> dict[str, int]:
     )
     return {
         "items": items["items"] or 0,
+        "gold_items": items["gold"] or 0,
         "target_annotations": items["target"] or 0,
         "submitted": items["done"] or 0,
+        "gold_submitted": items["gold_done"] or 0,
         "leased": (items["taken"] or 0) - (items["done"] or 0),
         "collected": labels["collected"],
         "imported": labels["imported"],

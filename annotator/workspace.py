@@ -27,14 +27,33 @@ from .signals import round_summary
 ACTIVE_WINDOW = timedelta(minutes=10)
 
 
-def median_seconds(study: Study) -> float | None:
-    """Median time on task of the labels collected on the platform, in seconds."""
+#: Workers whose answers a script posted (``annotator.simulated_crowd``): their times are
+#: drawn, not measured, so no median time counts them.
+SIMULATED_PLATFORM = "simulated"
+
+
+def measured_times(study: Study) -> tuple[float | None, int]:
+    """Median time on task, in seconds, of the labels people gave on the platform, and how
+    many labels it is over (simulated workers' labels are left out)."""
     times = list(
         Annotation.objects.filter(study=study, source="platform", time_spent_ms__isnull=False)
+        .exclude(annotator__platform=SIMULATED_PLATFORM)
         .values_list("time_spent_ms", flat=True)
         .order_by()
     )
-    return statistics.median(times) / 1000 if times else None
+    return (statistics.median(times) / 1000 if times else None), len(times)
+
+
+def median_seconds(study: Study) -> float | None:
+    """Median time on task of the labels people gave on the platform, in seconds."""
+    return measured_times(study)[0]
+
+
+def simulated_labels(study: Study) -> int:
+    """Labels posted by simulated workers (``simulate_crowd``)."""
+    return Annotation.objects.filter(
+        study=study, source="platform", annotator__platform=SIMULATED_PLATFORM
+    ).count()
 
 
 def rounds(study: Study) -> dict[str, Any] | None:
@@ -64,6 +83,7 @@ def progress(study: Study, now: datetime | None = None) -> dict[str, Any]:
         "active_workers": active,
         "active_minutes": int(ACTIVE_WINDOW.total_seconds() // 60),
         "median_seconds": median_seconds(study),
+        "simulated": simulated_labels(study),
         "adaptive": adaptive,
         "spent": spent,
         "budget": study.budget if adaptive else None,
@@ -83,15 +103,19 @@ def item_slots(study: Study) -> int:
 
 
 def estimate(study: Study) -> CostEstimate:
-    """The cost and time estimate of ``study`` (:func:`annotator.estimate.cost_estimate`)."""
+    """The cost and time estimate of ``study`` (:func:`annotator.estimate.cost_estimate`),
+    over the same annotations the progress counts (work items × redundancy)."""
+    measured, n = measured_times(study)
     return cost_estimate(
         item_slots=item_slots(study),
         adaptive=study.collection == "adaptive",
         budget=study.budget,
-        measured_seconds=median_seconds(study),
+        measured_seconds=measured,
+        measured_n=n,
         expected_seconds=study.expected_seconds_per_item,
         pay_per_hour=study.pay_per_hour,
         currency=study.pay_currency,
+        fee_percent=study.platform_fee_percent,
     )
 
 
@@ -237,18 +261,26 @@ def checklist(study: Study, *, checks_action: bool = False) -> list[Check]:
 
 def entry_links(study: Study, absolute: Callable[[str], str]) -> list[dict[str, str]]:
     """The links that bring workers in, made absolute by ``absolute`` (the request's
-    ``build_absolute_uri``); the open link only when open links are on."""
+    ``build_absolute_uri``); the open link only when open links are on.
+
+    Only the path goes through ``absolute``: it percent-encodes a query's braces, and
+    Prolific fills in ``{{%PROLIFIC_PID%}}`` only as written, so the query is kept as is."""
+
+    def full(url: str) -> str:
+        path, sep, query = url.partition("?")
+        return absolute(path) + sep + query
+
     urls = entry_urls(study)
     links = [
-        {"name": "Prolific study URL", "url": absolute(urls["prolific"])},
-        {"name": "MTurk external question URL", "url": absolute(urls["mturk"])},
+        {"name": "Prolific study URL", "url": full(urls["prolific"])},
+        {"name": "MTurk external question URL", "url": full(urls["mturk"])},
         {
-            "name": "Personal invitation links (command)",
-            "url": f"python manage.py invite_links {study.pk} --workers a,b,c",
+            "name": "Personal invitation links (command; or 'Make invitation links' below)",
+            "url": f"python manage.py invite_links {study.pk} --count 20",
         },
     ]
     if study.open_links:
-        links.append({"name": "Open link (replace WORKER_ID)", "url": absolute(urls["open"])})
+        links.append({"name": "Open link (replace WORKER_ID)", "url": full(urls["open"])})
     return links
 
 

@@ -7,6 +7,7 @@
     setTimeout(function () { button.textContent = label; }, 1500);
   }
   function fallback(source) {
+    if (typeof source.select === "function") { source.select(); try { return document.execCommand("copy"); } catch (e) { return false; } }
     var range = document.createRange();
     range.selectNodeContents(source);
     var selection = window.getSelection();
@@ -20,7 +21,8 @@
     event.preventDefault();
     var source = document.getElementById(button.getAttribute("data-copy"));
     if (!source) return;
-    var text = source.textContent;
+    // a text field copies its value, any other element its text, exactly as shown
+    var text = typeof source.value === "string" ? source.value : source.textContent;
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(
         function () { copied(button, "Copied"); },

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Participation, Study
 from tests.services import require_postgres_and_redis
@@ -76,3 +77,118 @@ def test_researcher_pastes_rows_checks_previews_and_reads_estimate(base_url, pag
     # 4 items × redundancy 3 = 12 annotations × 30 s = 0.10 h; × 12.00 GBP = 1.20 GBP
     assert page.inner_text("#estimate-hours") == "0.10 h"
     assert page.inner_text("#estimate-cost") == "1.20 GBP"
+
+
+def _login(page, base_url) -> None:
+    User.objects.create_superuser("researcher", "r@example.org", "pw-" + "x" * 10)
+    page.goto(f"{base_url}/admin/login/")
+    page.fill("#id_username", "researcher")
+    page.fill("#id_password", "pw-" + "x" * 10)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#user-tools")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.django_db(transaction=True)
+def test_copied_prolific_link_is_prolifics_placeholder_form(base_url, browser, width):
+    """The workspace shows and copies the Prolific URL with ``{{%PROLIFIC_PID%}}`` as
+    Prolific's docs write it (was: percent-encoded braces, an 'Incomplete link')."""
+    from playwright.sync_api import expect
+
+    from annotator import services
+    from tests.browser.conftest import close_settled
+    from tests.conftest import pairwise_bundle
+
+    require_postgres_and_redis()
+    study = services.study_import(pairwise_bundle(n_inputs=3), filename="s.jsonl")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base_url)
+    page = context.new_page()
+    try:
+        _login(page, base_url)
+        page.goto(f"{base_url}/admin/annotator/study/{study.pk}/change/")
+        wanted = (
+            f"{base_url}/w/{study.public_id}/prolific/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
+            "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+        )
+        shown = page.locator("#entry-link-1")
+        expect(shown).to_have_text(wanted)
+        copy = page.locator("button[data-copy='entry-link-1']")
+        copy.scroll_into_view_if_needed()
+        copy.click()
+        expect(copy).to_have_text("Copied")
+        assert page.evaluate("() => navigator.clipboard.readText()") == wanted
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+
+        # invitation links: from the workspace, shown to copy
+        page.click("#workspace-invites")
+        page.fill("#id_count", "2")
+        page.fill("#id_prefix", "lab")
+        page.click("input[name=show]")
+        expect(page.locator("#invite-links h2")).to_have_text("2 invitation links")
+        page.click("button[data-copy='invite-all']")
+        expect(page.locator("button[data-copy='invite-all']")).to_have_text("Copied")
+        copied = page.evaluate("() => navigator.clipboard.readText()").strip().splitlines()
+        assert [line.split("\t")[0] for line in copied] == ["lab-001", "lab-002"]
+        assert all(f"/w/{study.public_id}/i/" in line for line in copied)
+        # the copied link lets the worker in
+        page.goto(copied[0].split("\t")[1])
+        expect(page.locator("body")).not_to_contain_text("Incomplete link")
+        assert Participation.objects.get().annotator.external_id == "lab-001"
+    finally:
+        close_settled(context)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.django_db(transaction=True)
+def test_estimate_shows_both_times_which_is_used_and_the_fee(base_url, browser, width):
+    """A fast measured median (0.1 s, e.g. a script's answers) does not silently replace
+    the researcher's expected time; the platform fee is its own line."""
+    from decimal import Decimal
+
+    from playwright.sync_api import expect
+
+    from annotator import services
+    from annotator.models import Annotator, Item
+    from tests.browser.conftest import close_settled
+    from tests.conftest import pairwise_bundle
+
+    require_postgres_and_redis()
+    study = services.study_import(pairwise_bundle(n_inputs=12), filename="s.jsonl")
+    gold = Item.objects.filter(study=study).order_by("pk").first()
+    Item.objects.filter(pk=gold.pk).update(is_gold=True)
+    Study.objects.filter(pk=study.pk).update(
+        pay_per_hour=Decimal("12.00"), expected_seconds_per_item=60, platform_fee_percent=30
+    )
+    worker = Annotator.objects.create(pseudonym="p1", platform="link", external_id="w1")
+    items = Item.objects.filter(study=study, is_gold=False).order_by("pk")
+    for item in items:
+        Annotation.objects.create(
+            study=study,
+            item=item,
+            annotator=worker,
+            source="platform",
+            time_spent_ms=100,
+            value="A",
+            config_version=1,
+            submitted_at=timezone.now(),
+        )
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        _login(page, base_url)
+        page.goto(f"{base_url}/admin/annotator/study/{study.pk}/change/")
+        # 11 work items × redundancy 2 = 22 in both cards (the gold item apart)
+        expect(page.locator("#progress-annotations")).to_contain_text("of 22 submitted")
+        expect(page.locator("#estimate-annotations")).to_contain_text("22 (work items")
+        expect(page.locator("#estimate-expected")).to_have_text("60.0 s per item (used)")
+        expect(page.locator("#estimate-measured")).to_have_text(
+            "0.1 s per item over 11 labels (not used: under 2 s per item is too fast for a person)"
+        )
+        # 22 × 60 s = 0.37 h × 12.00 = 4.40; fee 30 % = 1.32; total 5.72
+        expect(page.locator("#estimate-cost")).to_have_text("4.40 GBP")
+        expect(page.locator("#estimate-fee")).to_have_text("1.32 GBP (30% of the pay)")
+        expect(page.locator("#estimate-total")).to_have_text("5.72 GBP")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    finally:
+        close_settled(context)

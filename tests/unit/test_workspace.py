@@ -3,6 +3,7 @@ a study from pasted rows or a file, the item preview (records nothing, names no 
 the panel on a study's admin page."""
 
 import io
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -55,7 +56,8 @@ def test_estimate_worked_example_to_the_digit():
         pay_per_hour=Decimal("12.00"),
         currency="GBP",
     )
-    assert (expected.annotations, expected.basis) == (300, "items × redundancy")
+    assert expected.annotations == 300
+    assert expected.basis == "work items × redundancy; gold checks not counted"
     assert (expected.seconds_per_item, expected.time_source) == (45.0, "expected")
     assert expected.worker_hours == 3.75
     assert expected.cost == Decimal("45.00") and expected.missing == []
@@ -64,6 +66,7 @@ def test_estimate_worked_example_to_the_digit():
         adaptive=False,
         budget=None,
         measured_seconds=38.5,
+        measured_n=40,
         expected_seconds=45,
         pay_per_hour=Decimal("12.00"),
         currency="GBP",
@@ -71,6 +74,66 @@ def test_estimate_worked_example_to_the_digit():
     assert measured.time_source == "measured"
     assert round(measured.worker_hours, 6) == 3.208333
     assert measured.cost == Decimal("38.50")
+    assert (measured.measured_seconds, measured.expected_seconds) == (38.5, 45.0)  # both shown
+    assert measured.fee is None and measured.total == Decimal("38.50")
+
+
+def test_estimate_adds_the_platform_fee_worked_example():
+    # 300 × 45 s at 12.00/h = 45.00 of pay; a fee of 30 % of the pay = 13.50; 58.50 in all
+    e = cost_estimate(
+        item_slots=300,
+        adaptive=False,
+        budget=None,
+        measured_seconds=None,
+        expected_seconds=45,
+        pay_per_hour=Decimal("12.00"),
+        currency="GBP",
+        fee_percent=Decimal("30"),
+    )
+    assert (e.cost, e.fee, e.total) == (Decimal("45.00"), Decimal("13.50"), Decimal("58.50"))
+    # 33.33 % of 1.00 is 0.3333 → 0.33 (half-up to the cent)
+    odd = cost_estimate(
+        item_slots=1,
+        adaptive=False,
+        budget=None,
+        measured_seconds=None,
+        expected_seconds=3600,
+        pay_per_hour=Decimal("1.00"),
+        fee_percent=Decimal("33.33"),
+    )
+    assert (odd.fee, odd.total) == (Decimal("0.33"), Decimal("1.33"))
+
+
+@pytest.mark.parametrize(
+    "seconds, n, note",
+    [
+        (0.1, 300, "under 2 s per item is too fast for a person"),
+        (30.0, 4, "only 4 labels so far (10 needed)"),
+    ],
+)
+def test_estimate_keeps_the_expected_time_over_an_untrustworthy_median(seconds, n, note):
+    e = cost_estimate(
+        item_slots=300,
+        adaptive=False,
+        budget=None,
+        measured_seconds=seconds,
+        measured_n=n,
+        expected_seconds=45,
+        pay_per_hour=Decimal("12.00"),
+    )
+    assert (e.time_source, e.seconds_per_item, e.cost) == ("expected", 45.0, Decimal("45.00"))
+    assert (e.measured_seconds, e.measured_n, e.measured_note) == (seconds, n, note)
+    none = cost_estimate(
+        item_slots=300,
+        adaptive=False,
+        budget=None,
+        measured_seconds=seconds,
+        measured_n=n,
+        expected_seconds=None,
+        pay_per_hour=Decimal("12.00"),
+    )
+    assert none.time_source is None and none.cost is None
+    assert "an expected time per item" in none.missing
 
 
 def test_estimate_adaptive_uses_budget_rounds_half_up_and_names_what_is_missing():
@@ -121,7 +184,9 @@ def _answer(study, worker: str, *, at, seconds: int) -> None:
     )
 
 
-def test_progress_counts_active_workers_median_time_and_estimate_from_measured(make_study):
+def test_progress_counts_active_workers_median_time_and_estimate_from_measured(
+    make_study, monkeypatch
+):
     study = make_study(pairwise_bundle(n_inputs=3))
     now = timezone.now()
     _answer(study, "early", at=now - timedelta(hours=2), seconds=10)  # then leases its next
@@ -138,9 +203,42 @@ def test_progress_counts_active_workers_median_time_and_estimate_from_measured(m
     assert live["adaptive"] is False and live["rounds"] is None
     study.pay_per_hour, study.expected_seconds_per_item = Decimal("18.00"), 90
     estimate = workspace.estimate(study)
+    # 3 labels are too few to replace the expected 90 s: 6 × 90 s at 18.00/h = 2.70
+    assert (estimate.annotations, estimate.time_source) == (6, "expected")
+    assert (estimate.measured_seconds, estimate.measured_n) == (20.0, 3)
+    assert estimate.measured_note == "only 3 labels so far (10 needed)"
+    assert estimate.cost == Decimal("2.70")
+    monkeypatch.setattr("annotator.estimate.MIN_MEASURED_LABELS", 3)
+    estimate = workspace.estimate(study)
     # 3 items × redundancy 2 = 6 annotations × 20 s (measured, not the expected 90) = 120 s
     assert (estimate.annotations, estimate.time_source) == (6, "measured")
     assert estimate.cost == Decimal("0.60")
+
+
+def test_progress_and_estimate_count_the_same_annotations_gold_apart(make_study, admin_client):
+    study = make_study(pairwise_bundle(n_inputs=4))
+    gold = Item.objects.filter(study=study).order_by("pk").first()
+    Item.objects.filter(pk=gold.pk).update(is_gold=True, redundancy=5, n_done=5, n_taken=5)
+    live = workspace.progress(study)
+    # 3 work items × redundancy 2 = 6, in the progress and in the estimate alike
+    assert (live["target_annotations"], live["items"]) == (6, 3)
+    assert workspace.estimate(study).annotations == 6
+    assert (live["gold_items"], live["gold_submitted"]) == (1, 5)
+    page = admin_client.get(f"/admin/annotator/study/{study.pk}/change/").content.decode()
+    assert "0 of 6 submitted" in page and "(work items × redundancy, as in the estimate)" in page
+    assert "5 answers to 1 gold item" in page
+    assert '6 <span class="help">(work items × redundancy; gold checks not counted)' in page
+
+
+def test_simulated_labels_never_give_the_measured_median(make_study):
+    study = make_study(pairwise_bundle(n_inputs=3))
+    now = timezone.now()
+    _answer(study, "person", at=now, seconds=30)
+    Annotator.objects.filter(external_id="person").update(platform="simulated")
+    assert workspace.measured_times(study) == (None, 0)
+    assert workspace.progress(study)["simulated"] == 1
+    _answer(study, "real", at=now, seconds=20)
+    assert workspace.measured_times(study) == (20.0, 1)
 
 
 def test_checklist_names_what_is_missing_and_where_to_fix_it(make_study):
@@ -298,12 +396,19 @@ def test_change_page_panel_links_estimate_and_small_fixes(admin_client, make_stu
     url = f"/admin/annotator/study/{study.pk}/change/"
     page = admin_client.get(url).content.decode()
     assert "Launch checklist" in page and "(recommended)" in page
-    assert f"http://testserver/w/{study.public_id}/prolific/?PROLIFIC_PID=" in page
+    prolific = (
+        f"http://testserver/w/{study.public_id}/prolific/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
+        "&amp;STUDY_ID={{%STUDY_ID%}}&amp;SESSION_ID={{%SESSION_ID%}}"
+    )
+    assert prolific in page and "%7B" not in page  # Prolific's placeholders, as written
     assert f"http://testserver/w/{study.public_id}/?worker=WORKER_ID" in page
-    assert f"python manage.py invite_links {study.pk} --workers a,b,c" in page
+    assert f"python manage.py invite_links {study.pk} --count 20" in page
+    assert f"/admin/annotator/study/{study.pk}/invites/" in page
     assert 'data-copy="entry-link-1"' in page and "humeval/workspace.js" in page
     # 4 items × 2 = 8 annotations × 45 s = 0.10 h × 12.00 = 1.20
     assert '<dd id="estimate-cost">1.20 GBP</dd>' in page
+    assert '<dd id="estimate-total">1.20 GBP</dd>' in page
+    assert "no fee rate set" in page
     assert '<dd id="estimate-hours">0.10 h</dd>' in page
     assert "Used only when collection is" in page
     assert "Criteria" in page and "Criterions" not in page
@@ -322,3 +427,61 @@ def test_panel_has_no_inline_script_or_handler(admin_client, make_study):
     panel = page[start : page.index("</section>", start)]
     assert "<script" not in panel and active_markup(panel) == []
     assert "style=" not in panel
+
+
+# --- invitation links ------------------------------------------------------------------------
+def test_admin_makes_signed_invitation_links_to_copy_or_download(admin_client, make_study):
+    from django.core.management import call_command
+
+    from annotator.invites import invite_worker
+
+    study = make_study(pairwise_bundle(n_inputs=2))
+    url = f"/admin/annotator/study/{study.pk}/invites/"
+    assert "Make invitation links" in admin_client.get(url).content.decode()
+    page = admin_client.post(url, {"count": "3", "prefix": "lab", "show": "1"})
+    html = page.content.decode()
+    assert page.status_code == 200 and "3 invitation links" in html
+    tokens = set(re.findall(rf"/w/{study.public_id}/i/([^/]+)/", html))
+    assert sorted(invite_worker(study, t) for t in tokens) == ["lab-001", "lab-002", "lab-003"]
+    csv_page = admin_client.post(url, {"workers": "ann\nbob, cy", "download": "1"})
+    assert csv_page["Content-Type"].startswith("text/csv")
+    assert "attachment" in csv_page["Content-Disposition"]
+    rows = csv_page.content.decode().splitlines()
+    assert rows[0] == "worker,link" and [r.split(",")[0] for r in rows[1:]] == ["ann", "bob", "cy"]
+    # the command makes the same links (same service)
+    out = io.StringIO()
+    call_command(
+        "invite_links", str(study.pk), "--workers", "ann", "--host", "http://testserver", stdout=out
+    )
+    assert out.getvalue().strip() == "ann\t" + rows[1].split(",")[1]
+    assert Participation.objects.count() == 0  # nothing stored until a worker opens one
+
+
+@pytest.mark.parametrize(
+    "data, error",
+    [
+        ({"count": "0"}, "greater than or equal to 1"),
+        ({"count": "1001"}, "less than or equal to 1000"),
+        ({"workers": "<script>x"}, "Not a worker id"),
+        ({"workers": "a,a"}, "listed twice"),
+        ({}, "Give a number of links or a list of worker ids"),
+    ],
+)
+def test_invitation_form_refuses_bad_input_with_a_400(admin_client, make_study, data, error):
+    study = make_study(pairwise_bundle(n_inputs=2))
+    page = admin_client.post(f"/admin/annotator/study/{study.pk}/invites/", data)
+    assert page.status_code == 400 and error in page.content.decode()
+    assert "/i/" not in page.content.decode().split("invite-form")[-1]
+
+
+def test_invitation_links_need_change_permission_on_the_study(make_study, db):
+    from django.contrib.auth.models import Permission
+
+    study = make_study(pairwise_bundle(n_inputs=2))
+    viewer = User.objects.create_user("viewer", password="y" * 12, is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_study"))
+    study.researchers.add(viewer)
+    client = Client()
+    client.login(username="viewer", password="y" * 12)
+    url = f"/admin/annotator/study/{study.pk}/invites/"
+    assert client.post(url, {"count": "2"}).status_code == 404
