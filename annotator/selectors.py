@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum, prefetch_related_objects
 from django.utils import timezone
 
 from .choices import AssignmentState
@@ -49,6 +49,9 @@ def worker_participation(pk: int, study_public_id) -> Participation | None:
     participation = _PART.load(row)
     participation.study = _STUDY.load(row, len(_PART))
     participation.annotator = _WORKER.load(row, len(_PART) + len(_STUDY))
+    if participation.study.kind_impl.criterion_rows:
+        # read once per request: the answer and the page both ask ``Study.kind_options``
+        prefetch_related_objects([participation.study], "criteria")
     return participation
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 import random
 import secrets
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -887,12 +886,57 @@ def assignment_renew(
     raise AssignmentExpired("This task is no longer yours: it was answered or its time ran out.")
 
 
+#: Per study (``public_id``), in this process: a moment before which none of the study's
+#: leases can expire or turn idle, so a worker who finds no item has no slot to free
+#: (:func:`_free_slots`). The earliest expiry and idle time of the live leases when it was
+#: read; a lease issued later expires and turns idle later still, a heartbeat only delays
+#: it, so the moment is never late. (A lease time lowered meanwhile is caught up by the
+#: periodic sweep.)
+_NOTHING_FREES_BEFORE: dict[uuid.UUID, datetime] = {}
+
+
 def _free_slots(participation: Participation, now: datetime) -> int:
     """For a worker who found no item: give expired leases back, and else one idle lease
-    they could take; how many slots came free."""
-    return assignment_release_expired(
-        study=participation.study, now=now
-    ) or assignment_reclaim_idle(participation=participation, now=now)
+    they could take; how many slots came free. Runs only once a lease can have expired or
+    turned idle (one ``MIN`` over the study's live leases, remembered until that moment),
+    not on every look of every waiting worker."""
+    study = participation.study
+    before = _NOTHING_FREES_BEFORE.get(study.public_id)
+    if before is None or now >= before:
+        before = _NOTHING_FREES_BEFORE[study.public_id] = _first_free_moment(study, now)
+    if now < before:
+        return 0
+    _NOTHING_FREES_BEFORE.pop(study.public_id, None)  # whatever happens, look again
+    return assignment_release_expired(study=study, now=now) or assignment_reclaim_idle(
+        participation=participation, now=now
+    )
+
+
+def _first_free_moment(study: Study, now: datetime) -> datetime:
+    """The earliest moment a live lease of ``study`` can expire or turn idle: of the leases
+    there are, or of one issued ``now``."""
+    idle = timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS)
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT MIN(expires_at), MIN(COALESCE(seen_at, issued_at)) FROM {table}"  # noqa: S608
+            " WHERE study_id = %s AND state = %s",
+            [study.pk, AssignmentState.ISSUED.value],
+        )
+        expires, seen = (_moment(v) for v in cursor.fetchone())
+    moments = [now + min(idle, timedelta(seconds=study.lease_seconds))]
+    if expires is not None:
+        moments.append(expires)
+    if seen is not None:
+        moments.append(seen + idle)
+    return min(moments)
+
+
+def _moment(value) -> datetime | None:
+    """A datetime column read by an aggregate (SQLite returns its UTC text)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -975,23 +1019,6 @@ def task_answer(
     return task
 
 
-def task_next_soon(
-    *, participation: Participation, within: float | None = None, poll: float = 0.2
-) -> Task | None:
-    """For a worker whose answer found no next task: their next task if one is free now,
-    or, while new work is being made (``selectors.work_imminent``: a complete round
-    awaiting its decision), as soon as it is, looking every ``poll`` seconds for up to
-    ``within`` (``HUMEVAL_NEXT_ROUND_WAIT_SECONDS``); ``None`` if none came. So the worker
-    whose answer completes a round lands on the next round's task, not the waiting page.
-    Holds no transaction or lock while it waits."""
-    if within is None:
-        within = settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS
-    deadline = time.monotonic() + within
-    while selectors.work_imminent(participation.study) and time.monotonic() < deadline:
-        time.sleep(poll)  # one cheap look per poll; the lease is tried once it is ready
-    return task_next(participation=participation)
-
-
 def _lock(participations) -> Participation | None:
     """Lock one participation row, or ``None``; with its study and worker read along."""
     return (
@@ -1005,6 +1032,7 @@ _PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Colum
 _ASSIGNMENT, _ITEM = Columns(Assignment, "asg"), Columns(Item, "i")
 _INPUT, _OUTPUT = Columns(Input, "inp"), Columns(Output, "o")
 _LINK = connection.ops.quote_name(ItemOutput._meta.db_table)
+_ITEM_ID, _OUTPUT_ID = _ITEM.attnames.index("id"), _OUTPUT.attnames.index("id")
 
 
 def _for_update(*tables: str) -> str:
@@ -1042,46 +1070,42 @@ def _lock_participation(pk: int, loaded: Participation | None = None) -> Partici
     return part
 
 
-def _shown_items(where: str, params: list, *, assignment: bool = False) -> list:
+def _shown_items(where: str, params: list, *, order: str = "", assignment: bool = False) -> list:
     """Items with what a worker is shown (the input and the outputs, in system order) in
-    two statements; with ``assignment``, the worker's assignments of them (``where`` on
-    ``asg``)."""
-    select = [_ITEM.sql, _INPUT.sql]
-    joins = f" JOIN {_INPUT.table} ON inp.id = i.input_id"
+    one statement (a row per output); with ``assignment``, the worker's assignments of
+    them (``where`` on ``asg``); ``order``: the items' order (``ORDER BY`` terms)."""
+    select = [_ITEM.sql, _INPUT.sql, _OUTPUT.sql]
+    joins = (
+        f" JOIN {_INPUT.table} ON inp.id = i.input_id"
+        f" LEFT JOIN {_LINK} l ON l.item_id = i.id LEFT JOIN {_OUTPUT.table} ON o.id = l.output_id"
+    )
+    order = f" ORDER BY {order + ', ' if order else ''}i.id, l.position"
     if assignment:
         select.insert(0, _ASSIGNMENT.sql)
         sql = f"SELECT {', '.join(select)} FROM {_ASSIGNMENT.table} JOIN {_ITEM.table}"  # noqa: S608
-        sql += f" ON i.id = asg.item_id{joins} WHERE {where}"
+        sql += f" ON i.id = asg.item_id{joins} WHERE {where}{order}"
     else:
-        sql = f"SELECT {', '.join(select)} FROM {_ITEM.table}{joins} WHERE {where}"  # noqa: S608
+        sql = f"SELECT {', '.join(select)} FROM {_ITEM.table}{joins} WHERE {where}{order}"  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    found, items = [], {}
+    found: list = []
+    item = None
     for row in rows:
         at = len(_ASSIGNMENT) if assignment else 0
-        item = _ITEM.load(row, at)
-        at += len(_ITEM)
-        item.input = _INPUT.load(row, at)
-        item.shown_outputs = []
-        items[item.pk] = item
-        if assignment:
-            lease = _ASSIGNMENT.load(row)
-            lease.item = item
-            found.append(lease)
-        else:
-            found.append(item)
-    if items:
-        marks = ", ".join(["%s"] * len(items))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT l.item_id, {_OUTPUT.sql} FROM {_LINK} l"  # noqa: S608
-                f" JOIN {_OUTPUT.table} ON o.id = l.output_id"
-                f" WHERE l.item_id IN ({marks}) ORDER BY l.item_id, l.position",
-                list(items),
-            )
-            for row in cursor.fetchall():
-                items[row[0]].shown_outputs.append(_OUTPUT.load(row, 1))
+        if item is None or item.pk != row[at + _ITEM_ID]:  # the first row of the next item
+            item = _ITEM.load(row, at)
+            item.input = _INPUT.load(row, at + len(_ITEM))
+            item.shown_outputs = []
+            if assignment:
+                lease = _ASSIGNMENT.load(row)
+                lease.item = item
+                found.append(lease)
+            else:
+                found.append(item)
+        at += len(_ITEM) + len(_INPUT)
+        if row[at + _OUTPUT_ID] is not None:  # (an item without outputs: none)
+            item.shown_outputs.append(_OUTPUT.load(row, at))
     return found
 
 
@@ -1099,8 +1123,9 @@ def _lease_locked(
     if not holds_none:
         current = _shown_items(
             "asg.study_id = %s AND asg.annotator_id = %s AND asg.state = %s"
-            " AND asg.expires_at > %s ORDER BY asg.id",
+            " AND asg.expires_at > %s",
             [study.pk, worker.pk, AssignmentState.ISSUED.value, _when(now)],
+            order="asg.id",
             assignment=True,
         )
         if current:
@@ -1228,21 +1253,36 @@ def _submit_locked(
     time_spent_ms: int | None,
     now: datetime,
 ) -> tuple[Annotation, bool]:
-    """The body of :func:`annotation_submit`, with ``part`` locked by the caller."""
-    annotator = part.annotator
+    """The body of :func:`annotation_submit`, with ``part`` locked by the caller. The
+    assignment and its item are read in one statement, with the item's outputs only when
+    the kind's answer reads them (``Kind.answer_reads_outputs``)."""
+    annotator, kind = part.annotator, part.study.kind_impl
+    select, joins, order = f"{_ASSIGNMENT.sql}, {_ITEM.sql}", "", ""
+    if kind.answer_reads_outputs:
+        select += f", {_OUTPUT.sql}"
+        joins = (
+            f" LEFT JOIN {_LINK} l ON l.item_id = i.id"
+            f" LEFT JOIN {_OUTPUT.table} ON o.id = l.output_id"
+        )
+        order = " ORDER BY l.position"
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {_ASSIGNMENT.sql}, {_ITEM.sql} FROM {_ASSIGNMENT.table}"  # noqa: S608
-            f" JOIN {_ITEM.table} ON i.id = asg.item_id"
-            " WHERE asg.token = %s AND asg.annotator_id = %s AND asg.study_id = %s"
+            f"SELECT {select} FROM {_ASSIGNMENT.table}"  # noqa: S608
+            f" JOIN {_ITEM.table} ON i.id = asg.item_id{joins}"
+            f" WHERE asg.token = %s AND asg.annotator_id = %s AND asg.study_id = %s{order}"
             + _for_update("asg"),
             [db_value(Assignment, "token", token), annotator.pk, part.study_id],
         )
-        row = cursor.fetchone()
+        rows = cursor.fetchall()
     assignment = None
-    if row is not None:
-        assignment = _ASSIGNMENT.load(row)
-        assignment.item = _ITEM.load(row, len(_ASSIGNMENT))
+    if rows:
+        assignment = _ASSIGNMENT.load(rows[0])
+        assignment.item = _ITEM.load(rows[0], len(_ASSIGNMENT))
+        if kind.answer_reads_outputs:
+            at = len(_ASSIGNMENT) + len(_ITEM)
+            assignment.item.shown_outputs = [
+                _OUTPUT.load(row, at) for row in rows if row[at + _OUTPUT_ID] is not None
+            ]
     if assignment is None:
         raise AssignmentNotFound("This task does not exist or is not yours.")
     if assignment.state == AssignmentState.SUBMITTED:
@@ -1254,14 +1294,10 @@ def _submit_locked(
             "your answer was not stored. Continue with the next task."
         )
     study = part.study
-    kind, opts = study.kind_impl, study.kind_options()
+    opts = study.kind_options()
+    outputs = [o.text for o in assignment.item.output_list()] if kind.answer_reads_outputs else ()
     try:
-        answer = kind.parse_answer(
-            opts,
-            assignment.display_order,
-            data,
-            outputs=[o.text for o in assignment.item.output_list()],
-        )
+        answer = kind.parse_answer(opts, assignment.display_order, data, outputs=outputs)
     except kinds.AnswerError as exc:
         raise InvalidAnswer(exc.message) from None
     summary = kind.summary(opts, answer)

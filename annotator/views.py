@@ -23,6 +23,7 @@ from .models import Participation, Study
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
+IMMINENT_WAIT_SECONDS = 2
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 PLATFORM_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,100}")
 
@@ -286,17 +287,22 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT
     ):
         return _too_many(request)
+    seconds = WAIT_SECONDS
     try:
         task, status = (
             _answer_or_next(request, participation) if posted else (_next(participation), 200)
         )
-        if task is None and posted and selectors.more_work_expected(study):
-            task = services.task_next_soon(participation=participation)
+        if task is None:
+            seconds = _wait_seconds(study, posted)
+            if seconds == WAIT_SECONDS and posted:
+                # one more look: work made as this answer committed (embedded mode decides
+                # the round it completed right then) is this worker's next task
+                task = _next(participation)
     except WorkerBlocked:  # blocked, failed or not qualified: the end page says which
         return redirect("annotator:end", study_id=study.public_id)
     if task is None:
-        if selectors.more_work_expected(study):
-            return render(request, "annotator/wait.html", {"study": study, "seconds": WAIT_SECONDS})
+        if seconds:
+            return render(request, "annotator/wait.html", {"study": study, "seconds": seconds})
         return redirect("annotator:end", study_id=study.public_id)
     assignment = task.assignment
     item = assignment.item
@@ -309,6 +315,15 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         **selectors.task_page(study, item, assignment.display_order),
     }
     return render(request, "annotator/task.html", context, status=status)
+
+
+def _wait_seconds(study: Study, posted: bool) -> int:
+    """For a worker with no task: after how many seconds the waiting page looks again, or 0
+    when no more work is coming (the end page). Soon while a complete round is being decided
+    (its next round opens within a moment): the page waits, no web process does."""
+    if not selectors.more_work_expected(study):
+        return 0
+    return IMMINENT_WAIT_SECONDS if selectors.work_imminent(study) else WAIT_SECONDS
 
 
 def _next(participation: Participation) -> services.Task | None:

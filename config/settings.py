@@ -341,9 +341,6 @@ HUMEVAL_LEASE_HEARTBEAT_SECONDS = float(
     os.environ.get("HUMEVAL_LEASE_HEARTBEAT_SECONDS", str(HUMEVAL_LEASE_IDLE_SECONDS / 4))
 )
 HUMEVAL_THROTTLE_RENEW = os.environ.get("HUMEVAL_THROTTLE_RENEW", "30/min")
-# An answer that finds no next task while the next round is being decided waits up to this
-# long for it, so the worker who completed the round lands on its next task.
-HUMEVAL_NEXT_ROUND_WAIT_SECONDS = float(os.environ.get("HUMEVAL_NEXT_ROUND_WAIT_SECONDS", "4"))
 HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
     "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
 )

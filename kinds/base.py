@@ -119,6 +119,10 @@ class Kind:
     #: (``"<item>:<i>-<j>"``) labelled ``A``/``B``/``tie`` from :meth:`pair_preferences`
     #: (ranking), instead of :meth:`report_labels` per item.
     report_by_pair: ClassVar[bool] = False
+    #: :meth:`parse_answer` reads the item's output texts (``outputs``: error spans checks
+    #: its spans against the text). The server reads them with the answered item only for
+    #: such a kind; any other kind is passed ``outputs=()``.
+    answer_reads_outputs: ClassVar[bool] = False
 
     @property
     def instructions_template(self) -> str:

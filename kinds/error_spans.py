@@ -268,6 +268,7 @@ class ErrorSpans(Kind):
     extra_options = frozenset(OPTION_KEYS)
     scored = True
     adaptive = True
+    answer_reads_outputs = True
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         """``categories`` and ``max_spans`` checked (the study's common options pass through

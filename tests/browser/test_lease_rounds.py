@@ -8,6 +8,7 @@ import time
 import pytest
 from django.db import connection
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from annotator import services
 from annotator.models import Annotation, Assignment, Item
@@ -71,7 +72,6 @@ def test_abandoned_lease_does_not_stall_the_round_and_the_completer_gets_the_nex
     settings.HUMEVAL_LEASE_IDLE_SECONDS = IDLE
     settings.HUMEVAL_LEASE_HEARTBEAT_SECONDS = IDLE / 4
     settings.HUMEVAL_THROTTLE_RENEW = "600/min"
-    settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS = 30  # the first decision calibrates (seconds)
     # one pair, round 1 = 5 items of one annotation each; 200 inputs: nothing decided early
     study = services.study_import(
         adaptive_bundle(n_inputs=200, systems=("s1", "s2")), filename="a.jsonl"
@@ -106,15 +106,13 @@ def test_abandoned_lease_does_not_stall_the_round_and_the_completer_gets_the_nex
     assert (timezone.now() - lease.seen_at).total_seconds() < IDLE
     assert Round.objects.get(study=study, number=1).state == "open"
 
-    # the stayer's answer completes round 1: the answer waits for the decision, then shows
-    # round 2's first task instead of the waiting page
-    with staying.expect_response(
-        lambda r: r.request.method == "POST" and r.url.endswith("/task/"), timeout=40_000
-    ) as posted:
+    # the stayer's answer completes round 1: no web process waits for the decision; the
+    # answer shows the waiting page, which looks again soon and lands on round 2's task
+    answered = token_of(staying)
+    with staying.expect_navigation():
         staying.click('button[name="answer"][value="left"]')
-    body = posted.value.text()  # the answer's own response, not a later look of a waiting page
-    assert 'id="task-form"' in body and 'id="waiting"' not in body
-    staying.wait_for_selector("#task-form")
+    # the first decision calibrates (seconds)
+    expect(staying.locator('input[name="token"]')).not_to_have_value(answered, timeout=40_000)
     rnd = Round.objects.get(study=study, number=1)
     assert rnd.state == "decided"
     stalled_for = time.monotonic() - left_at

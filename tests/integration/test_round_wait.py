@@ -1,7 +1,7 @@
-"""The answer that completes a round waits for the decision only so long: with no Celery
-worker to decide it, the answer is shown the waiting page after
-``HUMEVAL_NEXT_ROUND_WAIT_SECONDS``; once a worker decides the round, the next look gets
-round 2's task."""
+"""No web process waits for a round's decision: with no Celery worker to decide it, the
+answer that completes the round is answered at once with the waiting page, which looks
+again soon (``views.IMMINENT_WAIT_SECONDS``) while the round is being decided; once a
+worker decides the round, the next look gets round 2's task."""
 
 import re
 import time
@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from annotator import services
+from annotator import services, views
 from annotator.models import Assignment
 from protocol.models import Round
 from tests.protocol_sim import adaptive_bundle
@@ -20,8 +20,9 @@ TOKEN = re.compile(r'name="token" value="([0-9a-f-]+)"')
 
 
 @pytest.mark.django_db(transaction=True)
-def test_without_a_celery_worker_the_completing_answer_waits_only_the_set_time(settings, tmp_path):
-    settings.HUMEVAL_NEXT_ROUND_WAIT_SECONDS = 1.5
+def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_soon(
+    tmp_path, monkeypatch
+):
     study = services.study_import(
         adaptive_bundle(n_inputs=200, systems=("s1", "s2")), filename="a.jsonl"
     )
@@ -31,12 +32,16 @@ def test_without_a_celery_worker_the_completing_answer_waits_only_the_set_time(s
     for _ in range(4):
         page = client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
         token = TOKEN.search(page.content.decode()).group(1)
-    started = time.monotonic()
-    page = client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
-    waited = time.monotonic() - started
-    assert 'id="waiting"' in page.content.decode()  # nobody decided the round
-    assert 1.5 <= waited < 4, waited
-    assert Round.objects.get(study=study, number=1).state == "closed"
+    sleeping = []
+    with monkeypatch.context() as patch:  # a web process that waited would sleep
+        patch.setattr(time, "sleep", sleeping.append)
+        page = client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+        look = client.get(f"/w/{study.public_id}/task/")  # the waiting page looking again
+    assert sleeping == []
+    assert Round.objects.get(study=study, number=1).state == "closed"  # nobody decided it
+    soon = f'content="{views.IMMINENT_WAIT_SECONDS}; url=/w/{study.public_id}/task/"'
+    for html in (page.content.decode(), look.content.decode()):
+        assert 'id="waiting"' in html and soon in html
 
     worker = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "celery.log")
     worker.start()  # decides the round left undecided (recovered when it starts)
@@ -47,3 +52,27 @@ def test_without_a_celery_worker_the_completing_answer_waits_only_the_set_time(s
     page = client.get(f"/w/{study.public_id}/task/").content.decode()
     lease = Assignment.objects.get(token=TOKEN.search(page).group(1))
     assert lease.item.round_number == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_with_no_task_while_the_round_collects_waits_the_usual_time():
+    """Round 1 open, its last item leased to another worker: nothing is being decided, so the
+    waiting page looks again after ``views.WAIT_SECONDS``."""
+    study = services.study_import(
+        adaptive_bundle(n_inputs=200, systems=("s1", "s2")), filename="a.jsonl"
+    )
+    holder, waiter = Client(), Client()
+    holder.get(f"/w/{study.public_id}/", {"worker": "w1"})
+    token = TOKEN.search(holder.get(f"/w/{study.public_id}/task/").content.decode()).group(1)
+    for _ in range(3):
+        page = holder.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+        token = TOKEN.search(page.content.decode()).group(1)
+    waiter.get(f"/w/{study.public_id}/", {"worker": "w2"})
+    waiter_token = TOKEN.search(waiter.get(f"/w/{study.public_id}/task/").content.decode())
+    page = waiter.post(
+        f"/w/{study.public_id}/task/", {"token": waiter_token.group(1), "answer": "left"}
+    )
+    html = page.content.decode()
+    assert Round.objects.get(study=study, number=1).state == "open"
+    assert 'id="waiting"' in html
+    assert f'content="{views.WAIT_SECONDS}; url=/w/{study.public_id}/task/"' in html
