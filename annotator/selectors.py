@@ -55,6 +55,13 @@ def worker_participation(pk: int, study_public_id) -> Participation | None:
     return participation
 
 
+def is_participant(study: Study, *, platform: str, external_id: str) -> bool:
+    """Whether the worker behind this platform id already entered ``study``."""
+    return Participation.objects.filter(
+        study=study, annotator__platform=platform, annotator__external_id=external_id.strip()
+    ).exists()
+
+
 def studies_visible_to(user: AbstractBaseUser) -> QuerySet[Study]:
     """The studies ``user`` may read and act on: every study for an active superuser, else
     exactly those that name the user in ``Study.researchers`` (being staff grants nothing

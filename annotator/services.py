@@ -613,6 +613,35 @@ def participation_enter(
     return participation
 
 
+def participations_sweep_unused(*, now: datetime | None = None) -> int:
+    """Delete the participations that never led to work, entered more than
+    ``HUMEVAL_ENTRY_SWEEP_MINUTES`` ago: no item ever leased, no test answered, no code
+    given, neither blocked, failed nor stopped; then the workers left with nothing (not
+    blocked, no label). A flood of entries costs rows for that long only; a worker whose
+    entry was swept enters again from their link. Returns how many participations went."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(minutes=settings.HUMEVAL_ENTRY_SWEEP_MINUTES)
+    same_worker = {"study_id": OuterRef("study_id"), "annotator_id": OuterRef("annotator_id")}
+    unused = Participation.objects.filter(
+        started_at__lt=cutoff,
+        status__in=[Participation.Status.ACTIVE, Participation.Status.QUALIFYING],
+        code_given="",
+    ).exclude(
+        Exists(Assignment.objects.filter(**same_worker))
+        | Exists(QualificationAttempt.objects.filter(**same_worker))
+    )
+    with transaction.atomic():
+        per_model = unused.delete()[1]
+        Annotator.objects.filter(
+            created_at__lt=cutoff, is_blocked=False, participations__isnull=True
+        ).exclude(
+            Exists(Assignment.objects.filter(annotator_id=OuterRef("pk")))
+            | Exists(Annotation.objects.filter(annotator_id=OuterRef("pk")))
+            | Exists(QualificationAttempt.objects.filter(annotator_id=OuterRef("pk")))
+        ).delete()
+    return per_model.get(Participation._meta.label, 0)
+
+
 def participation_claim(
     participation: Participation, *, secret: str = "", now: datetime | None = None
 ) -> str:

@@ -14,6 +14,12 @@ def release_expired_leases() -> int:
     return services.assignment_release_expired()
 
 
+@shared_task(name="annotator.sweep_unused_entries", acks_late=True)
+def sweep_unused_entries() -> int:
+    """Delete entries that never led to work (:func:`services.participations_sweep_unused`)."""
+    return services.participations_sweep_unused()
+
+
 @shared_task(name="annotator.run_judge")
 def run_judge(study_id: int, api_key_env: str, **options) -> str:
     """Rate a study with an LLM judge (:func:`annotator.judging.judge_run`); the key is

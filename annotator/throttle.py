@@ -1,19 +1,27 @@
-"""Fixed-window request counters: the worker pages' entry and submit, and failed API tokens.
+"""Request throttles: the worker pages' entry and submit, and failed API tokens.
+
+Each counter is a token bucket (GCRA, the generic cell rate algorithm): a rate of ``30/min``
+lets a burst of 30 through, then one every 2 s, so no window boundary doubles the rate (a
+fixed window let 60 through in 4 s across a minute boundary). One number is kept per
+counter, the "theoretical arrival time" ``tat``: a request is let through when
+``max(tat, now) + interval - now <= window`` and then moves ``tat`` on by ``interval``.
 
 With the default local-memory cache each process counts on its own (through Django's cache
 API); production sets ``HUMEVAL_CACHE_URL=redis://…`` so every web process shares the
-counts, kept in that Redis with one round trip per request (``SET NX EX`` and ``INCR`` in
-one ``MULTI``): the cache API would take three, and a new Redis client object per call.
+counts, kept in that Redis with one round trip per request (a small Lua script, so the read
+and the write are one atomic step).
 
 Redis may fail. A request never waits on it for long (short connect and read timeouts) and
 never fails because of it: the counter falls back to this process's memory (the same
 limit, counted per process), logs a warning, and Redis is tried again after
-``REDIS_RETRY_AFTER`` seconds. DRF's API throttles get the same fallback through
-:class:`ResilientCache`.
+``REDIS_RETRY_AFTER`` seconds. DRF's API throttles (a sliding log of request times) get
+the same fallback through :class:`ResilientCache`.
 """
 
 import ipaddress
 import logging
+import math
+import threading
 import time
 from functools import cache as once
 
@@ -82,57 +90,107 @@ def redis_failed(exc: Exception) -> None:
         )
 
 
-def _count_in(store, key: str, window: int, add: int) -> int:
-    if not add:
-        return store.get(key, 0)
-    store.add(key, 0, window + 1)
-    try:
-        return store.incr(key, add)
-    except ValueError:  # the key expired between add and incr
-        store.add(key, add, window + 1)
-        return add
+#: The bucket in Redis: KEYS[1] the bucket's ``tat``, KEYS[2] (optional) a marker that this
+#: member was already counted in the window (then nothing is counted again). ARGV: now,
+#: interval, window (seconds), add (0: only ask whether one more would pass). Returns
+#: {1 or 0, seconds to wait}; numbers go out as strings (Lua numbers are truncated).
+_BUCKET_LUA = """
+local now, interval = tonumber(ARGV[1]), tonumber(ARGV[2])
+local window, add = tonumber(ARGV[3]), tonumber(ARGV[4])
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return {1, '0'} end
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local after = tat + interval * math.max(add, 1)
+if after - now > window then return {0, tostring(after - now - window)} end
+if add > 0 then
+  redis.call('SET', KEYS[1], tostring(after), 'PX', math.ceil((after - now) * 1000) + 1000)
+  if KEYS[2] then redis.call('SET', KEYS[2], '1', 'PX', math.ceil(window * 1000)) end
+end
+return {1, '0'}
+"""
+_lock = threading.Lock()
 
 
-def _count(key: str, window: int, add: int = 1) -> int:
-    """The window's count of ``key`` after adding ``add`` (0: only read it)."""
+@once
+def _bucket_script(client: redis.Redis):
+    return client.register_script(_BUCKET_LUA)
+
+
+def _spend_in(store, key: str, member: str, now: float, interval: float, window: int, add: int):
+    """:data:`_BUCKET_LUA` on a Django cache (this process's memory), under a lock."""
+    with _lock:
+        if member and store.get(member) is not None:
+            return True, 0.0
+        after = max(store.get(key, 0.0), now) + interval * max(add, 1)
+        if after - now > window:
+            return False, after - now - window
+        if add:
+            store.set(key, after, math.ceil(after - now) + 1)
+            if member:
+                store.set(member, 1, window)
+        return True, 0.0
+
+
+def _spend(key: str, rate: str, add: int = 1, member: str = "") -> tuple[bool, float]:
+    """Take ``add`` requests from the bucket ``key`` (0: only ask whether one more would
+    pass); with ``member``, a member already counted in the last window passes free.
+    Returns whether it passes and, if not, the seconds until one would."""
+    limit, window = parse_rate(rate)
+    interval, now = window / limit, time.time()
     client = _redis()
     if client is None:
-        return _count_in(cache, key, window, add)
+        return _spend_in(cache, key, member, now, interval, window, add)
     if redis_available():
         try:
-            if not add:
-                return int(client.get(REDIS_PREFIX + key) or 0)
-            pipe = client.pipeline(transaction=True)
-            pipe.set(REDIS_PREFIX + key, 0, ex=window + 1, nx=True)
-            pipe.incr(REDIS_PREFIX + key, add)
-            return pipe.execute()[1]
+            keys = [REDIS_PREFIX + key] + ([REDIS_PREFIX + member] if member else [])
+            pipe = client.pipeline(transaction=False)
+            _bucket_script(client)(keys=keys, args=[now, interval, window, add], client=pipe)
+            passed, wait = pipe.execute()[0]
+            return bool(passed), float(wait)
         except redis.RedisError as exc:
             redis_failed(exc)
-    return _count_in(_local, key, window, add)
+    return _spend_in(_local, key, member, now, interval, window, add)
 
 
-def _key(scope: str, ident: str, window: int) -> str:
-    return f"throttle:{scope}:{ident}:{int(time.time() // window)}"
+def _key(scope: str, ident: str) -> str:
+    return f"throttle:{scope}:{ident}"
 
 
 def allow(scope: str, ident: str, rate: str) -> bool:
-    """Count one request of ``ident`` in ``scope``; ``False`` once the rate is exceeded."""
-    limit, window = parse_rate(rate)
-    return _count(_key(scope, ident, window), window) <= limit
+    """Count one request of ``ident`` in ``scope``; ``False`` once the rate is exceeded
+    (a refused request is not counted)."""
+    return _spend(_key(scope, ident), rate)[0]
+
+
+def retry_after(scope: str, ident: str, rate: str) -> float:
+    """Seconds until ``ident`` may make one more request in ``scope`` (0: now); counts
+    nothing."""
+    passed, wait = _spend(_key(scope, ident), rate, add=0)
+    return 0.0 if passed else wait
 
 
 def exceeded(scope: str, ident: str, rate: str) -> bool:
-    """Whether ``ident`` has used up ``scope``'s rate in this window (counts nothing)."""
-    limit, window = parse_rate(rate)
-    return _count(_key(scope, ident, window), window, add=0) >= limit
+    """Whether ``ident`` has used up ``scope``'s rate for now (counts nothing)."""
+    return retry_after(scope, ident, rate) > 0
 
 
-def allow_entry(request, study_id) -> bool:
-    """A worker entering a study: counted per client address (``HUMEVAL_THROTTLE_ENTRY``)
-    and per study (``HUMEVAL_THROTTLE_ENTRY_STUDY``, high enough for a crowd)."""
-    return allow("entry", client_ip(request), settings.HUMEVAL_THROTTLE_ENTRY) and allow(
-        "entry-study", str(study_id), settings.HUMEVAL_THROTTLE_ENTRY_STUDY
-    )
+def allow_entry(request, study_id, *, returning: bool) -> bool:
+    """A worker entering a study: counted per client address (``HUMEVAL_THROTTLE_ENTRY``),
+    and, for a worker new to the study, against the study's budget of new entrants
+    (``HUMEVAL_THROTTLE_ENTRY_STUDY``), which counts each client address once per window:
+    a flood from a few dozen addresses takes a few dozen of it, never the whole budget.
+    A returning worker (``returning``: already a participant) never waits for the study's
+    budget, so those who hold work keep it whatever the flood (docs/reliability.md)."""
+    address = client_ip(request)
+    if not allow("entry", address, settings.HUMEVAL_THROTTLE_ENTRY):
+        return False
+    if returning:
+        return True
+    return _spend(
+        _key("entry-study", str(study_id)),
+        settings.HUMEVAL_THROTTLE_ENTRY_STUDY,
+        member=_key("entry-study-address", f"{study_id}:{address}"),
+    )[0]
 
 
 @once
@@ -214,8 +272,8 @@ class UserThrottle(throttling.UserRateThrottle):
 
 class ThrottledTokenAuthentication(TokenAuthentication):
     """Token authentication that counts wrong tokens per client address: past
-    ``HUMEVAL_THROTTLE_API_TOKEN_FAILURES`` in its window every token from that address,
-    right or wrong, answers 429 until the window ends."""
+    ``HUMEVAL_THROTTLE_API_TOKEN_FAILURES`` every token from that address, right or wrong,
+    answers 429 (with ``Retry-After``) until the bucket lets one more through."""
 
     def authenticate(self, request):
         header = get_authorization_header(request).split()
@@ -223,9 +281,9 @@ class ThrottledTokenAuthentication(TokenAuthentication):
             return None
         rate = settings.HUMEVAL_THROTTLE_API_TOKEN_FAILURES
         address = client_ip(request)
-        if exceeded("token-failure", address, rate):
-            window = parse_rate(rate)[1]
-            raise exceptions.Throttled(wait=window - time.time() % window)
+        wait = retry_after("token-failure", address, rate)
+        if wait > 0:
+            raise exceptions.Throttled(wait=wait)
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed:

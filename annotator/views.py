@@ -122,7 +122,10 @@ def participant_view(view):
 def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
     """Remember the participation in a cookie, then go to the instructions (first
     visit) or straight back to work (a returning worker resumes)."""
-    if not throttle.allow_entry(request, study.pk):
+    returning = selectors.is_participant(
+        study, platform=entry["platform"], external_id=entry["external_id"]
+    )
+    if not throttle.allow_entry(request, study.pk, returning=returning):
         return _too_many(request)
     if not study.is_active:
         return _message(request, "Study closed", "This study is not accepting workers.", 410)

@@ -198,6 +198,7 @@ _sweep = float(os.environ.get("HUMEVAL_SWEEP_SECONDS", "60"))
 CELERY_BEAT_SCHEDULE = {
     "recover-rounds": {"task": "protocol.recover_rounds", "schedule": _sweep},
     "release-expired-leases": {"task": "annotator.release_expired_leases", "schedule": _sweep},
+    "sweep-unused-entries": {"task": "annotator.sweep_unused_entries", "schedule": _sweep},
 }
 CELERY_ACCEPT_CONTENT = ["json"]
 
@@ -319,7 +320,12 @@ SPECTACULAR_SETTINGS = {
 # --- Product defaults ------------------------------------------------------------------------
 # Entering a study: per client address, and per study (a crowd arrives at once).
 HUMEVAL_THROTTLE_ENTRY = os.environ.get("HUMEVAL_THROTTLE_ENTRY", "30/min")
+# The study's budget counts new entrants only, each client address once per window
+# (annotator/throttle.py allow_entry): returning workers never wait for it.
 HUMEVAL_THROTTLE_ENTRY_STUDY = os.environ.get("HUMEVAL_THROTTLE_ENTRY_STUDY", "600/min")
+# An entry that never led to any work (no item taken, no test question answered, no code)
+# is deleted after this many minutes by the periodic sweep, with a worker left with nothing.
+HUMEVAL_ENTRY_SWEEP_MINUTES = float(os.environ.get("HUMEVAL_ENTRY_SWEEP_MINUTES", "120"))
 # Wrong API tokens per client address; past it every token from there answers 429.
 HUMEVAL_THROTTLE_API_TOKEN_FAILURES = os.environ.get(
     "HUMEVAL_THROTTLE_API_TOKEN_FAILURES", "30/min"

@@ -82,8 +82,8 @@ def _fresh_throttle_counts():
 
 @pytest.fixture
 def frozen_throttle_window(monkeypatch):
-    """The throttle's wall clock held in the middle of a minute, so requests that a test
-    counts never straddle a window boundary on a slow machine (the windows are fixed)."""
+    """The throttle's wall clock held still, so a token bucket refills nothing while a test
+    counts requests on a slow machine."""
     import time
     from types import SimpleNamespace
 

@@ -230,3 +230,68 @@ def test_a_redis_outage_costs_no_api_request(db):
         assert client.get("/api/studies/", HTTP_AUTHORIZATION=f"Token {good}").status_code == 200
         assert client.get("/api/studies/").status_code == 401  # anonymous: throttled, answered
         assert client.get("/api/studies/", HTTP_AUTHORIZATION="Token bad").status_code == 401
+
+
+def test_sixty_entries_in_four_seconds_across_a_minute_boundary_are_refused(monkeypatch):
+    """A fixed window counted 30 in the last 2 s of one minute and 30 in the first 2 s of
+    the next: all 60 passed a 30/min limit. The bucket passes its burst of 30, then one
+    per 2 s."""
+    from types import SimpleNamespace
+
+    clock = [(time.time() // 60 + 1) * 60 - 2.0]
+    monkeypatch.setattr(
+        throttle, "time", SimpleNamespace(time=lambda: clock[0], monotonic=time.monotonic)
+    )
+    passed = []
+    for _ in range(60):
+        passed.append(throttle.allow("entry", "198.51.100.1", "30/min"))
+        clock[0] += 4 / 60
+    assert sum(passed) <= 32 and passed[:30] == [True] * 30
+    clock[0] += 60  # a minute later the bucket is full again
+    assert [throttle.allow("entry", "198.51.100.1", "30/min") for _ in range(31)] == [True] * 30 + [
+        False
+    ]
+
+
+@override_settings(HUMEVAL_THROTTLE_ENTRY="30/min", HUMEVAL_THROTTLE_ENTRY_STUDY="5/min")
+def test_the_study_budget_counts_addresses_and_never_holds_back_returning_workers(make_study):
+    study = make_study()
+
+    browsers: dict[str, Client] = {}
+
+    def enter(worker: str, address: str) -> int:
+        client = browsers.setdefault(worker, Client())
+        url = f"/w/{study.public_id}/"
+        return client.get(url, {"worker": worker}, REMOTE_ADDR=address).status_code
+
+    # one address entering many new workers takes one unit of the study's budget
+    assert [enter(f"flood{i}", "198.51.100.1") for i in range(20)] == [302] * 20
+    assert [enter(f"w{i}", f"203.0.113.{i}") for i in range(4)] == [302] * 4
+    assert enter("late", "203.0.113.50") == 429  # five addresses: the budget is used up
+    # a worker already in the study enters again (another address) whatever the budget
+    assert enter("w0", "192.0.2.77") == 302
+    assert enter("flood3", "192.0.2.78") == 302
+
+
+def test_entries_that_never_led_to_work_are_swept(make_study, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotator import services
+    from annotator.models import Annotator, Participation
+
+    settings.HUMEVAL_ENTRY_SWEEP_MINUTES = 60
+    study = make_study()
+    idle, working = Client(REMOTE_ADDR="198.51.100.1"), Client(REMOTE_ADDR="198.51.100.2")
+    assert idle.get(f"/w/{study.public_id}/", {"worker": "idle"}).status_code == 302
+    assert working.get(f"/w/{study.public_id}/", {"worker": "busy"}).status_code == 302
+    assert working.get(f"/w/{study.public_id}/task/").status_code == 200  # took an item
+    assert services.participations_sweep_unused() == 0  # too recent
+    later = timezone.now() + timedelta(minutes=61)
+    assert services.participations_sweep_unused(now=later) == 1
+    assert list(Participation.objects.values_list("annotator__external_id", flat=True)) == ["busy"]
+    assert not Annotator.objects.filter(external_id="idle").exists()
+    # the swept worker's browser is told to open its link again, and may
+    assert idle.get(f"/w/{study.public_id}/task/").status_code == 403
+    assert idle.get(f"/w/{study.public_id}/", {"worker": "idle"}).status_code == 302
