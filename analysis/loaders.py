@@ -16,6 +16,7 @@ Malformed input raises :class:`ValueError` naming the file and line (or record).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ from formats.labels import LabelRows, read_export
 from formats.ratings import rating_records
 from formats.vocab import FLIP, PAIRWISE_WORDS
 from kinds.criteria import EXPORT_COLUMNS
+from kinds.ranking import export_pairs
 
 __all__ = [
     "JUDGE_COLUMNS",
@@ -174,8 +176,9 @@ def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
         raise ValueError(f"{path}: the file holds no labels")
     score_cols = [c for c in rows.columns if str(c).startswith("score_")]
     missing = [c for c in ("item_id", "annotator") if c not in rows.columns]
-    if "label" not in rows.columns and "scores" not in rows.columns and not score_cols:
-        missing.append("label or scores")
+    ranked = {"ranking", "systems"} <= set(rows.columns)
+    if not ({"label", "scores", "score"} & set(rows.columns)) and not score_cols and not ranked:
+        missing.append("label, scores, score or ranking")
     if missing:
         raise ValueError(
             f"{path}: not a label export: missing {', '.join(missing)} "
@@ -237,7 +240,10 @@ def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
             )
         )
         properties.append(prop)
-    if has_label.any():
+    pairs, pair_items = (
+        _ranking_pairs(rows, base, col("input_id"), gold, where, errors) if ranked else ([], [])
+    )
+    if has_label.any() or pairs:
         bad = has_label & ~np.isin(label.astype(str), PAIRWISE_LABELS)
         for i in np.flatnonzero(bad)[:_MAX_ERRORS]:
             errors.add(where[i], f"label {label[i]!r} is not one of {list(PAIRWISE_LABELS)}")
@@ -248,7 +254,9 @@ def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
                 | {"label": label[sel].astype(str), "property": PREFERENCE_PROPERTY}
             )
         )
-        observed = set(label[sel].astype(str)) | {"A", "B"}
+        if pairs:
+            frames.append(pd.DataFrame(pairs).assign(property=PREFERENCE_PROPERTY))
+        observed = set(label[sel].astype(str)) | {p["label"] for p in pairs} | {"A", "B"}
         properties.append(
             Property(
                 PREFERENCE_PROPERTY,
@@ -280,8 +288,68 @@ def _export_dataset(parsed: LabelRows, path: Path) -> Dataset:
     if "priority" in rows.columns:
         prio = pd.to_numeric(pd.Series(col("priority")), errors="coerce")
         items["priority"] = prio.to_numpy()
+    if pair_items:  # a ranked item is read as its pairs (as the study's report reads it)
+        plain = ~np.isin(item.to_numpy(), [r["_of"] for r in pair_items])
+        items = pd.concat(
+            [items[plain], pd.DataFrame(pair_items).drop(columns="_of")], ignore_index=True
+        )
     items = items.drop_duplicates("item", ignore_index=True)
     return Dataset(annotations, items, properties, title=path.name, source=str(path))
+
+
+def _json_cell(value: Any) -> Any:
+    """A list column's cell: a list (JSON) or its JSON text (CSV); None when empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        return json.loads(value)
+    return value
+
+
+def _ranking_pairs(
+    rows: pd.DataFrame,
+    base: dict[str, np.ndarray],
+    input_ids: np.ndarray,
+    gold: np.ndarray,
+    where: list[str],
+    errors: _Errors,
+) -> tuple[list[dict], list[dict]]:
+    """A ranking export's rows (``systems`` in system order, ``ranking`` tiers of their
+    names) as the pairwise rows the study's report reads: per pair of positions i < j the
+    item ``"<item_id>:<i>-<j>"`` labelled ``A``/``B``/``tie`` (:func:`kinds.ranking.export_pairs`),
+    and those pair items with their two systems (``_of``: the ranked item)."""
+    pairs: list[dict] = []
+    items: dict[str, dict] = {}
+    for n, (systems, ranking) in enumerate(
+        zip(rows["systems"].to_numpy(), rows["ranking"].to_numpy(), strict=True)
+    ):
+        try:
+            systems, ranking = _json_cell(systems), _json_cell(ranking)
+            if ranking is None:
+                continue
+            if not isinstance(systems, list) or not isinstance(ranking, list):
+                raise ValueError("systems and ranking must be lists of system names")
+            found = export_pairs([str(s) for s in systems], ranking)
+        except (ValueError, TypeError) as exc:
+            errors.add(where[n], f"ranking: {exc}")
+            continue
+        for i, j, label in found:
+            key = f"{base['item'][n]}:{i}-{j}"
+            pairs.append({k: v[n] for k, v in base.items()} | {"item": key, "label": label})
+            items.setdefault(
+                key,
+                {
+                    "item": key,
+                    "input_id": input_ids[n],
+                    "system_a": str(systems[i]),
+                    "system_b": str(systems[j]),
+                    "is_gold": bool(gold[n]),
+                    "_of": base["item"][n],
+                },
+            )
+    return pairs, list(items.values())
 
 
 def _score_columns(
@@ -310,6 +378,14 @@ def _score_columns(
         cells = rows[column].astype(str).to_numpy()
         keep = np.flatnonzero(np.char.str_len(cells.astype(str)) > 0)
         pos, vals = found.setdefault(name, ([], []))
+        pos.extend(keep.tolist())
+        vals.extend(cells[keep].tolist())
+    if "score" in rows.columns and not found.get("score", ([], []))[0]:
+        # one score per label in a column of its own (error spans), read as ``scores.score``
+        blank = _blank(rows["score"])
+        keep = np.flatnonzero(~blank)
+        cells = rows["score"].astype(object).to_numpy()
+        pos, vals = found.setdefault("score", ([], []))
         pos.extend(keep.tolist())
         vals.extend(cells[keep].tolist())
     out = {}

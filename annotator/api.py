@@ -27,7 +27,7 @@ from rest_framework.response import Response
 
 from . import importers, selectors, services
 from .choices import AnnotationSource
-from .errors import ImportRejected
+from .errors import ImportRejected, NoJudgeBenchForm
 from .filters import PAIR_PATTERN, TEXT_PATTERN, LabelFilter
 from .models import Annotation
 from .openapi import JUDGEBENCH_SCHEMA, ApiSchema
@@ -51,6 +51,19 @@ REJECTED = OpenApiResponse(
 TOO_LARGE = OpenApiResponse(
     REJECTED_FILE_SCHEMA,
     description="The file is above the import size limit (`HUMEVAL_IMPORT_MAX_BYTES`).",
+)
+NO_JUDGEBENCH_FORM = OpenApiResponse(
+    {
+        "type": "object",
+        "properties": {
+            "detail": {"type": "string"},
+            "kind": {"type": "string"},
+            "judgebench_kinds": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["detail", "kind", "judgebench_kinds"],
+    },
+    description="The study's kind has no Judge-Bench form (ranking, error spans): `detail` "
+    "says so, `kind` names it and `judgebench_kinds` the kinds that export as Judge-Bench.",
 )
 PAGE_SIZE_HELP = "Labels per page: a whole number, at least 1 (at most 10000 are sent)."
 #: Room for the multipart envelope around an upload at the size limit.
@@ -195,8 +208,10 @@ LINK = OpenApiParameter(
                 LabelSerializer(many=True),
                 description="JSON: a cursor page. JSON Lines: one label object per line. "
                 "CSV: a header row (the label fields, Likert scores as `score_<criterion>` "
-                "columns), then one row per label. CSV and JSON Lines name the next page in "
-                "`Link`.",
+                "columns, then the kind's own columns: pairwise criteria, a ranking's "
+                "`systems`/`display_order`/`ranking`, error spans' `score`/`spans`/…), then "
+                "one row per label. CSV and JSON Lines name the next page in `Link`. The "
+                "columns of each kind: docs/import-formats.md.",
             ),
             (200, "application/jsonl"): OpenApiTypes.STR,
             (200, "text/csv"): OpenApiTypes.STR,
@@ -311,12 +326,16 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         "declaring each property, `instances` with `individual_human_scores` and "
         "`majority_human`), unpaged; flagged labels are left out, as in the report. "
         "`python -m analysis report` and `import_study` read it back.",
-        responses={200: JUDGEBENCH_SCHEMA},
+        responses={200: JUDGEBENCH_SCHEMA, 409: NO_JUDGEBENCH_FORM},
     )
     @action(detail=True, methods=["get"], url_path="judgebench", pagination_class=None)
     def judgebench(self, request, pk=None):
-        """A study's labels as a Judge-Bench dataset."""
-        return Response(selectors.study_judgebench(self.get_object()))
+        """A study's labels as a Judge-Bench dataset; 409 for a kind without that form."""
+        try:
+            return Response(selectors.study_judgebench(self.get_object()))
+        except NoJudgeBenchForm as exc:
+            body = {"detail": exc.message, "kind": exc.kind, "judgebench_kinds": exc.kinds}
+            return Response(body, status=exc.status)
 
     @extend_schema(
         request={"multipart/form-data": RatingsImportSerializer},

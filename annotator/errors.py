@@ -74,3 +74,21 @@ class OpenInAnotherBrowser(ServiceError):
     def __init__(self, message: str, available_at) -> None:
         super().__init__(message)
         self.available_at = available_at
+
+
+class NoJudgeBenchForm(ServiceError):
+    """A study whose kind has no Judge-Bench form (``Kind.judgebench_form``); ``kind`` names
+    it and ``kinds`` the kinds whose studies export as Judge-Bench."""
+
+    code = "no_judgebench_form"
+    status = 409
+
+    def __init__(self, kind, kinds_with_form: list) -> None:
+        nouns = " or ".join(k.noun or k.name for k in kinds_with_form)
+        super().__init__(
+            f"A {kind.noun or kind.name} study has no Judge-Bench form: Judge-Bench holds "
+            f"{nouns} labels. Export this study as CSV, JSON Lines, JSON or a Hugging Face "
+            "dataset."
+        )
+        self.kind = kind.name
+        self.kinds = [k.name for k in kinds_with_form]

@@ -12,7 +12,10 @@ from django.db import connection
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum, prefetch_related_objects
 from django.utils import timezone
 
+import kinds
+
 from .choices import AssignmentState
+from .errors import NoJudgeBenchForm
 from .models import (
     Annotation,
     Annotator,
@@ -89,17 +92,22 @@ def annotations_for_export(study: Study) -> QuerySet[Annotation]:
 
 def label_row(annotation: Annotation) -> dict[str, Any]:
     """One label with its provenance, normalised to system order; the kind's own columns
-    (``Kind.export_row``) follow the common ones."""
+    (``Kind.export_row``) follow the common ones. The pair columns (``system_a``,
+    ``system_b``, ``left_system``, ``preferred_system``) name the item's outputs when it
+    shows one (``system_a``) or two; an item of more outputs leaves them empty and the
+    kind's columns name its systems (ranking: ``systems``, ``display_order``)."""
     item = annotation.item
     systems = [o.system.name for o in item.output_list()]
-    system_a = systems[0]
-    system_b = systems[1] if len(systems) > 1 else None
+    pair = systems if len(systems) <= 2 else []
+    system_a = pair[0] if pair else None
+    system_b = pair[1] if len(pair) > 1 else None
     shown = annotation.assignment.display_order if annotation.assignment_id else None
-    left_system = systems[shown[0]] if shown and len(systems) > 1 else None
+    left_system = pair[shown[0]] if shown and len(pair) > 1 else None
     preferred = {"A": system_a, "B": system_b}.get(annotation.value)
     study = annotation.study
     kind, opts = study.kind_impl, _kind_options(study)
     own = kind.export_row(opts, annotation.answer or {}, systems, shown or [])
+    scores = (annotation.scores or None) if kind.export_scores else None
     return {
         "annotation_id": annotation.pk,
         "study_id": annotation.study_id,
@@ -114,7 +122,7 @@ def label_row(annotation: Annotation) -> dict[str, Any]:
         "raw_answer": annotation.raw_answer or None,
         "label": annotation.value or None,
         "preferred_system": preferred,
-        "scores": annotation.scores or None,
+        "scores": scores,
         "annotator": annotation.annotator.pseudonym,
         "source": annotation.source,
         "time_spent_ms": annotation.time_spent_ms,
@@ -132,10 +140,30 @@ def _kind_options(study: Study) -> dict[str, Any]:
     return cached
 
 
-def export_rows(annotations: Iterable[Annotation]) -> Iterator[dict[str, Any]]:
-    """:func:`label_row` of each annotation."""
+def export_rows(
+    annotations: Iterable[Annotation], *, texts: bool = False
+) -> Iterator[dict[str, Any]]:
+    """:func:`label_row` of each annotation; with ``texts``, also what it judged
+    (:func:`label_texts`), as the Hugging Face export publishes it."""
     for annotation in annotations:
-        yield label_row(annotation)
+        row = label_row(annotation)
+        yield row | label_texts(annotation) if texts else row
+
+
+def label_texts(annotation: Annotation) -> dict[str, Any]:
+    """The texts a label judged: ``input`` (a conversation input flattened, and its messages
+    as ``input_messages``) and ``outputs``, the item's outputs in system order as ``{system,
+    text, messages}`` (``messages``: a conversation output's, else ``None``)."""
+    item = annotation.item
+    conversation = (item.input.metadata or {}).get("conversation")
+    return {
+        "input": item.input.text,
+        "input_messages": conversation or None,
+        "outputs": [
+            {"system": o.system.name, "text": o.text, "messages": o.messages or None}
+            for o in item.output_list()
+        ],
+    }
 
 
 def study_progress(study: Study) -> dict[str, int]:
@@ -359,12 +387,14 @@ def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = No
     item an instance, the labels of ``annotations`` (default: all of the study's) without
     flagged ones, as the report leaves them out. Judge-Bench has two shapes, a pair of
     outputs with a preference (pairwise) and one output with scores (Likert); a kind
-    of another shape (``Kind.shape``) is refused with ``ValueError``."""
+    without a Judge-Bench form (``Kind.judgebench_form``) is refused with
+    :class:`~annotator.errors.NoJudgeBenchForm`, before anything is read."""
     from formats.judgebench_export import judgebench_document
 
-    shape = JUDGEBENCH_SHAPES.get(study.kind_impl.shape)
+    shape = JUDGEBENCH_SHAPES.get(study.kind_impl.judgebench_form)
     if shape is None:
-        raise ValueError(f"a {study.kind} study has no Judge-Bench form")
+        with_form = [kinds.get(name) for name in kinds.judgebench_kinds()]
+        raise NoJudgeBenchForm(study.kind_impl, with_form)
     if annotations is None:
         annotations = Annotation.objects.filter(study=study)
     labels = (
@@ -446,7 +476,7 @@ def _judgebench_likert(study: Study, labels: QuerySet) -> tuple:
     return properties, instance, lambda value, scores: scores or {}
 
 
-#: How items and labels of each shape (``Kind.shape``) take Judge-Bench's form.
+#: How items and labels of each Judge-Bench form (``Kind.judgebench_form``) are written.
 JUDGEBENCH_SHAPES = {"pair": _judgebench_pairwise, "rating": _judgebench_likert}
 
 

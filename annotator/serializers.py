@@ -63,10 +63,17 @@ class LabelSerializer(serializers.Serializer):
     input_id = serializers.CharField()
     round = serializers.IntegerField(allow_null=True)
     is_gold = serializers.BooleanField()
-    system_a = serializers.CharField()
-    system_b = serializers.CharField(allow_null=True)
+    system_a = serializers.CharField(
+        allow_null=True,
+        help_text="The item's first system (system order): the rated one of a Likert or "
+        "error-span item; empty for an item of more than two outputs (ranking: `systems`).",
+    )
+    system_b = serializers.CharField(
+        allow_null=True, help_text="The second system of a pairwise item; else empty."
+    )
     left_system = serializers.CharField(
-        allow_null=True, help_text="System shown on the left (display order)."
+        allow_null=True,
+        help_text="System shown on the left of a pairwise item (display order); else empty.",
     )
     raw_answer = serializers.CharField(
         allow_null=True, help_text="Answer as given: left / right / tie / both_good / both_bad."
@@ -75,7 +82,10 @@ class LabelSerializer(serializers.Serializer):
         allow_null=True, help_text="Answer in system order: A / B / tie / both_good / both_bad."
     )
     preferred_system = serializers.CharField(allow_null=True)
-    scores = serializers.DictField(allow_null=True, help_text="Likert scores per criterion.")
+    scores = serializers.DictField(
+        allow_null=True,
+        help_text="Likert scores per criterion (error spans: empty, see `score`).",
+    )
     annotator = serializers.CharField(help_text="Pseudonymous annotator id.")
     source = serializers.CharField()
     time_spent_ms = serializers.IntegerField(allow_null=True)

@@ -6,8 +6,9 @@ snapshot) or, with ``hub:owner/name``, a dataset on the Hub (network needed); th
 streamed. :func:`records` turns rows into the records of the JSONL study bundle, with a
 column map such as ``input=prompt,outputs.m1=answer_a,id=qid``.
 
-Out: :func:`save_labels` writes label rows as a ``datasets.Dataset`` with ``save_to_disk``
-and a dataset card (``README.md``: YAML header and the study's settings).
+Out: :func:`save_labels` writes label rows, with the texts they judge, in the Hub's layout
+(``data/*.parquet``) with a dataset card (``README.md``: YAML header and the study's
+settings); ``datasets.load_dataset(DIR)`` reads it back.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ __all__ = [
     "INSTALL_HINT",
     "MapError",
     "dataset_card",
+    "label_features",
     "open_rows",
     "parse_map",
     "push_labels",
     "records",
+    "require",
     "save_labels",
 ]
 
@@ -38,6 +41,11 @@ FIELDS = ("id", "input", "reference", "priority", "gold", "outputs", "metadata")
 
 class MapError(ValueError):
     """A column map that does not fit the dataset: the message names the columns."""
+
+
+def require():
+    """The ``datasets`` module; :class:`ImportError` with :data:`INSTALL_HINT` without it."""
+    return _datasets()
 
 
 def _datasets():
@@ -176,33 +184,55 @@ def write_bundle(out, recs: Iterable[dict], study: Mapping[str, Any] | None = No
 
 
 # --- out ----------------------------------------------------------------------------------------
-def _label_features(ds):
-    """Column types of the label rows; ``scores`` (an object whose values are numbers or
-    labels) is stored as JSON text, so any criterion keeps its values."""
-    v = ds.Value
-    return ds.Features(
-        {
-            "annotation_id": v("int64"),
-            "study_id": v("int64"),
-            "study_config_version": v("int64"),
-            "item_id": v("int64"),
-            "input_id": v("string"),
-            "round": v("int64"),
-            "is_gold": v("bool"),
-            "system_a": v("string"),
-            "system_b": v("string"),
-            "left_system": v("string"),
-            "raw_answer": v("string"),
-            "label": v("string"),
-            "preferred_system": v("string"),
-            "scores": v("string"),
-            "annotator": v("string"),
-            "source": v("string"),
-            "time_spent_ms": v("int64"),
-            "submitted_at": v("string"),
-            "flagged": v("bool"),
-        }
-    )
+#: Where :func:`save_labels` writes the rows, in the Hub's layout (the card's ``data_files``).
+DATA_FILE = "data/train-00000-of-00001.parquet"
+#: A message of a conversation, as imported.
+MESSAGES = [{"role": "string", "content": "string"}]
+#: The columns of the label export (``formats.labels.LABEL_FIELDS``) by type; ``scores`` (an
+#: object whose values are numbers or labels) is JSON text, so any criterion keeps its values.
+LABEL_TYPES: dict[str, Any] = {
+    "annotation_id": "int64",
+    "study_id": "int64",
+    "study_config_version": "int64",
+    "item_id": "int64",
+    "input_id": "string",
+    "round": "int64",
+    "is_gold": "bool",
+    "system_a": "string",
+    "system_b": "string",
+    "left_system": "string",
+    "raw_answer": "string",
+    "label": "string",
+    "preferred_system": "string",
+    "scores": "string",
+    "annotator": "string",
+    "source": "string",
+    "time_spent_ms": "int64",
+    "submitted_at": "string",
+    "flagged": "bool",
+}
+#: The texts each row carries, so a published dataset stands on its own: the input (a
+#: conversation's messages too) and the item's outputs in system order.
+TEXT_TYPES: dict[str, Any] = {
+    "input": "string",
+    "input_messages": MESSAGES,
+    "outputs": [{"system": "string", "text": "string", "messages": MESSAGES}],
+}
+
+
+def _feature(ds, spec: Any):
+    """A type as kinds declare it (``Kind.export_types``) as a ``datasets`` feature."""
+    if isinstance(spec, str):
+        return ds.Value(spec)
+    if isinstance(spec, list):
+        return [_feature(ds, spec[0])]
+    return {key: _feature(ds, value) for key, value in spec.items()}
+
+
+def label_features(ds, kind_types: Mapping[str, Any]):
+    """The features of the label rows: the export's columns, the kind's own, the texts."""
+    types = {**LABEL_TYPES, **kind_types, **TEXT_TYPES}
+    return ds.Features({name: _feature(ds, spec) for name, spec in types.items()})
 
 
 def _hf_rows(rows: Iterable[dict]) -> Iterator[dict]:
@@ -212,7 +242,8 @@ def _hf_rows(rows: Iterable[dict]) -> Iterator[dict]:
 
 
 def dataset_card(settings: Mapping[str, Any], n_rows: int) -> str:
-    """README.md of an exported study: a YAML header (for the Hub) and the settings."""
+    """README.md of an exported study: a YAML header (for the Hub and ``load_dataset``: the
+    rows are ``data/*.parquet``, one ``train`` split) and the settings."""
     import yaml  # PyYAML comes with datasets
 
     header = {
@@ -227,7 +258,12 @@ def dataset_card(settings: Mapping[str, Any], n_rows: int) -> str:
         else ["100K<n<1M"]
         if n_rows < 1_000_000
         else ["n>1M"],
-        "configs": [{"config_name": "default", "data_files": "data/*"}],
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": "train", "path": "data/*.parquet"}],
+            }
+        ],
         "humeval": dict(settings),
     }
     lines = [
@@ -238,8 +274,11 @@ def dataset_card(settings: Mapping[str, Any], n_rows: int) -> str:
         f"# {header['pretty_name']}",
         "",
         f"{n_rows} human labels exported from humeval, one row per label with its provenance "
-        "(the columns of `export_labels --format jsonl`; `scores` is a JSON object per Likert "
-        "label).",
+        "(the columns of `export_labels --format jsonl`, with the kind's own columns; `scores` "
+        "is a JSON object per Likert label) and the texts judged: `input` (and "
+        "`input_messages` when the input is a conversation) and `outputs`, the item's "
+        "outputs in system order, each with its `system`, `text` and, for a conversation, "
+        "`messages`.",
         "",
         "## Study settings",
         "",
@@ -250,13 +289,25 @@ def dataset_card(settings: Mapping[str, Any], n_rows: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_labels(rows: Iterable[dict], directory: str | Path, settings: Mapping[str, Any]):
-    """Write the label rows with ``Dataset.save_to_disk(directory)`` and the card
-    ``directory/README.md``; returns the dataset."""
+def save_labels(
+    rows: Iterable[dict],
+    directory: str | Path,
+    settings: Mapping[str, Any],
+    kind_types: Mapping[str, Any] | None = None,
+):
+    """Write the label rows (label export rows with the texts, :data:`TEXT_TYPES`) as
+    ``directory/data/*.parquet`` and the card ``directory/README.md``, the layout of a
+    dataset on the Hub, which ``datasets.load_dataset(directory)`` reads back; returns the
+    dataset. ``kind_types``: the kind's own columns (``Kind.export_types``)."""
     ds = _datasets()
-    data = ds.Dataset.from_list(list(_hf_rows(rows)), features=_label_features(ds))
+    features = label_features(ds, kind_types or {})
+    listed = list(_hf_rows(rows))
+    columns = {name: [row.get(name) for row in listed] for name in features}
+    data = ds.Dataset.from_dict(columns, features=features)
     directory = Path(directory)
-    data.save_to_disk(str(directory))
+    target = directory / DATA_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data.to_parquet(str(target))
     (directory / "README.md").write_text(dataset_card(settings, len(data)), encoding="utf-8")
     return data
 

@@ -20,6 +20,7 @@ __all__ = [
     "OptionError",
     "choices",
     "get",
+    "judgebench_kinds",
     "position_names",
     "preferences_from_scores",
 ]
@@ -38,3 +39,8 @@ def get(name: str) -> Kind:
 def choices() -> list[tuple[str, str]]:
     """``(name, label)`` of every kind, for ``Study.kind``'s choices."""
     return [(k.name, k.label) for k in _REGISTRY.values()]
+
+
+def judgebench_kinds() -> list[str]:
+    """The names of the kinds whose labels have a Judge-Bench form (``Kind.judgebench_form``)."""
+    return [k.name for k in _REGISTRY.values() if k.judgebench_form]

@@ -123,6 +123,15 @@ class Kind:
     #: its spans against the text). The server reads them with the answered item only for
     #: such a kind; any other kind is passed ``outputs=()``.
     answer_reads_outputs: ClassVar[bool] = False
+    #: The form a Judge-Bench dataset gives the kind's items and labels: ``"pair"`` (two
+    #: outputs and a categorical preference) or ``"rating"`` (one output, one property per
+    #: criterion); None: the kind has no Judge-Bench form and that export is refused with
+    #: the kinds that have one (:func:`kinds.judgebench_kinds`).
+    judgebench_form: ClassVar[str | None] = None
+    #: The label export's ``scores`` column carries the annotation's scores (Likert: criterion
+    #: → value); False when the kind's own columns hold them (error spans: ``score``), so the
+    #: export names each value once.
+    export_scores: ClassVar[bool] = True
 
     @property
     def instructions_template(self) -> str:
@@ -291,6 +300,12 @@ class Kind:
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         """The kind's own export columns."""
         return []
+
+    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        """The type of each of :meth:`export_fields`, for typed exports (a Hugging Face
+        dataset): ``"string"``, ``"int64"``, ``"float64"`` or ``"bool"``; ``[T]`` a list of
+        ``T``; ``{key: T, …}`` an object. Default: every column text."""
+        return dict.fromkeys(self.export_fields(opts), "string")
 
     def export_row(
         self,

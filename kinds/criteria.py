@@ -59,6 +59,7 @@ __all__ = [
     "criterion_labels",
     "export_fields",
     "export_row",
+    "export_types",
     "field_name",
     "form_rows",
     "gold_correct",
@@ -122,7 +123,12 @@ _SIDE_NEUTRAL = {"tie", "both_good", "both_bad"}
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Names a criterion may not take: the label export's own columns (LABEL_FIELDS and those
 #: the kinds add) — a criterion's ``<name>`` column would clash.
-EXPORT_COLUMNS = frozenset({*LABEL_FIELDS, "display_order", "answer", "systems", RATIONALE_FIELD})
+EXPORT_COLUMNS = frozenset(
+    {*LABEL_FIELDS, "answer", RATIONALE_FIELD}
+    | {"systems", "display_order", "ranking"}  # ranking
+    | {"score", "spans", "minor_errors", "major_errors", "mqm_errors"}  # error spans
+    | {"input", "input_messages", "outputs"}  # the Hugging Face export's texts
+)
 
 
 # --- options -------------------------------------------------------------------------------
@@ -527,6 +533,20 @@ def export_fields(opts: Mapping[str, Any]) -> list[str]:
     if _mode(opts) != "none":
         fields.append(RATIONALE_FIELD)
     return fields
+
+
+def export_types(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The type of each of :func:`export_fields` (see ``Kind.export_types``): a criterion's
+    label is text, its strength a whole number, the rationale text."""
+    types: dict[str, Any] = {}
+    for c in criteria_of(opts):
+        if opts.get("criteria"):
+            types[c["name"]] = "string"
+        if opts.get("strength"):
+            types[f"{c['name']}_strength"] = "int64"
+    if _mode(opts) != "none":
+        types[RATIONALE_FIELD] = "string"
+    return types
 
 
 def export_row(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:

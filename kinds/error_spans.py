@@ -269,6 +269,7 @@ class ErrorSpans(Kind):
     scored = True
     adaptive = True
     answer_reads_outputs = True
+    export_scores = False  # the score is the export's own ``score`` column
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         """``categories`` and ``max_spans`` checked (the study's common options pass through
@@ -417,6 +418,16 @@ class ErrorSpans(Kind):
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         return ["score", "spans", "minor_errors", "major_errors", "mqm_errors"]
+
+    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        span = {"start": "int64", "end": "int64", "severity": "string", "category": "string"}
+        return {
+            "score": "int64",
+            "spans": [span | {"text": "string"}],
+            "minor_errors": "int64",
+            "major_errors": "int64",
+            "mqm_errors": "float64",
+        }
 
     def export_row(
         self,

@@ -72,6 +72,7 @@ class Likert(Kind):
     scored = True
     adaptive = True
     shape = "rating"
+    judgebench_form = "rating"
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         criteria = [dict(c) for c in opts.get("criteria") or []] or [dict(DEFAULT_CRITERION)]

@@ -80,6 +80,7 @@ class Pairwise(Kind):
     extra_options = frozenset({"criteria", "strength", "rationale"})
     adaptive = True
     shape = "pair"
+    judgebench_form = "pair"
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         errors = []
@@ -207,6 +208,9 @@ class Pairwise(Kind):
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         return criteria.export_fields(opts)
+
+    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        return criteria.export_types(opts)
 
     def export_row(
         self,

@@ -17,8 +17,11 @@ per assignment; the worker orders them best → worst, with ties when the study 
   (m(m−1)/2 rows): 1.0 when i's tier is better, 0.0 when j's is, 0.5 when tied.
 * scores: criterion ``rank`` → position → rank (1 = best; a tied tier gets the mean of
   the places it covers, e.g. a tie for 2nd and 3rd is 2.5). Lower is better.
-* export: ``ranking`` (tiers of system names, best first) and ``display_order`` (system
-  names in the order shown).
+* export: ``systems`` (the item's systems in system order), ``display_order`` (the same
+  systems in the order shown, first = "Response 1") and ``ranking`` (tiers of system names,
+  best first); the common pair columns (``system_a``, ``system_b``, ``left_system``,
+  ``label``, ``preferred_system``) stay empty, as an item shows more than two outputs.
+  :func:`export_pairs` reads a row back as the pairs the report compares.
 * known answer (gold items, qualification questions): ``{"ranking": [[positions], …]}``
   (the full ranking, matched exactly, ties included) or ``{"top": position}`` (the best
   output: the worker's best tier must be that output alone). :func:`expected_from_gold`
@@ -307,7 +310,10 @@ class Ranking(Kind):
         }
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
-        return ["ranking", "display_order"]
+        return ["systems", "display_order", "ranking"]
+
+    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        return {"systems": ["string"], "display_order": ["string"], "ranking": [["string"]]}
 
     def export_row(
         self,
@@ -316,13 +322,41 @@ class Ranking(Kind):
         systems: Sequence[str],
         display_order: Sequence[int],
     ) -> dict[str, Any]:
-        """``ranking``: tiers of system names, best first; ``display_order``: the system
-        names in the order shown (JSON lists; ``None`` when unknown)."""
+        """``systems``: the item's system names in system order; ``display_order``: the same
+        in the order shown; ``ranking``: tiers of system names, best first (lists; ``None``
+        when unknown)."""
         ranking = answer.get("ranking") or []
         return {
-            "ranking": [[systems[p] for p in tier] for tier in ranking] or None,
+            "systems": list(systems) or None,
             "display_order": [systems[p] for p in display_order] or None,
+            "ranking": [[systems[p] for p in tier] for tier in ranking] or None,
         }
 
 
 KIND = Ranking()
+
+
+def export_pairs(systems: Sequence[str], ranking: Sequence[Sequence[str]]) -> list[tuple]:
+    """An exported ranking (``systems`` in system order, ``ranking`` tiers of their names,
+    best first) as the report reads it: per pair of positions i < j, ``(i, j, label)`` with
+    label ``A`` (i ranked better), ``B`` or ``tie`` — the pairs of
+    :meth:`Ranking.pair_preferences`. :class:`ValueError` when a name is not one of
+    ``systems`` or appears twice.
+
+    >>> export_pairs(["x", "y", "z"], [["z"], ["x", "y"]])
+    [(0, 1, 'tie'), (0, 2, 'B'), (1, 2, 'B')]
+    """
+    index = {name: i for i, name in enumerate(systems)}
+    tier_of: dict[int, int] = {}
+    for t, tier in enumerate(ranking):
+        for name in tier:
+            if name not in index:
+                raise ValueError(f"the ranking names {name!r}, not one of the item's systems")
+            if index[name] in tier_of:
+                raise ValueError(f"the ranking names {name!r} twice")
+            tier_of[index[name]] = t
+    labels = {-1: "A", 0: "tie", 1: "B"}
+    return [
+        (i, j, labels[(tier_of[i] > tier_of[j]) - (tier_of[i] < tier_of[j])])
+        for i, j in itertools.combinations(sorted(tier_of), 2)
+    ]

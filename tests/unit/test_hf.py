@@ -105,6 +105,13 @@ def test_a_row_the_bundle_refuses_is_named_and_nothing_written(tmp_path):
     assert not Study.objects.exists()
 
 
+def _load(directory, tmp_path) -> list[dict]:
+    """The exported dataset as ``datasets.load_dataset`` reads it (one ``train`` split)."""
+    return datasets.load_dataset(str(directory), cache_dir=str(tmp_path / "cache"))[
+        "train"
+    ].to_list()
+
+
 @pytest.mark.django_db
 def test_export_hf_gives_the_jsonl_rows_and_a_card_with_the_settings(make_study, tmp_path):
     study = make_study(pairwise_bundle(n_inputs=3, systems=("s1", "s2")), redundancy=2)
@@ -112,9 +119,11 @@ def test_export_hf_gives_the_jsonl_rows_and_a_card_with_the_settings(make_study,
     call_command("export_labels", study.pk, "--format", "jsonl", "-o", str(tmp_path / "l.jsonl"))
     expected = [json.loads(line) for line in (tmp_path / "l.jsonl").read_text().splitlines()]
     call_command("export_labels", study.pk, "--format", "hf", str(tmp_path / "ds"))
-    rows = datasets.load_from_disk(str(tmp_path / "ds")).to_list()
+    rows = _load(tmp_path / "ds", tmp_path)
     for row in rows:
         row["scores"] = None if row["scores"] is None else json.loads(row["scores"])
+        for text in ("input", "input_messages", "outputs"):  # the texts judged
+            del row[text]
     assert len(expected) == 6 and rows == expected
     card = (tmp_path / "ds" / "README.md").read_text()
     header = card.split("---\n")[1]
@@ -131,7 +140,7 @@ def test_likert_scores_survive_the_hf_export(make_study, tmp_path):
     study = make_study(pairwise_bundle(n_inputs=2, kind="likert", **extra), redundancy=1)
     annotate(study, workers=("w1",), likert=lambda rng: {"fluency": rng.randint(1, 5)})
     call_command("export_labels", study.pk, "--format", "hf", str(tmp_path / "ds"))
-    rows = datasets.load_from_disk(str(tmp_path / "ds")).to_list()
+    rows = _load(tmp_path / "ds", tmp_path)
     assert len(rows) == 4 and all(1 <= json.loads(r["scores"])["fluency"] <= 5 for r in rows)
     assert "fluency" in (tmp_path / "ds" / "README.md").read_text()
 

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
 
+from annotator.errors import NoJudgeBenchForm
 from annotator.filters import LabelFilter
 from annotator.models import Study
 from annotator.renderers import csv_text, jsonl_lines
@@ -69,7 +70,10 @@ class Command(BaseCommand):
             elif format == "jsonl":
                 chunks = jsonl_lines(rows)
             elif format == "judgebench":
-                document = study_judgebench(study_obj, filterset.qs)
+                try:
+                    document = study_judgebench(study_obj, filterset.qs)
+                except NoJudgeBenchForm as exc:
+                    raise CommandError(exc.message) from None
                 chunks = [json.dumps(document, ensure_ascii=False, indent=1), "\n"]
             else:
                 chunks = _json_array(rows)
@@ -92,11 +96,21 @@ class Command(BaseCommand):
         if target.exists() and any(target.iterdir()):
             raise CommandError(f"{target} is not empty; name a new or empty directory")
         try:
-            data = hf.save_labels(
-                export_rows(annotations.iterator(chunk_size=2000)), target, study_settings(study)
-            )
+            hf.require()
         except ImportError as exc:
             raise CommandError(str(exc)) from None
+        if not annotations.exists():
+            # datasets.load_dataset cannot read back a split of no rows
+            raise CommandError(
+                f"study {study.pk} has no labels to export (none yet, or none match the "
+                "filters); a Hugging Face dataset needs at least one. Nothing was written."
+            )
+        data = hf.save_labels(
+            export_rows(annotations.iterator(chunk_size=2000), texts=True),
+            target,
+            study_settings(study),
+            study.kind_impl.export_types(study.kind_options()),
+        )
         if repo:  # needs the network and a Hub token (HF_TOKEN); not exercised by the tests
             hf.push_labels(data, repo, (target / "README.md").read_text(encoding="utf-8"))
         self.stderr.write(f"wrote {len(data)} labels to {target}")

@@ -9,7 +9,7 @@ import pytest
 import kinds
 from kinds import AnswerError, OptionError
 from kinds.ranking import KIND as RANKING
-from kinds.ranking import expected_from_gold, rank_positions
+from kinds.ranking import expected_from_gold, export_pairs, rank_positions
 
 TIES = {"allow_tie": True}
 NO_TIES = {"allow_tie": False}
@@ -176,12 +176,28 @@ def test_summary_leaves_the_pairwise_columns_empty():
 def test_export_names_systems_best_to_worst_and_the_order_shown():
     systems = ["gpt", "llama", "mistral"]
     answer = RANKING.parse_answer(TIES, [2, 0, 1], {"ranking": "[[1], [0, 2]]"})
-    assert RANKING.export_fields(TIES) == ["ranking", "display_order"]
+    assert RANKING.export_fields(TIES) == ["systems", "display_order", "ranking"]
+    assert list(RANKING.export_types(TIES)) == RANKING.export_fields(TIES)
     assert RANKING.export_row(TIES, answer, systems, [2, 0, 1]) == {
-        "ranking": [["gpt"], ["llama", "mistral"]],
+        "systems": ["gpt", "llama", "mistral"],
         "display_order": ["mistral", "gpt", "llama"],
+        "ranking": [["gpt"], ["llama", "mistral"]],
     }
-    assert RANKING.export_row(TIES, {}, systems, []) == {"ranking": None, "display_order": None}
+    assert RANKING.export_row(TIES, {}, [], []) == dict.fromkeys(RANKING.export_fields(TIES))
+
+
+def test_an_exported_ranking_reads_back_as_its_pairs():
+    systems = ["gpt", "llama", "mistral"]
+    answer = RANKING.parse_answer(TIES, [2, 0, 1], {"ranking": "[[1], [0, 2]]"})
+    row = RANKING.export_row(TIES, answer, systems, [2, 0, 1])
+    labels = {1.0: "A", 0.0: "B", 0.5: "tie"}
+    assert export_pairs(row["systems"], row["ranking"]) == [
+        (i, j, labels[p]) for _, i, j, p in RANKING.pair_preferences(TIES, answer)
+    ]
+    with pytest.raises(ValueError, match="not one of the item's systems"):
+        export_pairs(systems, [["gpt"], ["claude"]])
+    with pytest.raises(ValueError, match="twice"):
+        export_pairs(systems, [["gpt"], ["gpt", "llama"]])
 
 
 # --- gold answers ----------------------------------------------------------------------
