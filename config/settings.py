@@ -359,4 +359,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("HUMEVAL_LOG_LEVEL", "WARNING")},
+    # embedded mode (no broker, tasks run in the process): kombu's "No hostname was
+    # supplied" warning is about a connection that is never made
+    "loggers": {} if CELERY_BROKER_URL else {"kombu.connection": {"level": "ERROR"}},
 }

@@ -133,3 +133,68 @@ def test_demo_pairwise_instructions_are_for_people(db, capsys):
     task = client.get(f"/w/{study.public_id}/task/").content.decode()
     assert "Which response follows the instruction better?" in task
     assert "model_a" not in task and "Instruction:" not in task
+
+
+def test_demo_checks_the_port_first_and_names_the_variable(db, capsys):
+    """A busy port stops the demo before it prints links to it (was: links to :8000, then
+    runserver's 'That port is already in use.')."""
+    import socket
+
+    from django.core.management.base import CommandError
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CommandError) as err:
+            call_command("demo", addr=f"127.0.0.1:{port}", check_port=True)
+    message = str(err.value)
+    assert f"127.0.0.1:{port} is already in use" in message
+    assert "HUMEVAL_DEMO_ADDR=127.0.0.1:8123 ./run demo" in message
+    assert "/w/" not in capsys.readouterr().out and not Study.objects.exists()
+    # a free port passes the check
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    call_command("demo", addr=f"127.0.0.1:{free}", check_port=True)
+    assert f"http://127.0.0.1:{free}/admin/" in capsys.readouterr().out
+
+
+def test_demo_names_each_report_and_resets(db, capsys):
+    call_command("demo")
+    out = capsys.readouterr().out
+    reports = out.split("Reports (log in as admin first):")[1].split("\n\n")[0].splitlines()
+    for study in Study.objects.all():
+        at = reports.index(f"  {study.name}")
+        assert reports[at + 1] == f"    http://127.0.0.1:8000/studies/{study.pk}/report/"
+    assert "./run demo --reset" in out
+    pairwise = Study.objects.get(kind="pairwise", collection="all")
+    client = Client()
+    client.get(f"/w/{pairwise.public_id}/?worker=someone")  # a worker took part
+    before = set(Study.objects.values_list("pk", flat=True))
+    call_command("demo", reset=True)
+    out = capsys.readouterr().out
+    assert "Reset: deleted 5 demo studies and their labels." in out
+    assert Study.objects.count() == 5 and not before & set(
+        Study.objects.values_list("pk", flat=True)
+    )
+    assert not Annotation.objects.filter(source="platform").exists()
+    from annotator.models import Participation, QualificationTest
+
+    assert not Participation.objects.exists()
+    assert QualificationTest.objects.filter(studies=None).count() == 0
+
+
+def test_favicon_is_served(client):
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
+    assert client.post("/favicon.ico").status_code == 405
+
+
+def test_embedded_mode_silences_kombus_no_hostname_warning(settings):
+    import logging
+
+    assert not settings.CELERY_BROKER_URL  # the unit tests run embedded, as the demo does
+    kombu = logging.getLogger("kombu.connection")
+    assert not kombu.isEnabledFor(logging.WARNING) and kombu.isEnabledFor(logging.ERROR)
