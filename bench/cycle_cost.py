@@ -1,15 +1,17 @@
 """Per-request cost of the worker cycle: CPU of the web code and of the database, SQL
-statements, one request at a time, in process.
+statements, one request at a time, in process, per task kind.
 
-The load bench's study (adaptive pairwise, 8 systems, redundancy 3) through the production
-WSGI application (every middleware, CSRF, throttles, the signed cookie, templates),
-``--workers`` simulated workers taking turns, and the trivial ``GET /api/studies/`` for
-comparison. Per request kind: median and mean CPU of the web thread and of the PostgreSQL
-backend (from /proc; SQLite runs in the web thread), statements and median wall time.
-PostgreSQL (default: private cluster, fsync on, Redis) decides no round (no Celery worker);
+The load bench's study (adaptive, 8 systems, redundancy 3; one study per kind: pairwise,
+Likert, ranking, error spans) through the production WSGI application (every middleware,
+CSRF, throttles, the signed cookie, templates), ``--workers`` simulated workers taking
+turns, then the end of the round (the answers that find no task, the waiting page's looks
+while the round awaits its decision), and the trivial ``GET /api/studies/`` for comparison.
+Per request: median and mean CPU of the web thread and of the PostgreSQL backend (from
+/proc; SQLite runs in the web thread), statements and median wall time. PostgreSQL
+(default: private cluster, fsync on, Redis) decides no round (no Celery worker);
 ``--sqlite`` is the embedded default. ``--profile FILE`` writes a cProfile of the answers.
 
-    python bench/cycle_cost.py [--sqlite] [--cycles 1000] [--profile FILE]
+    python bench/cycle_cost.py [--sqlite] [--kinds pairwise ...] [--cycles 1000]
 """
 
 from __future__ import annotations
@@ -110,10 +112,18 @@ def backend_cpu(pid: int | None) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sqlite", action="store_true")
-    p.add_argument("--cycles", type=int, default=1000, help="answers measured")
+    p.add_argument("--cycles", type=int, default=1000, help="answers measured per kind")
     p.add_argument("--workers", type=int, default=50, help="workers taking turns")
     p.add_argument("--api", type=int, default=500, help="trivial requests measured")
     p.add_argument("--warmup", type=int, default=100, help="unmeasured answers first")
+    p.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=list(load.KINDS),
+        default=list(load.KINDS),
+        help="task kinds measured, one study each (default: all four)",
+    )
+    p.add_argument("--looks", type=int, default=3, help="looks of each waiting worker")
     p.add_argument("--profile", metavar="FILE", help="cProfile of the answers into FILE")
     args = p.parse_args(argv)
     largs = load.parse_args(["--sqlite"] if args.sqlite else [])
@@ -128,13 +138,15 @@ def main(argv: list[str] | None = None) -> int:
         stack.stop()
 
 
+Row = tuple[float, float, int, float]  # web CPU, database CPU, statements, wall (seconds)
+
+
 def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) -> int:
     if not args.sqlite:
         stack.start_postgres()
         stack.start_redis()
     stack.manage("migrate", "--noinput")
     load.django_setup(stack.env)
-    setup = load.prepare_study(largs)
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext  # noqa: F401 - settles the import
@@ -142,8 +154,6 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
     from config.wsgi import application
 
     call = Wsgi(application)
-    base = f"/w/{setup.public_id}/"
-    kinds: dict[str, list[tuple[float, float, int, float]]] = defaultdict(list)
     profiler = cProfile.Profile(time.thread_time) if args.profile else None
     queries = [0]
 
@@ -151,7 +161,7 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
         queries[0] += 1
         return execute(sql, params, many, context)
 
-    def timed(kind: str, measure: bool, *a, **kw):
+    def timed(into: dict[str, list[Row]], kind: str, measure: bool, *a, **kw):
         pid = None
         if connection.vendor == "postgresql" and connection.connection is not None:
             pid = connection.connection.info.backend_pid
@@ -170,79 +180,30 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
             pid = pid or connection.connection.info.backend_pid
         db = backend_cpu(pid) - db0
         if measure:
-            kinds[kind].append((cpu, db, queries[0], wall))
+            into[kind].append((cpu, db, queries[0], wall))
         return out
 
-    jars = [dict() for _ in range(args.workers)]
-    pages: list[load.TaskPage | None] = [None] * args.workers
-    import random
-
-    rng = random.Random(1)
-    for n, jar in enumerate(jars):
-        status, head, _ = timed("entry", True, "GET", f"{base}?worker=cost-{n}", cookies=jar)
-        assert status == 302, status
-        timed("instructions", True, "GET", urlsplit(head["location"]).path, cookies=jar)
-        status, _, body = timed("task-get", True, "GET", f"{base}task/", cookies=jar)
-        pages[n] = load.parse_task_page(body.decode())
-        assert pages[n] is not None, body[:300]
-    answered = 0
-    total = args.warmup + args.cycles
-    while answered < total:
-        for n, jar in enumerate(jars):
-            page = pages[n]
-            if page is None or answered >= total:
-                continue
-            form = {
-                "csrfmiddlewaretoken": page.csrf,
-                "token": page.token,
-                "answer": load.choose_answer(page.left, page.right, rng),
-                "time_ms": str(rng.randint(800, 9000)),
-            }
-            status, head, body = timed(
-                "task-post",
-                answered >= args.warmup,
-                "POST",
-                f"{base}task/",
-                cookies=jar,
-                body=urlencode(form).encode(),
-            )
-            answered += 1
-            pages[n] = load.parse_task_page(body.decode()) if status == 200 else None
-            if pages[n] is not None and pages[n].messages:
-                raise SystemExit(f"answer refused: {pages[n].messages}")
-        if not any(pages):
-            raise SystemExit(f"the study ran out of work after {answered} answers")
-    api_headers = {"Authorization": f"Token {setup.api_token}", "Accept": "application/json"}
+    by_kind: dict[str, dict[str, list[Row]]] = {}
+    api_token = ""
+    for task_kind in args.kinds:
+        largs.kind = task_kind
+        # the first round holds every measured answer (no Celery worker decides it here)
+        need = int(1.2 * (args.warmup + args.cycles)) + 3 * args.workers
+        per_input = load.items_per_input(task_kind, largs.systems) * largs.redundancy
+        largs.batch_size = -(-need // per_input)
+        largs.inputs = max(1000, largs.batch_size + 10)
+        setup = load.prepare_study(largs)
+        api_token = setup.api_token
+        rows: dict[str, list[Row]] = defaultdict(list)
+        by_kind[task_kind] = rows
+        cycle(args, call, timed, rows, task_kind, f"/w/{setup.public_id}/")
+        print(f"[{task_kind}] measured", {k: len(v) for k, v in rows.items()}, flush=True)
+    api_rows: dict[str, list[Row]] = defaultdict(list)
+    api_headers = {"Authorization": f"Token {api_token}", "Accept": "application/json"}
     for i in range(args.api + 20):
-        status, _, _ = timed("api", i >= 20, "GET", "/api/studies/", headers=api_headers)
+        status, _, _ = timed(api_rows, "api", i >= 20, "GET", "/api/studies/", headers=api_headers)
         assert status == 200, status
-
-    mode = "SQLite (embedded)" if args.sqlite else "PostgreSQL + Redis"
-    print(f"\nper-request cost, {mode}, one request at a time (CPU time, not wall time)")
-    print(
-        f"{'kind':<14}{'n':>6}{'web CPU p50':>13}{'mean':>8}{'db CPU mean':>13}{'SQL':>6}"
-        f"{'wall p50':>11}"
-    )
-    for kind in ("entry", "instructions", "task-get", "task-post", "api"):
-        rows = kinds.get(kind, [])
-        if not rows:
-            continue
-        web = [1000 * r[0] for r in rows]
-        db = [1000 * r[1] for r in rows]
-        sql = [r[2] for r in rows]
-        web_p50, web_mean = statistics.median(web), statistics.mean(web)
-        wall = statistics.median(1000 * r[3] for r in rows)
-        print(
-            f"{kind:<14}{len(rows):>6}{web_p50:>10.2f} ms{web_mean:>8.2f}"
-            f"{statistics.mean(db):>10.2f} ms{statistics.mean(sql):>6.1f}{wall:>8.2f} ms"
-        )
-    post, api = kinds["task-post"], kinds["api"]
-    cyc = statistics.mean(r[0] + r[1] for r in post)
-    triv = statistics.mean(r[0] + r[1] for r in api)
-    print(
-        f"server CPU per cycle {1000 * cyc:.2f} ms, per trivial request {1000 * triv:.2f} ms: "
-        f"ratio by CPU {triv / cyc:.3f}"
-    )
+    report(args, by_kind, api_rows["api"])
     busy0, total0 = load.machine_busy()
     time.sleep(1)
     busy1, total1 = load.machine_busy()
@@ -269,6 +230,126 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
         stats.sort_stats("tottime").print_stats(30)
         print(out.getvalue())
     return 0
+
+
+def cycle(args, call, timed, rows, task_kind: str, base: str) -> None:
+    """``args.workers`` workers enter and answer in turn: ``args.warmup`` answers unmeasured,
+    then ``args.cycles`` measured (``task-post``). Then the end of the round: the workers
+    answer on until none has a task (``post-end``: an answer answered with the waiting
+    page), and each looks again ``args.looks`` times (``wait-look``: the waiting page while
+    the complete round awaits its decision, which no Celery worker makes here)."""
+    import random
+
+    jars = [dict() for _ in range(args.workers)]
+    pages: list[load.TaskPage | None] = [None] * args.workers
+    rng = random.Random(1)
+    for n, jar in enumerate(jars):
+        status, head, _ = timed(rows, "entry", True, "GET", f"{base}?worker=cost-{n}", cookies=jar)
+        assert status == 302, status
+        timed(rows, "instructions", True, "GET", urlsplit(head["location"]).path, cookies=jar)
+        status, _, body = timed(rows, "task-get", True, "GET", f"{base}task/", cookies=jar)
+        pages[n] = load.parse_task_page(body.decode())
+        assert pages[n] is not None, body[:300]
+    answered = 0
+    total = args.warmup + args.cycles
+    # SQLite decides a round as its last answer commits (eager Celery): no end to measure
+    end = total if args.sqlite else None
+    while any(pages) and (end is None or answered < end):
+        for n, jar in enumerate(jars):
+            page = pages[n]
+            if page is None or (end is not None and answered >= end):
+                continue
+            form = {
+                "csrfmiddlewaretoken": page.csrf,
+                "token": page.token,
+                **load.answer_fields(task_kind, page, rng),
+                "time_ms": str(rng.randint(800, 9000)),
+            }
+            measured = args.warmup <= answered < total
+            posted = (
+                "POST",
+                f"{base}task/",
+            )
+            kw = {"cookies": jar, "body": urlencode(form).encode()}
+            if answered < total:
+                status, head, body = timed(rows, "task-post", measured, *posted, **kw)
+            else:  # the end of the round: only the answers that find no task are kept
+                end_rows: dict[str, list[Row]] = defaultdict(list)
+                status, head, body = timed(end_rows, "post", True, *posted, **kw)
+            answered += 1
+            html = body.decode()
+            pages[n] = load.parse_task_page(html) if status == 200 else None
+            if pages[n] is not None and pages[n].messages:
+                raise SystemExit(f"answer refused: {pages[n].messages}")
+            if pages[n] is None:
+                if load.WAITING not in html:
+                    raise SystemExit(f"no waiting page: {status} {html[:300]}")
+                if answered <= total:
+                    raise SystemExit(f"the round ended after {answered} answers")
+                rows["post-end"] += end_rows["post"]
+    for _ in range(0 if args.sqlite else args.looks):
+        for jar in jars:
+            status, _, body = timed(rows, "wait-look", True, "GET", f"{base}task/", cookies=jar)
+            assert status == 200 and load.WAITING in body.decode(), (status, body[:300])
+
+
+def report(args, by_kind: dict[str, dict[str, list[Row]]], api: list[Row]) -> None:
+    mode = "SQLite (embedded)" if args.sqlite else "PostgreSQL + Redis"
+    triv = statistics.mean(r[0] + r[1] for r in api)
+    print(f"\nper-request cost, {mode}, one request at a time (CPU time, not wall time)")
+    head = (
+        f"{'request':<14}{'n':>6}{'web CPU p50':>13}{'mean':>8}{'db CPU mean':>13}{'SQL':>6}"
+        f"{'wall p50':>11}"
+    )
+    order = ("entry", "instructions", "task-get", "task-post", "post-end", "wait-look")
+    for task_kind, rows in by_kind.items():
+        print(f"\n{task_kind}\n{head}")
+        for name in order:
+            line(name, rows.get(name, []))
+    print(f"\ntrivial\n{head}")
+    line("api", api)
+    pair = by_kind.get("pairwise", {}).get("task-post")
+    pair_cpu = statistics.mean(r[0] + r[1] for r in pair) if pair else float("nan")
+    print(f"\nserver CPU per trivial request {1000 * triv:.2f} ms")
+    print(
+        f"{'kind':<13}{'answer ms':>10}{'ratio by CPU':>14}{'SQL':>6}{'vs pairwise':>13}"
+        f"{'end answer ms':>15}{'SQL':>6}{'wait look ms':>14}{'SQL':>6}"
+    )
+    for task_kind, rows in by_kind.items():
+        post = rows["task-post"]
+        cyc = statistics.mean(r[0] + r[1] for r in post)
+        sql = statistics.mean(r[2] for r in post)
+        end, look = rows.get("post-end", []), rows.get("wait-look", [])
+        print(
+            f"{task_kind:<13}{1000 * cyc:>10.2f}{triv / cyc:>14.3f}{sql:>6.1f}"
+            f"{cyc / pair_cpu:>13.3f}{mean_ms(end):>15.2f}{mean_sql(end):>6.1f}"
+            f"{mean_ms(look):>14.2f}{mean_sql(look):>6.1f}"
+        )
+    print(
+        "ratio by CPU: server CPU (web + database) per trivial request / per answer cycle "
+        "[target >= 1.0, pairwise <= 11 SQL, every kind <= 1.2x pairwise]"
+    )
+
+
+def mean_ms(rows: list[Row]) -> float:
+    return 1000 * statistics.mean(r[0] + r[1] for r in rows) if rows else float("nan")
+
+
+def mean_sql(rows: list[Row]) -> float:
+    return statistics.mean(r[2] for r in rows) if rows else float("nan")
+
+
+def line(name: str, rows: list[Row]) -> None:
+    if not rows:
+        return
+    web = [1000 * r[0] for r in rows]
+    db = [1000 * r[1] for r in rows]
+    sql = [r[2] for r in rows]
+    wall = statistics.median(1000 * r[3] for r in rows)
+    print(
+        f"{name:<14}{len(rows):>6}{statistics.median(web):>10.2f} ms{statistics.mean(web):>8.2f}"
+        f"{statistics.mean(db):>10.2f} ms{statistics.mean(sql):>6.1f}{wall:>8.2f} ms"
+    )
 
 
 if __name__ == "__main__":

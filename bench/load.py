@@ -1,4 +1,4 @@
-"""Load benchmark: simulated crowdworkers annotate an adaptive pairwise study over HTTP.
+"""Load benchmark: simulated crowdworkers annotate an adaptive study over HTTP, per kind.
 
 On loopback in a temporary directory (all stopped afterwards, also on a signal or an error):
 a private PostgreSQL cluster and Redis, an adaptive pairwise study whose rounds close and
@@ -9,8 +9,11 @@ trivial ``GET /api/studies/`` at the same concurrency, for the ratio. Afterwards
 is checked (every submit stored once, no item above its redundancy, the budget ledger holds,
 every round decided once, no HTTP error; exit 1 otherwise). ``--sqlite``: the embedded
 default (3 workers, eager Celery); ``--profile DIR``: cProfile and SQL per request kind.
+``--kind`` picks the task kind (pairwise, likert, ranking, error_spans; ``all``: each in
+turn on a fresh stack, then a table of the kinds). A worker on the waiting page looks again
+when the page's refresh says, as a browser does.
 
-    python bench/load.py [--seconds 180] [--workers 200] [--sqlite] [--profile DIR]
+    python bench/load.py [--kind pairwise] [--seconds 180] [--workers 200] [--sqlite]
 """
 
 from __future__ import annotations
@@ -47,7 +50,17 @@ HOST = "127.0.0.1"
 TOP_QUALITY = {"s01": 2}
 ACCURACY = 0.85
 TARGET_CYCLES = 80.0
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.9
+TARGET_P99 = 1.0
+#: The study line of each kind the bench runs (``kind`` and what the kind needs).
+KINDS: dict[str, dict[str, object]] = {
+    "pairwise": {},
+    "likert": {"kind": "likert"},
+    "ranking": {"kind": "ranking", "per_item": 3, "allow_tie": False},
+    "error_spans": {"kind": "error_spans", "categories": ["Accuracy"]},
+}
+SCORE_FIELD = re.compile(r'name="(score-[\w-]+)" value="([^"]+)"')
+REFRESH = re.compile(r'http-equiv="refresh" content="(\d+(?:\.\d+)?);')
 OUTPUT_TEXT = re.compile(r"\b(s\d+) says \d+")
 TOKEN_FIELD = re.compile(r'name="token" value="([0-9a-f-]{36})"')
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -76,7 +89,7 @@ def quality(system: str) -> int:
 
 
 def study_bundle(n_systems: int, n_inputs: int, **options: object) -> bytes:
-    """A JSONL bundle of an adaptive pairwise study (the format of
+    """A JSONL bundle of an adaptive study (pairwise unless ``kind`` is given; the format of
     ``tests/protocol_sim.adaptive_bundle``); each output says which system wrote it, so
     the simulated workers can answer by the systems' true quality."""
     study = {
@@ -104,9 +117,21 @@ def study_bundle(n_systems: int, n_inputs: int, **options: object) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def study_capacity(n_systems: int, n_inputs: int, redundancy: int) -> int:
-    """Annotations the study can take at most: every pair on every input."""
-    return len(list(combinations(range(n_systems), 2))) * n_inputs * redundancy
+def study_capacity(n_systems: int, n_inputs: int, redundancy: int, kind: str = "pairwise") -> int:
+    """Annotations the study can take at most: every item on every input."""
+    return items_per_input(kind, n_systems) * n_inputs * redundancy
+
+
+def items_per_input(kind: str, n_systems: int) -> int:
+    """Items of one input in the bench's study of ``kind``: a pairwise item per pair of
+    systems, a Likert or error-span item per system, one ranking item (3 systems drawn)."""
+    if kind == "pairwise":
+        return len(list(combinations(range(n_systems), 2)))
+    return 1 if kind == "ranking" else n_systems
+
+
+#: Annotations in the first round of the pairwise default (28 pairs × 30 inputs × 3).
+ROUND_ANNOTATIONS = 2520
 
 
 @dataclass(frozen=True)
@@ -116,18 +141,58 @@ class TaskPage:
     left: str
     right: str
     messages: str
+    #: the systems of the outputs shown, in display order (one for Likert and error spans)
+    systems: tuple[str, ...] = ()
+    #: the page's score fields (Likert): name → the values offered
+    scales: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def parse_task_page(html: str) -> TaskPage | None:
-    """The assignment token, CSRF token and the systems shown left and right (from the
-    synthetic output texts) of a task page; ``None`` if it is not one."""
+    """The assignment token, CSRF token and the systems shown (from the synthetic output
+    texts, in display order; ``left``/``right`` the first two) of a task page, with its
+    score fields; ``None`` if it is not one."""
     token, csrf = TOKEN_FIELD.search(html), CSRF_FIELD.search(html)
-    systems = OUTPUT_TEXT.findall(html)
-    if token is None or csrf is None or len(systems) < 2:
+    systems = tuple(dict.fromkeys(OUTPUT_TEXT.findall(html)))  # an output may show twice
+    if token is None or csrf is None or not systems:
         return None
     shown = MESSAGES.search(html)
     text = re.sub(r"<[^>]+>", " ", shown.group(1)).strip() if shown else ""
-    return TaskPage(token.group(1), csrf.group(1), systems[0], systems[1], text)
+    scales: dict[str, list[str]] = {}
+    for name, value in SCORE_FIELD.findall(html):
+        scales.setdefault(name, []).append(value)
+    return TaskPage(
+        token.group(1),
+        csrf.group(1),
+        systems[0],
+        systems[1] if len(systems) > 1 else "",
+        text,
+        systems,
+        tuple((name, tuple(values)) for name, values in scales.items()),
+    )
+
+
+def answer_fields(kind: str, page: TaskPage, rng: random.Random) -> dict[str, str]:
+    """A simulated worker's answer to ``page`` as the form fields of ``kind``, by the true
+    quality of the systems shown (with noise)."""
+    if kind == "pairwise":
+        return {"answer": choose_answer(page.left, page.right, rng)}
+    noisy = [quality(s) + rng.gauss(0, 0.7) for s in page.systems]
+    if kind == "ranking":
+        best_first = sorted(range(len(noisy)), key=lambda d: -noisy[d])
+        return {"ranking": json.dumps([[d] for d in best_first])}
+    good = min(max((noisy[0] - 0.5) / 2, 0.0), 1.0)  # 0 .. 1
+    if kind == "error_spans":
+        return {"spans": "[]", "score": str(round(100 * good))}
+    fields = {}
+    for name, values in page.scales:  # Likert: a point of every scale
+        fields[name] = values[min(int(good * len(values)), len(values) - 1)]
+    return fields
+
+
+def refresh_seconds(html: str, default: float) -> float:
+    """After how many seconds the waiting page looks again (its refresh), else ``default``."""
+    found = REFRESH.search(html)
+    return float(found.group(1)) if found else default
 
 
 def choose_answer(left: str, right: str, rng: random.Random, accuracy: float = ACCURACY) -> str:
@@ -643,7 +708,7 @@ def prepare_study(args: argparse.Namespace) -> Setup:
     from annotator import services
     from protocol.models import ProtocolConfig, SystemPair
 
-    capacity = study_capacity(args.systems, args.inputs, args.redundancy)
+    capacity = study_capacity(args.systems, args.inputs, args.redundancy, args.kind)
     study = services.study_import(
         study_bundle(
             args.systems,
@@ -651,6 +716,7 @@ def prepare_study(args: argparse.Namespace) -> Setup:
             redundancy=args.redundancy,
             batch_size=args.batch_size,
             budget=capacity,
+            **KINDS[args.kind],
         ),
         filename="load.jsonl",
     )
@@ -658,9 +724,13 @@ def prepare_study(args: argparse.Namespace) -> Setup:
     # equivalent, and the study would run out of work; decisions, allocation, rounds and
     # the budget ledger are unchanged.
     ProtocolConfig.objects.filter(study=study).update(futility=0.0, rope_delta=0.0)
-    user = get_user_model().objects.create_user("load-researcher", password=secrets.token_hex(8))
+    user = get_user_model().objects.filter(username="load-researcher").first()
+    if user is None:
+        user = get_user_model().objects.create_user(
+            "load-researcher", password=secrets.token_hex(8)
+        )
     study.researchers.add(user)
-    token = Token.objects.create(user=user).key
+    token = Token.objects.get_or_create(user=user)[0].key
     pairs = SystemPair.objects.filter(study=study).count()
     connections.close_all()
     return Setup(study.pk, str(study.public_id), token, capacity, pairs)
@@ -932,10 +1002,10 @@ async def crowdworker(
                     r = await client.request("GET", f"{base}task/")
                     html = r.text() if r.status == 200 else ""
                     if WAITING in html:
-                        # between rounds: the page looks again after a few seconds
+                        # between rounds: the page looks again when its refresh says
                         stats.no_work += stats.measuring(sent)
                         stats.record(stats.nowork_latency, r, sent)
-                        await pause(rng.uniform(0.5, 1.5) * args.reenter)
+                        await pause(rng.uniform(0.9, 1.1) * refresh_seconds(html, args.reenter))
                         continue
                     if r.status == 302 and r.location.endswith("/end/"):
                         stats.no_work += stats.measuring(sent)
@@ -958,12 +1028,11 @@ async def crowdworker(
                     stats.shared_tokens += 1
                 if args.think_ms:
                     await pause(rng.uniform(0.5, 1.5) * args.think_ms / 1000)
-                answer = choose_answer(page.left, page.right, rng)
                 body = urlencode(
                     {
                         "csrfmiddlewaretoken": page.csrf,
                         "token": page.token,
-                        "answer": answer,
+                        **answer_fields(args.kind, page, rng),
                         "time_ms": str(rng.randint(800, 9000)),
                     }
                 ).encode()
@@ -987,6 +1056,8 @@ async def crowdworker(
                     stats.submitted.add(done)
                     stats.record(stats.submit_latency, r, sent)
                     stats.cycles.append(time.perf_counter())
+                    if waiting:  # as a browser: the waiting page looks again after a while
+                        await pause(rng.uniform(0.9, 1.1) * refresh_seconds(html, args.reenter))
                 elif page is not None:
                     stats.error(f"submit refused: {page.messages[:80]}")
                 else:
@@ -1364,6 +1435,7 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
     per_cycle = sum(load_use.by_service.values()) / max(len(in_window), 1)
     per_request = sum(api_use.by_service.values()) / max(api.api_ok, 1)
     cpu_ratio = per_request / per_cycle if per_cycle else float("nan")
+    p99 = percentile(stats.submit_latency, 99)
     bar = "=" * 100
     out = [
         "",
@@ -1373,7 +1445,8 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
         f"command          {' '.join([Path(sys.executable).name, *sys.argv])}",
         f"mode             {mode}",
         f"web              {server}, DEBUG off, throttles raised",
-        f"study            {args.systems} systems ({setup.pairs} pairs), {args.inputs} inputs, "
+        f"study            {args.kind}, {args.systems} systems ({setup.pairs} pairs), "
+        f"{args.inputs} inputs, "
         f"redundancy {args.redundancy}, batch {args.batch_size}, budget {setup.capacity}, "
         "open links, gold rate 0, futility/ROPE off",
         f"workers          {args.workers} simulated crowdworkers, {args.seconds:g} s measured "
@@ -1383,7 +1456,8 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
         f"[target >= {TARGET_CYCLES:g}: {'MET' if cycles_s >= TARGET_CYCLES else 'MISSED'}]",
         f"  per 10 s       {timeline(stats)}",
         f"next item  GET   {ms(stats.next_latency)}  (on entry; then each answer brings it)",
-        f"submit     POST  {ms(stats.submit_latency)}  (stores the answer, serves the next)",
+        f"submit     POST  {ms(stats.submit_latency)}  (stores the answer, serves the next) "
+        f"[target p99 <= {TARGET_P99:g} s: {'MET' if p99 <= TARGET_P99 else 'MISSED'}]",
         f"no work    GET   {ms(stats.nowork_latency)}  -> waiting page (or end page, re-entered)",
         f"entry      GET   {ms(stats.entry_latency)}",
         f"trivial endpoint GET /api/studies/ (token): {api_s:.1f} req/s, {ms(api.api_latency)}",
@@ -1422,12 +1496,63 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
     print("\n".join(out), flush=True)
     if profile_text:
         print(profile_text[:6000])
+    summary = {
+        "kind": args.kind,
+        "cycles_s": round(cycles_s, 1),
+        "trivial_s": round(api_s, 1),
+        "ratio": round(ratio, 3),
+        "cpu_ratio": round(cpu_ratio, 3),
+        "p50": round(percentile(stats.submit_latency, 50), 3),
+        "p99": round(p99, 3),
+        "integrity": "PASS" if not failed else "FAIL",
+    }
+    print("SUMMARY " + json.dumps(summary), flush=True)
     return 1 if failed else 0
+
+
+def run_kinds(argv: list[str]) -> int:
+    """``--kind all``: each kind in its own process (a fresh stack), then a table."""
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--kind":
+            skip = True
+            continue
+        if not a.startswith("--kind="):
+            rest.append(a)
+    rows, code = [], 0
+    for kind in KINDS:
+        proc = subprocess.run(
+            [PYTHON, str(Path(__file__).resolve()), "--kind", kind, *rest],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        print(proc.stdout, flush=True)
+        code = code or proc.returncode
+        found = [ln for ln in proc.stdout.splitlines() if ln.startswith("SUMMARY ")]
+        rows.append(json.loads(found[-1][8:]) if found else {"kind": kind, "integrity": "-"})
+    print(
+        f"{'kind':<13}{'cycles/s':>10}{'trivial/s':>11}{'ratio':>8}{'by CPU':>8}"
+        f"{'p50 s':>8}{'p99 s':>8}  integrity"
+    )
+    for r in rows:
+        print(
+            f"{r['kind']:<13}{r.get('cycles_s', float('nan')):>10}"
+            f"{r.get('trivial_s', float('nan')):>11}{r.get('ratio', float('nan')):>8}"
+            f"{r.get('cpu_ratio', float('nan')):>8}{r.get('p50', float('nan')):>8}"
+            f"{r.get('p99', float('nan')):>8}  {r['integrity']}"
+        )
+    return code
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=180.0, help="load phase length")
+    p.add_argument(
+        "--kind", choices=[*KINDS, "all"], default="pairwise", help="the study's task kind"
+    )
     p.add_argument("--workers", type=int, default=200, help="simulated crowdworkers")
     p.add_argument(
         "--warmup", type=float, default=30.0, help="unmeasured start (every worker enters)"
@@ -1441,11 +1566,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--inputs",
         type=int,
-        default=1000,
-        help="inputs per system pair: enough open work for the whole measured phase",
+        help="inputs (default 1,000; 8,000 for ranking, one item per input): enough open "
+        "work for the whole measured phase",
     )
     p.add_argument("--redundancy", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=30, help="inputs per pair per round")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        help="inputs per pair per round (default: rounds of about 2,520 annotations, "
+        "the pairwise default's 30)",
+    )
     p.add_argument("--think-ms", type=float, default=0.0, help="mean pause before answering")
     p.add_argument(
         "--reenter", type=float, default=5.0, help="mean pause on the waiting or end page"
@@ -1460,6 +1590,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile", metavar="DIR", help="profile the web workers into DIR")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = p.parse_args(argv)
+    if args.kind != "all":
+        per_round = items_per_input(args.kind, args.systems) * args.redundancy
+        if args.batch_size is None:
+            args.batch_size = max(1, round(ROUND_ANNOTATIONS / per_round))
+        if args.inputs is None:
+            args.inputs = 8000 if args.kind == "ranking" else 1000
     if args.gunicorn_workers is None:
         args.gunicorn_workers = 3 if args.sqlite else 6
     return args
@@ -1467,6 +1603,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.kind == "all":
+        return run_kinds(sys.argv[1:] if argv is None else argv)
     try:
         return run(args)
     except KeyboardInterrupt:

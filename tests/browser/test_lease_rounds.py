@@ -126,6 +126,6 @@ def test_abandoned_lease_does_not_stall_the_round_and_the_completer_gets_the_nex
     labels = Annotation.objects.filter(study=study, item__round_number=1)
     assert labels.count() == 5 and not labels.filter(annotator__external_id="leaver").exists()
     assert all(i.n_done == i.n_taken == 1 for i in Item.objects.filter(round_number=1))
-    assert stalled_for < 30, stalled_for  # not the 1,800-second lease
+    assert stalled_for < 60, stalled_for  # not the 1,800-second lease (a busy machine: 35 s)
     assert errors == []  # no CSP violation, no refused heartbeat
     print(f"round 1 decided {stalled_for:.1f} s after the leaver left")  # noqa: T201
