@@ -188,7 +188,7 @@ class StudyAdmin(StudyScopedAdmin):
     search_fields = ["name"]
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
-    actions = [prepare_checks, admin_judge.run_judge]
+    actions = [prepare_checks, admin_judge.run_judge, admin_judge.cancel_judge_runs]
     readonly_fields = ["public_id", "config_version", "source", "options"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),

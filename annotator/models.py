@@ -825,3 +825,59 @@ class JudgeRating(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} on {self.input_id}"
+
+
+class JudgeRun(models.Model):
+    """One run of an LLM judge over a study, queued from the admin (``run_judge`` task): what
+    it was asked to do, what it did and which key it sent. A researcher's own key is held
+    in ``own_key`` only until the run ends, then erased; an operator's key is never stored
+    (the worker reads it from its environment, for a listed endpoint only)."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        DEADLINE = "deadline", "stopped at its deadline"
+
+    class Key(models.TextChoices):
+        ENDPOINT = "endpoint", "the operator's key bound to the listed endpoint"
+        OWN = "own", "the researcher's own key"
+        NONE = "none", "no key"
+
+    ACTIVE = (State.QUEUED, State.RUNNING)
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    base_url = models.CharField(max_length=500)
+    model = models.CharField(max_length=100)
+    criterion = models.CharField(max_length=60, blank=True)
+    samples = models.PositiveSmallIntegerField(default=1)
+    concurrency = models.PositiveSmallIntegerField(default=4)
+    prompt = models.TextField(blank=True, help_text="The prompt template; blank: the kind's.")
+    key_source = models.CharField(max_length=10, choices=Key.choices)
+    own_key = models.TextField(blank=True, help_text="Erased when the run ends.")
+    key_sent = models.CharField(max_length=200, blank=True, help_text="What the worker sent.")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    stored = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    unparseable = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    not_run = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    #: The failed calls, one line per item (the first 200).
+    errors = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.model} on {self.study_id} ({self.state})"

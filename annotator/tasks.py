@@ -1,11 +1,9 @@
 """Celery tasks of the annotator app: thin wrappers over services, safe to run twice."""
 
-import os
-
 from celery import shared_task
+from django.conf import settings
 
 from . import judging, services
-from .models import Study
 
 
 @shared_task(name="annotator.release_expired_leases", acks_late=True)
@@ -20,10 +18,18 @@ def sweep_unused_entries() -> int:
     return services.participations_sweep_unused()
 
 
-@shared_task(name="annotator.run_judge")
-def run_judge(study_id: int, api_key_env: str, **options) -> str:
-    """Rate a study with an LLM judge (:func:`annotator.judging.judge_run`); the key is
-    read here from the worker's environment, never passed through the broker."""
-    study = Study.objects.get(pk=study_id)
-    api_key = os.environ.get(api_key_env) or None
-    return judging.judge_run(study, api_key=api_key, **options).summary()
+# Routed to the "judge" queue (settings.CELERY_TASK_ROUTES), whose workers do nothing else.
+# Acknowledged on receipt, not at the end: a run outlasts the broker's visibility timeout and
+# would otherwise be delivered again while it runs; a lost run is started again by hand (a
+# rerun skips what is stored). Celery's time limit backs up the run's own deadline.
+@shared_task(
+    name="annotator.run_judge",
+    acks_late=False,
+    soft_time_limit=settings.HUMEVAL_JUDGE_RUN_SECONDS + 120,
+    time_limit=settings.HUMEVAL_JUDGE_RUN_SECONDS + 300,
+)
+def run_judge(run_id: int) -> str:
+    """Carry out a queued judge run (:func:`annotator.judging.judge_run_execute`); the
+    operator's key is read here from the worker's environment, never passed through the
+    broker, and only for a URL listed in this worker's ``HUMEVAL_JUDGE_ENDPOINTS``."""
+    return judging.judge_run_execute(run_id)

@@ -8,6 +8,7 @@ from the environment.
 """
 
 import os
+import re
 import secrets
 import tempfile
 from datetime import timedelta
@@ -201,6 +202,17 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-unused-entries": {"task": "annotator.sweep_unused_entries", "schedule": _sweep},
 }
 CELERY_ACCEPT_CONTENT = ["json"]
+# Queues (docs/reliability.md, "Queues"): round decisions and the lease sweep on "rounds",
+# LLM judge runs on "judge", everything else (background imports and exports …) on
+# "default". Each queue has its own worker processes (docker-compose.yml), so a judge run or
+# a big export never delays a round's decision.
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "protocol.*": {"queue": "rounds"},
+    "annotator.release_expired_leases": {"queue": "rounds"},
+    "annotator.run_judge": {"queue": "judge"},
+}
+HUMEVAL_CELERY_QUEUES = ("rounds", "judge", "default")
 
 # --- Auth, i18n, static ------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -350,9 +362,39 @@ HUMEVAL_THROTTLE_RENEW = os.environ.get("HUMEVAL_THROTTLE_RENEW", "30/min")
 HUMEVAL_PROLIFIC_COMPLETE_URL = os.environ.get(
     "HUMEVAL_PROLIFIC_COMPLETE_URL", "https://app.prolific.com/submissions/complete"
 )
-# Environment variables the admin's "Rate with an LLM judge" may send as the key (to the
-# URL the researcher enters): only these, never the server's own secrets.
-HUMEVAL_JUDGE_API_KEY_ENVS = _env_list("HUMEVAL_JUDGE_API_KEY_ENVS", "HUMEVAL_JUDGE_API_KEY")
+
+
+def _judge_endpoints(value: str) -> list[tuple[str, str]]:
+    """``URL[=KEY_VAR]`` entries, comma-separated: the judge base URLs a researcher may pick
+    in the admin, each with the environment variable of the operator's key bound to it."""
+    endpoints = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        url, _, key_env = entry.rpartition("=")
+        if not url or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env):
+            url, key_env = entry, ""
+        if not re.match(r"https?://[^/\s]+", url):
+            raise ImproperlyConfigured(
+                f"HUMEVAL_JUDGE_ENDPOINTS: {entry!r} is not URL or URL=KEY_VARIABLE"
+            )
+        endpoints.append((url.rstrip("/"), key_env))
+    return endpoints
+
+
+# LLM judges (docs/analysis.md, "Judge ratings from a model"). The operator's keys go only to
+# the endpoints they are bound to here, e.g.
+# HUMEVAL_JUDGE_ENDPOINTS="https://api.openai.com/v1=OPENAI_API_KEY, http://gpu-box:8080/v1";
+# a researcher may also name an endpoint of their own with their own key (or none).
+HUMEVAL_JUDGE_ENDPOINTS = _judge_endpoints(os.environ.get("HUMEVAL_JUDGE_ENDPOINTS", ""))
+HUMEVAL_JUDGE_CONNECT_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_CONNECT_SECONDS", "10"))
+HUMEVAL_JUDGE_READ_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_READ_SECONDS", "60"))
+HUMEVAL_JUDGE_CALL_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_CALL_SECONDS", "300"))
+HUMEVAL_JUDGE_MAX_ANSWER_BYTES = int(
+    os.environ.get("HUMEVAL_JUDGE_MAX_ANSWER_BYTES", str(1024 * 1024))
+)
+HUMEVAL_JUDGE_RUN_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_RUN_SECONDS", str(4 * 3600)))
 
 LOGGING = {
     "version": 1,

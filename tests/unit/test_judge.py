@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from django.test import Client
 
 from analysis import selectors as report_selectors
 from annotator import judging
-from annotator.models import Input, JudgeRating, Output, System
+from annotator.models import Input, JudgeRating, JudgeRun, Output, System
 from protocol.models import SystemPair
 from protocol.selectors import metric_labels
 from tests.conftest import bundle
@@ -36,19 +37,25 @@ class Server:
     url: str
     log: Path
 
-    def requests(self) -> list[dict]:
+    def lines(self) -> list[dict]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
+    def requests(self) -> list[dict]:
+        return [line for line in self.lines() if "body" in line]
 
-@pytest.fixture
-def judge_server(tmp_path):
+
+@contextmanager
+def judge_servers(tmp_path: Path):
+    """``start(fail=0, trickle=0)`` starts one stand-in server process; all are stopped at
+    the end."""
     procs: list[subprocess.Popen] = []
 
-    def start(fail: int = 0) -> Server:
+    def start(fail: int = 0, trickle: float = 0.0) -> Server:
         log = tmp_path / f"requests{len(procs)}.jsonl"
         log.touch()
         proc = subprocess.Popen(
-            [sys.executable, str(SERVER), str(log), "--key", KEY, "--fail", str(fail)],
+            [sys.executable, str(SERVER), str(log), "--key", KEY, "--fail", str(fail)]
+            + ["--trickle", str(trickle)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -56,10 +63,18 @@ def judge_server(tmp_path):
         port = int(proc.stdout.readline())
         return Server(f"http://127.0.0.1:{port}/v1", log)
 
-    yield start
-    for proc in procs:
-        proc.terminate()
-        proc.wait(10)
+    try:
+        yield start
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+@pytest.fixture
+def judge_server(tmp_path):
+    with judge_servers(tmp_path) as start:
+        yield start
 
 
 OUTPUTS = {  # per input: s1, s2, s3 (lengths decide the server's answer)
@@ -93,6 +108,8 @@ def run(study, server: Server, *args: str, **env) -> tuple[str, str]:
         MODEL,
         "--retry-base",
         "0.01",
+        "--api-key-env",  # the operator names the key at the shell (a later one wins)
+        judging.API_KEY_ENV,
         *args,
         stdout=out,
         stderr=err,
@@ -279,38 +296,148 @@ def test_report_and_protocol_use_the_judges_ratings(pairwise, judge_server, monk
     assert by_input == {"in0": 2, "in2": 1}
 
 
-def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db, settings):
-    monkeypatch.setenv("ADMIN_JUDGE_KEY", KEY)
-    settings.HUMEVAL_JUDGE_API_KEY_ENVS = [judging.API_KEY_ENV, "ADMIN_JUDGE_KEY"]
-    server = judge_server()
+def admin_client() -> Client:
     User.objects.create_superuser("boss", "b@example.org", "x" * 12)
     client = Client()
     client.login(username="boss", password="x" * 12)
+    return client
+
+
+def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db, settings):
+    monkeypatch.setenv("ADMIN_JUDGE_KEY", KEY)
+    server = judge_server()
+    settings.HUMEVAL_JUDGE_ENDPOINTS = [(server.url, "ADMIN_JUDGE_KEY")]
+    client = admin_client()
     url = "/admin/annotator/study/"
     chosen = {"action": "run_judge", "_selected_action": [pairwise.pk]}
     page = client.post(url, chosen)
-    assert page.status_code == 200 and 'name="base_url"' in page.content.decode()
+    html = page.content.decode()
+    assert page.status_code == 200 and 'name="endpoint"' in html
+    assert f"{server.url} (sends the operator&#x27;s key ADMIN_JUDGE_KEY)" in html
+    assert html.count("Rate with an LLM judge</h1>") == 1  # one heading, not two
+    default = judging.PromptTemplate.load("pairwise").text
+    assert page.context["form"]["prompt"].value() == default  # the kind's prompt, editable
     assert not JudgeRating.objects.exists()  # asking changes nothing
     form = {
         **chosen,
         "apply": "1",
-        "base_url": server.url,
+        "endpoint": server.url,
         "model": MODEL,
-        "api_key_env": "ADMIN_JUDGE_KEY",
+        "prompt": default,
         "samples": "1",
         "concurrency": "2",
         "criterion": "",
     }
-    bad = client.post(url, {**form, "api_key_env": "not a name"})
-    assert "Give the name of an environment variable." in bad.content.decode()
+    bad = client.post(url, {**form, "prompt": "{% load os %}"})
+    assert "is not a valid template" in bad.content.decode()
     done = client.post(url, form, follow=True)
     shown = [str(m) for m in done.context["messages"]]
-    assert (
-        f"{pairwise.name}: 9 ratings stored (3 unparseable), 0 already stored, 0 failed, of 9."
-        in shown
-    )
+    assert shown == [
+        f"{pairwise.name}: 9 ratings stored (3 unparseable), 0 already stored, 0 failed, of 9 "
+        f"(sent the operator's key ADMIN_JUDGE_KEY to {server.url})."
+    ]
     assert JudgeRating.objects.filter(study=pairwise, judge=MODEL).count() == 9
     assert {r["headers"]["Authorization"] for r in server.requests()} == {f"Bearer {KEY}"}
+    run = JudgeRun.objects.get()
+    assert (run.state, run.stored, run.key_sent) == (
+        "done",
+        9,
+        "the operator's key ADMIN_JUDGE_KEY",
+    )
+
+
+def test_the_admin_prompt_field_changes_what_is_sent(pairwise, judge_server, db, settings):
+    server = judge_server()
+    client = admin_client()
+    mine = (
+        "MY PROMPT\nResponse A:\n{{ first }}\n\nResponse B:\n{{ second }}\n\n"
+        "Which response is better? {{ labels|join:', ' }}"
+    )
+    form = {
+        "action": "run_judge",
+        "_selected_action": [pairwise.pk],
+        "apply": "1",
+        "endpoint": "own",
+        "base_url": server.url,
+        "api_key": KEY,
+        "model": MODEL,
+        "prompt": mine,
+        "samples": "1",
+        "concurrency": "1",
+        "criterion": "",
+    }
+    client.post("/admin/annotator/study/", form)
+    prompts = [r["body"]["messages"][0]["content"] for r in server.requests()]
+    assert len(prompts) == 9 and all(p.startswith("MY PROMPT\nResponse A:") for p in prompts)
+    hashes = set(JudgeRating.objects.values_list("prompt_hash", flat=True))
+    assert hashes == {judging.PromptTemplate.from_text(mine).hash}
+
+
+def test_the_operators_key_never_goes_to_an_unlisted_url(
+    pairwise, judge_server, monkeypatch, db, settings
+):
+    """Issue 31 item 3: the operator's key is bound to the listed endpoint; a researcher who
+    enters another URL (their own server) can send their own key or none, never the
+    operator's; the form says which, and the run records what the worker sent."""
+    monkeypatch.setenv("OPERATOR_KEY", "sk-operator-secret")
+    listed, theirs = judge_server(), judge_server()
+    settings.HUMEVAL_JUDGE_ENDPOINTS = [(listed.url, "OPERATOR_KEY")]
+    client = admin_client()
+    form = {
+        "action": "run_judge",
+        "_selected_action": [pairwise.pk],
+        "apply": "1",
+        "model": MODEL,
+        "samples": "1",
+        "concurrency": "1",
+        "criterion": "",
+    }
+    url = "/admin/annotator/study/"
+    # the listed URL typed in as "your own": refused (it would take the operator's key)
+    page = client.post(url, {**form, "endpoint": "own", "base_url": listed.url + "/"})
+    assert "This endpoint is listed above: pick it there." in page.content.decode()
+    # a listed endpoint with a key of the researcher's: refused
+    page = client.post(url, {**form, "endpoint": listed.url, "api_key": "mine"})
+    assert "A listed endpoint sends the key bound to it" in page.content.decode()
+    # their own URL without a key: no key is sent, and the message says so
+    done = client.post(url, {**form, "endpoint": "own", "base_url": theirs.url}, follow=True)
+    assert f"(sent no key to {theirs.url})" in str(list(done.context["messages"])[0])
+    assert theirs.requests()
+    assert all("Authorization" not in r["headers"] for r in theirs.requests())
+    # the run row cannot be turned to the operator's key for another URL: the worker looks
+    # the URL up in its own list
+    run = judging.judge_run_create(pairwise, base_url=theirs.url, model="other-judge")
+    JudgeRun.objects.filter(pk=run.pk).update(key_source=JudgeRun.Key.ENDPOINT)
+    assert "is not a listed judge endpoint" in judging.judge_run_execute(run.pk)
+    # their own URL with their key: that key, never the operator's
+    client.post(url, {**form, "endpoint": "own", "base_url": theirs.url, "api_key": KEY})
+    keys = {r["headers"].get("Authorization") for r in theirs.requests()}
+    assert keys == {None, f"Bearer {KEY}"}
+    run = JudgeRun.objects.filter(key_source="own").get()
+    assert run.own_key == "" and run.key_sent == "the researcher's own key"  # erased
+    assert listed.requests() == []
+    dump = io.StringIO()
+    call_command("dumpdata", stdout=dump)
+    assert "sk-operator-secret" not in dump.getvalue() and KEY not in dump.getvalue()
+    # the command line: an unlisted URL gets no key unless the operator names one
+    monkeypatch.setenv(judging.API_KEY_ENV, "sk-operator-secret")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="HTTP 401"):  # the stand-in wants a key
+        call_command(
+            "run_judge",
+            str(pairwise.pk),
+            "--base-url",
+            theirs.url,
+            "--model",
+            "cli-judge",
+            "--concurrency",
+            "1",
+            stdout=out,
+            stderr=err,
+        )
+    assert "no key variable for this URL: no API key is sent" in err.getvalue()
+    sent = {r["headers"].get("Authorization") for r in theirs.requests()}
+    assert "Bearer sk-operator-secret" not in sent
 
 
 def test_the_report_reads_every_sample_for_the_judges_self_agreement(
@@ -332,27 +459,34 @@ def test_the_report_reads_every_sample_for_the_judges_self_agreement(
     assert percent["value"] == pytest.approx(1.0)
 
 
-def test_the_admin_sends_only_a_judge_key_variable(pairwise, judge_server, monkeypatch, db):
-    """The researcher names the key's variable and the URL it is sent to: a variable outside
-    ``HUMEVAL_JUDGE_API_KEY_ENVS`` (the server's secret key, the database URL…) is refused
-    before any call, so no secret of the server's reaches a URL a researcher chose."""
-    monkeypatch.setenv("DJANGO_SECRET_KEY", "the-servers-own-secret-key")
+def test_the_admin_says_what_the_key_is_when_the_worker_sends_it(
+    pairwise, judge_server, monkeypatch, db, settings
+):
+    """Issue 31 item 8: with a broker, the form cannot know the worker's environment; it says
+    which key the worker will send (the operator's key bound to the endpoint), never that
+    none is sent, and the run row records what the worker did send."""
     server = judge_server()
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    settings.HUMEVAL_JUDGE_ENDPOINTS = [(server.url, "WORKER_ONLY_KEY")]
+    monkeypatch.delenv("WORKER_ONLY_KEY", raising=False)  # not in the web process
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    queued = []
+    monkeypatch.setattr("annotator.tasks.run_judge.delay", lambda run_id: queued.append(run_id))
+    client = admin_client()
     form = {
         "action": "run_judge",
         "_selected_action": [pairwise.pk],
         "apply": "1",
-        "base_url": server.url,
+        "endpoint": server.url,
         "model": MODEL,
         "samples": "1",
         "concurrency": "1",
         "criterion": "",
     }
-    for name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "PATH"):
-        page = client.post("/admin/annotator/study/", {**form, "api_key_env": name})
-        assert page.status_code == 200
-        assert "HUMEVAL_JUDGE_API_KEY" in page.context["form"].errors["api_key_env"][0]
-    assert server.requests() == [] and not JudgeRating.objects.exists()
+    done = client.post("/admin/annotator/study/", form, follow=True)
+    text = str(list(done.context["messages"])[0])
+    assert "will send the operator's key WORKER_ONLY_KEY (as set on the judge worker)" in text
+    assert "not set" not in text
+    monkeypatch.setenv("WORKER_ONLY_KEY", KEY)  # the worker's environment
+    judging.judge_run_execute(queued[0])
+    assert {r["headers"]["Authorization"] for r in server.requests()} == {f"Bearer {KEY}"}
+    assert JudgeRun.objects.get().key_sent == "the operator's key WORKER_ONLY_KEY"

@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("study", type=int)
-        parser.add_argument("--base-url", required=True, help="e.g. http://localhost:8000/v1")
+        parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8080/v1")
         parser.add_argument("--model", required=True, help="Model name; also the judge's name.")
         parser.add_argument("--judge", default="", help="Judge name (default: the model).")
         parser.add_argument("--prompt", type=Path, help="Prompt template (default: built in).")
@@ -27,9 +27,14 @@ class Command(BaseCommand):
         parser.add_argument("--max-tries", type=int, default=6, help="Per call, with retries.")
         parser.add_argument("--retry-base", type=float, default=1.0, help="First backoff (s).")
         parser.add_argument(
+            "--run-seconds",
+            type=float,
+            help="Stop the run after this long (default HUMEVAL_JUDGE_RUN_SECONDS).",
+        )
+        parser.add_argument(
             "--api-key-env",
-            default=judging.API_KEY_ENV,
-            help="Environment variable holding the API key (none sent when it is unset).",
+            help="Environment variable holding the API key to send. Default: the key bound "
+            "to the base URL in HUMEVAL_JUDGE_ENDPOINTS; none for an unlisted URL.",
         )
 
     def handle(self, *args, study, api_key_env, **options):
@@ -37,9 +42,12 @@ class Command(BaseCommand):
             study_obj = Study.objects.get(pk=study)
         except Study.DoesNotExist:
             raise CommandError(f"no study with id {study}") from None
-        api_key = os.environ.get(api_key_env) or None
+        if api_key_env is None:  # the operator's key goes only where it is bound
+            api_key_env = judging.endpoint_key(options["base_url"]) or ""
+        api_key = os.environ.get(api_key_env) or None if api_key_env else None
         if api_key is None:
-            self.stderr.write(f"{api_key_env} is not set: no API key is sent")
+            reason = f"{api_key_env} is not set" if api_key_env else "no key variable for this URL"
+            self.stderr.write(f"{reason}: no API key is sent")
         try:
             result = judging.judge_run(
                 study_obj,
@@ -55,6 +63,7 @@ class Command(BaseCommand):
                 max_tries=options["max_tries"],
                 retry_base=options["retry_base"],
                 temperature=options["temperature"],
+                run_seconds=options["run_seconds"],
                 progress=self._progress,
             )
         except judging.JudgeRefused as exc:
@@ -64,6 +73,8 @@ class Command(BaseCommand):
         for error in result.errors[:10]:
             self.stderr.write(error)
         self.stdout.write(result.summary())
+        if result.stopped:
+            raise CommandError(f"{result.summary()}; run the command again to go on")
         if result.failed:
             raise CommandError(f"{result.failed} calls failed; run the command again to retry them")
 
