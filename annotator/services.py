@@ -8,7 +8,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -898,6 +898,9 @@ class Task:
 
     assignment: Assignment
     done: int
+    #: The answer just posted was to a task already answered (a stale page: Back, a
+    #: second tab); nothing was stored and this is the worker's current task.
+    answered_before: bool = False
 
 
 def assignment_next(
@@ -969,6 +972,8 @@ def task_answer(
         raise WorkerBlocked(blocked)
     if task is None and _free_slots(participation, now):
         task = task_next(participation=participation, now=now, rng=rng)
+    if task is not None and not created:
+        task = replace(task, answered_before=True)
     return task
 
 
