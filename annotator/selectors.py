@@ -13,6 +13,7 @@ from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum, prefetch_rela
 from django.utils import timezone
 
 import kinds
+from kinds import conversation
 
 from .choices import AssignmentState
 from .errors import NoJudgeBenchForm
@@ -273,11 +274,13 @@ def participation_outcome(participation: Participation, *, now=None) -> dict[str
             "to this study has been withdrawn.",
         )
     if status == Participation.Status.STOPPED:
-        return outcome("stopped", f"You stopped this study after {done} items, without a code.")
-    if status == Participation.Status.QUALIFYING:
+        return outcome("stopped", f"You stopped this study after {_items(done)}, without a code.")
+    if status == Participation.Status.QUALIFYING and _work_left(
+        participation, now or timezone.now()
+    ):
         return outcome("unfinished", "Take the qualification test first.")
     if done and (required is None or done >= required):
-        return outcome("completed", f"You have finished: {done} items. Thank you!")
+        return outcome("completed", f"You have finished: {_items(done)}. Thank you!")
     if _work_left(participation, now or timezone.now()):
         if required is None:
             return outcome("unfinished", "You have not done any items yet.")
@@ -285,9 +288,19 @@ def participation_outcome(participation: Participation, *, now=None) -> dict[str
     if done:
         return outcome(
             "completed",
-            f"You have finished: {done} items, all that was left for you. Thank you!",
+            f"You have finished: {_items(done)}, all that was left for you. Thank you!",
         )
     return outcome("no_work", "There is no work left for you in this study. Thank you for coming.")
+
+
+def _items(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
+
+
+def work_left(participation: Participation) -> bool:
+    """Whether there is, or will be, work for the worker in the study (a worker arriving
+    at a finished study is told so before any instructions)."""
+    return _work_left(participation, timezone.now())
 
 
 def _work_left(participation: Participation, now) -> bool:
@@ -334,7 +347,8 @@ def task_page(study: Study, item: Item, display_order: list[int]) -> dict[str, A
     outputs = item.output_list()
     return {
         "kind_template": kind.template,
-        "outputs": [outputs[i].shown for i in display_order],
+        # one form for all (a text beside conversations is shown as one turn): blinding
+        "outputs": conversation.same_form([outputs[i].shown for i in display_order]),
         **kind.context(opts),
     }
 

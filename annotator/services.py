@@ -7,7 +7,7 @@ import random
 import secrets
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -974,6 +974,9 @@ class Task:
 
     assignment: Assignment
     done: int
+    #: The answer just posted was to a task already answered (a stale page: Back, a
+    #: second tab); nothing was stored and this is the worker's current task.
+    answered_before: bool = False
 
 
 def assignment_next(
@@ -1045,6 +1048,8 @@ def task_answer(
         raise WorkerBlocked(blocked)
     if task is None and _free_slots(participation, now):
         task = task_next(participation=participation, now=now, rng=rng)
+    if task is not None and not created:
+        task = replace(task, answered_before=True)
     return task
 
 

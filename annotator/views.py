@@ -17,13 +17,25 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from . import selectors, services, throttle
-from .errors import InvalidAnswer, OpenInAnotherBrowser, ServiceError, WorkerBlocked
+from .errors import (
+    AssignmentExpired,
+    InvalidAnswer,
+    OpenInAnotherBrowser,
+    ServiceError,
+    WorkerBlocked,
+)
 from .invites import invite_worker
 from .models import Participation, Study
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
 IMMINENT_WAIT_SECONDS = 2
+#: How long the end page shows a Prolific worker their code before taking them back.
+PROLIFIC_RETURN_SECONDS = 3
+ALREADY_ANSWERED = (
+    "You had already answered that task (on another page or tab); the answer sent "
+    "again was not stored. Here is your next task."
+)
 MTURK_PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 PLATFORM_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,100}")
 
@@ -141,6 +153,8 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
     except ServiceError as exc:
         return _message(request, "Incomplete link", exc.message, 400)
     target = "annotator:task" if secret == presented else "annotator:instructions"
+    if target == "annotator:instructions" and not selectors.work_left(participation):
+        target = "annotator:end"  # nothing to do here: say so before any instructions
     return _remember(redirect(target, study_id=study.public_id), participation, secret)
 
 
@@ -340,7 +354,10 @@ def _answer_or_next(
     message over the task the worker still has (or their next one), with status 400 when
     the study's kind refused the answer itself (nothing is stored)."""
     try:
-        return _answer(request.POST, participation), 200
+        task = _answer(request.POST, participation)
+        if task is not None and task.answered_before:
+            messages.info(request, ALREADY_ANSWERED)
+        return task, 200
     except WorkerBlocked:
         raise
     except InvalidAnswer as exc:
@@ -390,6 +407,10 @@ def renew(request: HttpRequest, study: Study, participation: Participation) -> J
         return JsonResponse({"error": "too_many_requests"}, status=429)
     try:
         services.assignment_renew(participation=participation, token=request.POST.get("token", ""))
+    except AssignmentExpired as exc:
+        # a page left open after its task was answered (a second tab, Back): an expected
+        # answer, not an error; the page tells the worker where their task is now
+        return JsonResponse({"renewed": False, "error": exc.code, "detail": exc.message})
     except ServiceError as exc:
         return JsonResponse({"error": exc.code, "detail": exc.message}, status=exc.status)
     return JsonResponse({"renewed": True})
@@ -406,9 +427,14 @@ def end(request: HttpRequest, study: Study, participation: Participation) -> Htt
         return redirect("annotator:end", study_id=study.public_id)
     outcome = services.participation_finish(participation)
     code, platform = outcome["code"], participation.annotator.platform
-    if outcome["code_due"] and platform == "prolific" and code:
-        return redirect(f"{settings.HUMEVAL_PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}")
     context = {"study": study, "outcome": outcome, "code": code, "platform": platform}
+    if outcome["code_due"] and platform == "prolific" and code:
+        # the page shows the code and a link back, and takes the worker back by itself in
+        # a moment: the code stays readable if the way back fails
+        context["prolific_return"] = (
+            f"{settings.HUMEVAL_PROLIFIC_COMPLETE_URL}?{urlencode({'cc': code})}"
+        )
+        context["return_seconds"] = PROLIFIC_RETURN_SECONDS
     if (
         outcome["code_due"]
         and platform == "mturk"

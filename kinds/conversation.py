@@ -102,3 +102,17 @@ def for_display(value: str | Sequence[Message]) -> str | Conversation:
     if isinstance(value, str):
         return value
     return Conversation({"role": m["role"], "content": m["content"]} for m in value)
+
+
+def same_form(values: Sequence[str | Sequence[Message]]) -> list[str | Conversation]:
+    """The outputs one item shows, for display (:func:`for_display`) and all in one form:
+    when any of them is a conversation, each text becomes a conversation of one
+    ``assistant`` turn. A worker must not tell the systems apart by the form of their
+    outputs (a system whose outputs alone come as turns would be recognisable)."""
+    shown = [for_display(v) for v in values]
+    if not any(isinstance(v, Conversation) for v in shown):
+        return shown
+    return [
+        v if isinstance(v, Conversation) else Conversation([{"role": "assistant", "content": v}])
+        for v in shown
+    ]

@@ -166,8 +166,7 @@ def test_expired_lease_goes_to_another_worker(base_url, browser, make_study):
     first.click("text=Start")
     first.wait_for_selector("#output-left")
     second = browser.new_context().new_page()
-    second.goto(f"{base_url}/w/{study.public_id}/?worker=fast")
-    second.click("text=Start")
+    second.goto(f"{base_url}/w/{study.public_id}/?worker=fast")  # told before instructions
     second.wait_for_selector("text=There is no work left for you")
     # time passes: the first worker's lease runs out
     Assignment.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -178,7 +177,7 @@ def test_expired_lease_goes_to_another_worker(base_url, browser, make_study):
     first.wait_for_selector("text=The time for this task ran out")
     assert Annotation.objects.count() == 0
     second.click('button[value="right"]')
-    second.wait_for_selector("text=You have finished: 1 items")
+    second.wait_for_selector("text=You have finished: 1 item.")
     annotation = Annotation.objects.get()
     assert annotation.annotator.external_id == "fast"
     assert Assignment.objects.get(annotator__external_id="slow").state == "expired"

@@ -1,5 +1,6 @@
 """Crowd workflow: platform entry, qualification tests, gold checks and strikes, codes."""
 
+import html
 import random
 import re
 from collections import Counter
@@ -25,6 +26,18 @@ from tests.conftest import LLMBAR, bundle, pairwise_bundle
 def fresh_throttle():
     """These tests enter many times within a minute: start each with no entries counted."""
     cache.clear()
+
+
+def returned(response) -> str:
+    """Where a Prolific worker's end page takes them: the link shown with the code, which
+    the page also follows by itself (``<meta http-equiv="refresh">``)."""
+    page = response.content.decode()
+    link = html.unescape(re.search(r'id="prolific-return" href="([^"]+)"', page).group(1))
+    refresh = html.unescape(
+        re.search(r'http-equiv="refresh" content="\d+; url=([^"]+)"', page).group(1)
+    )
+    assert link == refresh
+    return link
 
 
 def gold_bundle(n_inputs: int, n_gold: int, **options) -> bytes:
@@ -82,8 +95,9 @@ def test_prolific_entry_resume_and_completion_redirect(make_study):
     done = client.get(f"/w/{study.public_id}/task/")
     assert done.url == f"/w/{study.public_id}/end/"
     final = client.get(done.url)
-    assert final.status_code == 302
-    assert final.url == "https://app.prolific.com/submissions/complete?cc=C0MPLETE"
+    assert final.status_code == 200  # the code shown, and the way back taken by itself
+    assert returned(final) == "https://app.prolific.com/submissions/complete?cc=C0MPLETE"
+    assert final["Content-Type"].startswith("text/html") and "C0MPLETE" in final.content.decode()
     part = Participation.objects.get()
     assert (part.status, part.code_given) == ("finished", "C0MPLETE")
 
@@ -183,7 +197,7 @@ def test_failure_and_block_stay_with_the_platform_id(qualified_study, make_study
     idle(31)
     second = Client()
     assert second.get(entry).status_code == 302
-    assert second.get(f"/w/{study.public_id}/end/").url.endswith("cc=FAIL")
+    assert returned(second.get(f"/w/{study.public_id}/end/")).endswith("cc=FAIL")
     assert Participation.objects.get().status == "failed"
     blocked_study = make_study(fail_code="BLK")
     part = services.participation_enter(study=blocked_study, platform="link", external_id="b")
@@ -226,7 +240,7 @@ def test_code_only_after_items_per_worker_and_early_end_page(make_study):
     do_items(client, study, 1)
     assert "1 item left" in client.get(f"/w/{study.public_id}/end/").content.decode()
     do_items(client, study, 1)
-    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=DONE3")
+    assert returned(client.get(f"/w/{study.public_id}/end/")).endswith("cc=DONE3")
     assert Participation.objects.get().code_given == "DONE3"
 
 
@@ -257,7 +271,7 @@ def test_without_items_per_worker_any_work_earns_the_code(make_study):
     first = client.get(f"/w/{study.public_id}/end/").content.decode()
     assert "You have not done any items yet" in first and "ANY" not in first
     do_items(client, study, 1)
-    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=ANY")
+    assert returned(client.get(f"/w/{study.public_id}/end/")).endswith("cc=ANY")
     # the code released the item they held
     assert not Assignment.objects.filter(state="issued").exists()
 
@@ -268,7 +282,7 @@ def test_all_that_was_left_earns_the_code(make_study):
     client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=all")
     n = Item.objects.filter(study=study).count()
     do_items(client, study, n)
-    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=ALL")
+    assert returned(client.get(f"/w/{study.public_id}/end/")).endswith("cc=ALL")
 
 
 def test_items_per_worker_must_be_positive(make_study):
@@ -292,7 +306,7 @@ def test_no_work_code(make_study):
     client = Client()
     client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=late")
     assert client.get(f"/w/{study.public_id}/task/").url.endswith("/end/")
-    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=NOWORK")
+    assert returned(client.get(f"/w/{study.public_id}/end/")).endswith("cc=NOWORK")
 
 
 def test_mturk_preview_accepts_nothing_and_accepted_hit_submits_back(make_study):
@@ -439,7 +453,7 @@ def test_two_failures_fail_the_worker_in_this_study_only(qualified_study):
     client = Client()
     client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=f")
     assert client.get(f"/w/{study.public_id}/task/").url.endswith("/end/")
-    assert client.get(f"/w/{study.public_id}/end/").url.endswith("cc=FAIL")
+    assert returned(client.get(f"/w/{study.public_id}/end/")).endswith("cc=FAIL")
     # nor can a participation made afresh: the attempts stay with the study and the worker
     Participation.objects.filter(pk=again.pk).delete()
     remade = services.participation_enter(study=study, platform="prolific", external_id="f")
@@ -638,5 +652,5 @@ def test_prolific_redirect_keeps_code_encoded(make_study):
     page = client.get(f"/w/{study.public_id}/task/").content.decode()
     token = re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
     client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
-    url = client.get(f"/w/{study.public_id}/end/").url
+    url = returned(client.get(f"/w/{study.public_id}/end/"))
     assert parse_qs(urlsplit(url).query) == {"cc": ["A&B C"]}

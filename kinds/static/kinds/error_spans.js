@@ -166,7 +166,17 @@
     bar.hidden = true;
   }
 
-  function fromSelection() {
+  // A mouse or touch selection is widened to whole words: a start or end that falls inside
+  // a word (letters, digits, their marks) moves to that word's edge.
+  var WORD = /[\p{L}\p{N}\p{M}]/u;
+  function wordAt(i) { return i >= 0 && i < nCp && WORD.test(slice(i, i + 1)); }
+  function snap(start, end) {
+    while (start > 0 && wordAt(start - 1) && wordAt(start)) start -= 1;
+    while (end < nCp && wordAt(end - 1) && wordAt(end)) end += 1;
+    return { start: start, end: end };
+  }
+
+  function fromSelection(final) {
     var sel = window.getSelection();
     if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
     var r = sel.getRangeAt(0);
@@ -185,7 +195,12 @@
     while (s < e && /\s/.test(slice(s, s + 1))) s += 1;
     while (e > s && /\s/.test(slice(e - 1, e))) e -= 1;
     if (s < e) { start = s; end = e; }
-    if (start < end) { kb = { start: start, end: end }; setPending(start, end); }
+    if (s < e) { var snapped = snap(start, end); start = snapped.start; end = snapped.end; }
+    if (start < end) {
+      kb = { start: start, end: end };
+      if (final) selectDom(start, end); // show the widened passage once the drag is over
+      setPending(start, end);
+    }
   }
 
   function add(severity) {
@@ -319,11 +334,11 @@
   document.addEventListener("mouseup", function (event) {
     if (bar.contains(event.target)) return;
     clearTimeout(timer);
-    fromSelection();
+    fromSelection(true);
   });
   box.addEventListener("touchend", function () {
     clearTimeout(timer);
-    timer = setTimeout(fromSelection, 120);
+    timer = setTimeout(function () { fromSelection(true); }, 120);
   });
   // Pressing a button of the bar must not drop the selection it acts on.
   bar.addEventListener("mousedown", function (event) {
@@ -345,16 +360,31 @@
   box.addEventListener("mousedown", function () { if (pending) cancel(); });
 
   // --- the score ---------------------------------------------------------------------------
+  // Unset until touched: the slider shows no thumb and the line beside it says so; a submit
+  // without a score names what is missing.
+  var scoreState = document.getElementById("esa-score-state");
+  var scoreError = document.getElementById("esa-score-error");
+  var MISSING = "Give the response an overall score from 0 to 100: drag the slider or type a number.";
+  function scoreShown() {
+    var set = scoreNumber.value !== "";
+    scoreRange.classList.toggle("unset", !set);
+    if (scoreState) scoreState.textContent = set ? "Score: " + scoreNumber.value : "Not scored yet";
+    scoreNumber.setCustomValidity(set || scoreNumber.disabled ? "" : MISSING);
+    if (set && scoreError) scoreError.hidden = true;
+  }
   scoreRange.addEventListener("input", function () {
-    scoreRange.classList.remove("unset");
     scoreNumber.value = scoreRange.value;
+    scoreShown();
   });
   scoreNumber.addEventListener("input", function () {
     var v = parseInt(scoreNumber.value, 10);
-    if (String(v) === scoreNumber.value && v >= 0 && v <= 100) {
-      scoreRange.value = String(v);
-      scoreRange.classList.remove("unset");
-    }
+    if (String(v) === scoreNumber.value && v >= 0 && v <= 100) scoreRange.value = String(v);
+    scoreShown();
+  });
+  scoreNumber.addEventListener("invalid", function () {
+    if (!scoreError) return;
+    scoreError.textContent = scoreNumber.value === "" ? MISSING : "A score is a whole number from 0 to 100.";
+    scoreError.hidden = false;
   });
 
   // --- reload: the marks and the score are kept in this tab's sessionStorage, per task ------
@@ -398,6 +428,7 @@
   scoreRange.addEventListener("input", save);
 
   restore();
-  if (scoreNumber.value !== "") { scoreRange.value = scoreNumber.value; scoreRange.classList.remove("unset"); }
+  if (scoreNumber.value !== "") scoreRange.value = scoreNumber.value;
+  scoreShown();
   render();
 })();

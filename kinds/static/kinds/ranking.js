@@ -59,6 +59,54 @@
       card.querySelector('[data-move="1"]').disabled = preview || i === all.length - 1;
     });
     field.value = JSON.stringify(tiers());
+    save();
+  }
+
+  // Reload: the order and the ties are kept in this tab's sessionStorage, per task (the
+  // assignment's token), like the error-span marks.
+  var tokenInput = form ? form.querySelector('input[name="token"]') : null;
+  var storeKey = tokenInput && tokenInput.value ? "humeval-rank:" + tokenInput.value : null;
+  function storage() {
+    try { return window.sessionStorage; } catch (e) { return null; } // blocked in some frames
+  }
+  function save() {
+    var st = storage();
+    if (!st || !storeKey || preview) return;
+    var all = cards();
+    var draft = {
+      order: all.map(function (c) { return c.getAttribute("data-display"); }),
+      tied: all.filter(function (c, i) { return isTied(c, i, all); })
+        .map(function (c) { return c.getAttribute("data-display"); }),
+      touched: touched
+    };
+    try { st.setItem(storeKey, JSON.stringify(draft)); } catch (e) { /* full: nothing kept */ }
+  }
+  function restore() {
+    var st = storage();
+    if (!st || !storeKey || preview) return;
+    var kept = null;
+    try {
+      for (var i = st.length - 1; i >= 0; i--) {   // forget other tasks' drafts
+        var k = st.key(i);
+        if (k && k.indexOf("humeval-rank:") === 0 && k !== storeKey) st.removeItem(k);
+      }
+      kept = JSON.parse(st.getItem(storeKey) || "null");
+    } catch (e) { return; }
+    if (!kept || !Array.isArray(kept.order) || !Array.isArray(kept.tied)) return;
+    var byDisplay = {};
+    cards().forEach(function (c) { byDisplay[c.getAttribute("data-display")] = c; });
+    var order = kept.order.map(String);
+    if (order.length !== cards().length || !order.every(function (d) { return byDisplay[d]; }) ||
+        new Set(order).size !== order.length) return;
+    order.forEach(function (d) { list.appendChild(byDisplay[d]); });
+    var all = cards();
+    all.forEach(function (card, i) {
+      var box = tieBox(card);
+      if (!box) return;
+      box.checked = i > 0 && kept.tied.map(String).indexOf(card.getAttribute("data-display")) >= 0;
+      if (box.checked) card.setAttribute("data-tied-to", all[i - 1].getAttribute("data-display"));
+    });
+    touched = Boolean(kept.touched);
   }
 
   function announce(card) {
@@ -206,5 +254,6 @@
     });
   }
 
+  restore();
   refresh();
 })();

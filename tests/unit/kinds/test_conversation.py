@@ -10,6 +10,7 @@ from kinds.conversation import (
     ConversationError,
     for_display,
     is_conversation,
+    same_form,
     to_text,
     validate,
 )
@@ -87,3 +88,15 @@ def test_flat_text_and_display_forms():
     assert isinstance(shown, Conversation) and shown.is_conversation and shown == DIALOGUE
     assert for_display("plain") == "plain"
     assert not hasattr(for_display("plain"), "is_conversation")
+
+
+def test_the_outputs_of_one_item_share_one_form():
+    chat = [{"role": "assistant", "content": "From the chat."}]
+    shown = same_form([chat, "From the text.", "Also text."])
+    assert all(isinstance(s, Conversation) for s in shown)
+    assert [list(s) for s in shown] == [
+        chat,
+        [{"role": "assistant", "content": "From the text."}],
+        [{"role": "assistant", "content": "Also text."}],
+    ]
+    assert same_form(["a", "b"]) == ["a", "b"]  # texts stay texts
