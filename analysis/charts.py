@@ -217,7 +217,8 @@ def stacked_chart(
 ) -> dict:
     """Groups of 100% stacked bars: (group heading, [(row name, proportions, note)])."""
     lab_w, bar_w, row_h, head_h = 190, 420, 22, 20
-    width = lab_w + bar_w + 150
+    legend_w = sum(24 + 7 * len(short(str(lb), 32)) for lb in labels)
+    width = max(lab_w + bar_w + 150, lab_w + legend_w)  # every legend entry shown
     n_rows = sum(len(rows) for _, rows in groups)
     n_heads = sum(1 for head, _ in groups if head)
     height = 30 + n_rows * row_h + n_heads * head_h + 10

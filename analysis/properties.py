@@ -19,6 +19,11 @@ Scale = Literal["pairwise", "ordinal", "categorical"]
 
 _SCALES = ("pairwise", "ordinal", "categorical")
 
+#: An ordinal property with more whole-number labels than this is a fine score (a 0-100
+#: slider): an interval scale, reported in :data:`N_BINS` bins of equal width.
+FINE_SCALE = 11
+N_BINS = 10
+
 
 @dataclass(frozen=True)
 class Property:
@@ -59,9 +64,37 @@ class Property:
                 raise ValueError(f"property {self.name!r}: ordinal labels must be increasing")
 
     @property
+    def bins(self) -> list[tuple[int, int]]:
+        """A fine score's display bins, ``(low, high)`` inclusive, :data:`N_BINS` of equal
+        width over its range (0-100: 0-9, 10-19, ..., 90-100); ``[]`` for any other property.
+        A fine score is ordinal with more than :data:`FINE_SCALE` whole-number labels."""
+        if self.scale != "ordinal" or len(self.labels) <= FINE_SCALE:
+            return []
+        if not all(float(x).is_integer() for x in self.labels):
+            return []
+        lo, hi = int(self.labels[0]), int(self.labels[-1])
+        edges = [lo + (i * (hi - lo + 1)) // N_BINS for i in range(N_BINS + 1)]
+        return [(a, b - 1) for a, b in zip(edges, edges[1:], strict=False) if b > a]
+
+    @property
+    def bin_names(self) -> list[str]:
+        return [f"{a}–{b}" if a != b else str(a) for a, b in self.bins]
+
+    def bin_matrix(self) -> np.ndarray:
+        """``(n_labels, n_bins)`` 0/1: which bin each label falls in (counts @ it: bin counts)."""
+        m = np.zeros((len(self.labels), len(self.bins)))
+        for j, (a, b) in enumerate(self.bins):
+            for i, x in enumerate(self.labels):
+                if a <= x <= b:
+                    m[i, j] = 1.0
+        return m
+
+    @property
     def level(self) -> str:
-        """Level of measurement for Krippendorff's alpha."""
-        return "ordinal" if self.scale == "ordinal" else "nominal"
+        """Level of measurement for Krippendorff's alpha: interval for a fine score."""
+        if self.scale != "ordinal":
+            return "nominal"
+        return "interval" if self.bins else "ordinal"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +104,7 @@ class Property:
             "labels": list(self.labels),
             "labels_inferred": self.labels_inferred,
             "level": self.level,
+            **({"bins": self.bin_names} if self.bins else {}),
         }
 
 

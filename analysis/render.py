@@ -57,6 +57,34 @@ _SCALE_TITLES = {
 }
 
 
+def _scale_title(prop: dict[str, Any]) -> str:
+    if prop.get("bins"):
+        return "interval scale (a score)"
+    return _SCALE_TITLES.get(prop["scale"], prop["scale"])
+
+
+def _labels_text(prop: dict[str, Any]) -> str:
+    """The label set in words: a fine score as its range and bins, not 101 numbers."""
+    labels = prop.get("labels", [])
+    if prop.get("bins") and labels:
+        bins = prop["bins"]
+        return (
+            f"scores {labels[0]}–{labels[-1]}, shown in {len(bins)} bins: "
+            f"{', '.join(bins[:2])}, …, {bins[-1]}"
+        )
+    return "labels: " + ", ".join(str(x) for x in labels)
+
+
+#: Said once, instead of a wall of undefined agreement figures, when no item has two labels.
+SINGLE_LABEL = (
+    "Every item has one label, so agreement between annotators (Krippendorff's alpha, the "
+    "kappas, percentage and leave-one-out agreement, worker reliability) cannot be measured. "
+    "It needs items labelled by two or more workers: raise the study's redundancy (labels per "
+    "item) to 2 or more, at least on a share of the items. An adaptive study collects one "
+    "label per item by design."
+)
+
+
 # --------------------------------------------------------------------------------------------
 # Plain text
 # --------------------------------------------------------------------------------------------
@@ -102,7 +130,7 @@ def render_text(report: dict[str, Any]) -> str:
         f"Annotations used: {num(counts.get('annotations', 0))} "
         f"({num(counts.get('labels', 0))} labels) on {num(counts.get('items', 0))} items "
         f"from {num(counts.get('annotators', 0))} annotators; judges: "
-        f"{', '.join(plain(j) for j in counts.get('judges', [])) or 'none'}"
+        f"{plain(_judges_text(counts))}"
     )
     conf = settings.get("confidence", 0.95)
     out.append(
@@ -112,12 +140,12 @@ def render_text(report: dict[str, Any]) -> str:
     )
     for note in report.get("notes", []):
         out.append(f"Note: {plain(note)}")
+    for section in report.get("sections", []):  # the kind's own sections first
+        out.append("")
+        out.extend(_text_section(section))
     for prop in report.get("properties", []):
         out.append("")
         out.extend(_text_property(prop))
-    for section in report.get("sections", []):
-        out.append("")
-        out.extend(_text_section(section))
     return "\n".join(out) + "\n"
 
 
@@ -150,7 +178,8 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
     out.append(plain(head))
     if prop.get("title") and prop["title"] != prop["name"]:
         out.append(plain(prop["title"]))
-    out.append(f"Labels: {', '.join(plain(x) for x in prop.get('labels', []))}")
+    labels = _labels_text(prop)
+    out.append(plain(labels[:1].upper() + labels[1:]))
     for note in prop.get("notes", []):
         out.append(f"Note: {plain(note)}")
     exc = prop.get("excluded", {})
@@ -168,6 +197,8 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
         f"annotators; labels per item {per['min']}-{per['max']} (median {num(per['median'], 1)}); "
         f"{num(c['items_with_two_or_more'])} items with two or more labels"
     )
+    if not c.get("items_with_two_or_more", 1):
+        out.append(f"Note: {SINGLE_LABEL}")
     out.append("")
     out.append("Inter-rater reliability (bootstrap interval over items)")
     out.append(
@@ -545,6 +576,20 @@ def _card_est(name: str, est: dict[str, Any]) -> dict:
     return _card(name, fig, est.get("reason", ""))
 
 
+def _judges_text(counts: dict[str, Any]) -> str:
+    """The judges compared with humans; judges whose ratings have no human labels to be
+    compared with yet are named as such, never as "none"."""
+    compared = list(counts.get("judges", []))
+    waiting = [j for j in counts.get("judges_rated", []) if j not in compared]
+    parts = [", ".join(compared)] if compared else []
+    if waiting:
+        parts.append(
+            f"{', '.join(waiting)} (ratings stored; compared once humans have labelled the "
+            "same items)"
+        )
+    return "; ".join(parts) or "none"
+
+
 def report_context(report: dict[str, Any]) -> dict[str, Any]:
     """What ``analysis/_report.html`` shows: texts, tables and chart data of the report."""
     counts = report.get("counts", {})
@@ -554,7 +599,7 @@ def report_context(report: dict[str, Any]) -> dict[str, Any]:
         f"{num(counts.get('annotations', 0))} annotations ({num(counts.get('labels', 0))} "
         f"labels) on {num(counts.get('items', 0))} items from "
         f"{num(counts.get('annotators', 0))} annotators · judges: "
-        f"{', '.join(counts.get('judges', [])) or 'none'} · tie threshold "
+        f"{_judges_text(counts)} · tie threshold "
         f"{settings.get('threshold')} · {settings.get('n_boot')} bootstrap resamples over "
         f"items, {round(100 * conf)}% percentile intervals"
     )
@@ -603,7 +648,7 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
     out: dict[str, Any] = {
         "anchor": anchor,
         "name": prop["name"],
-        "scale": _SCALE_TITLES.get(prop["scale"], prop["scale"]),
+        "scale": _scale_title(prop),
         "title": prop["title"] if prop.get("title") and prop["title"] != prop["name"] else "",
         "notes": notes,
         "empty": prop.get("empty") or "",
@@ -614,10 +659,10 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
     per = c["labels_per_item"]
     out["meta"] = (
         f"{num(c['labels'])} labels on {num(c['items'])} items by {num(c['annotators'])} "
-        f"annotators; {per['min']}–{per['max']} labels per item; "
-        f"labels: {', '.join(str(x) for x in prop['labels'])}"
+        f"annotators; {per['min']}–{per['max']} labels per item; {_labels_text(prop)}"
     )
-    out["cards"] = _key_figures(prop)
+    out["single_label"] = SINGLE_LABEL if c.get("items_with_two_or_more", 1) == 0 else ""
+    out["cards"] = _key_figures(prop, single=bool(out["single_label"]))
     rel = prop["reliability"]
     out["reliability_chart"] = charts.forest_chart(
         [(_metric_name(r), r) for r in rel], "Inter-rater reliability with intervals", lo=None
@@ -648,13 +693,16 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
     return out
 
 
-def _key_figures(prop: dict[str, Any]) -> list[dict]:
+def _key_figures(prop: dict[str, Any], single: bool = False) -> list[dict]:
+    """The headline cards; with one label per item (``single``) no agreement cards (the
+    page says once why), and for a pairwise property the order of every system."""
     cards = []
     alpha = next(r for r in prop["reliability"] if r["metric"] == "krippendorff_alpha")
-    cards.append(_card_est(f"Krippendorff's α ({alpha['level']})", alpha))
     inner = next((r for r in prop["reliability"] if r["metric"] == "loo_inner"), None)
-    if inner:
-        cards.append(_card_est("Leave-one-out agreement (humans)", inner))
+    if not single:
+        cards.append(_card_est(f"Krippendorff's α ({alpha['level']})", alpha))
+        if inner:
+            cards.append(_card_est("Leave-one-out agreement (humans)", inner))
     if "pairwise" in prop:
         o = prop["pairwise"]["outcomes"]
         total = sum(o.values()) or 1
@@ -663,19 +711,7 @@ def _key_figures(prop: dict[str, Any]) -> list[dict]:
                 "Soft-voted ties", {"text": pct(o["tie"] / total)}, f"{o['tie']} of {total} items"
             )
         )
-        pairs = prop["pairwise"]["pairs"]
-        if pairs:
-            best = max(pairs, key=lambda r: abs((r["expected_win_rate"] or 0.5) - 0.5))
-            est = {
-                "value": best["expected_win_rate"],
-                "low": best["expected_win_rate_low"],
-                "high": best["expected_win_rate_high"],
-                "reason": best.get("reason", ""),
-            }
-            name = (
-                f"Expected win rate {short(best['system_1'], 20)} vs {short(best['system_2'], 20)}"
-            )
-            cards.append(_card_est(name, est))
+        cards.extend(_order_card(prop))
     if "likert" in prop:
         rows = [r for r in prop["likert"]["systems"] if r["system"] != "all"]
         top = max(rows, key=lambda r: r["mean_rating"])
@@ -691,6 +727,29 @@ def _key_figures(prop: dict[str, Any]) -> list[dict]:
             _card_est(f"Judge {short(j['judge'], 30)}: leave-one-out (outer)", j["loo_outer"])
         )
     return cards
+
+
+def _order_card(prop: dict[str, Any]) -> list[dict]:
+    """Every system at once: the Bradley-Terry order with ranks (shared ranks cannot be told
+    apart), or, without a ranking, every pair's expected win rate."""
+    ranked = [r for r in prop.get("ranking") or [] if r.get("score") is not None]
+    if ranked:
+        order = " · ".join(f"{r['rank']}. {short(r['system'], 24)}" for r in ranked)
+        note = (
+            f"all {len(ranked)} systems by Bradley–Terry score; a shared rank: the intervals "
+            "overlap"
+        )
+        if prop.get("ranking_method", {}).get("prior_used"):
+            note += "; scores with a small prior (a system never lost or never won)"
+        return [_card("Order of the systems", {"text": order}, note)]
+    pairs = prop["pairwise"]["pairs"]
+    if not pairs:
+        return []
+    rates = " · ".join(
+        f"{short(r['system_1'], 16)} vs {short(r['system_2'], 16)} {num(r['expected_win_rate'])}"
+        for r in pairs
+    )
+    return [_card("Expected win rate of system 1, every pair", {"text": rates}, "")]
 
 
 def _pairwise(pw: dict[str, Any], conf: float) -> dict[str, Any]:
@@ -900,7 +959,10 @@ def _perception(prop: dict[str, Any]) -> dict[str, Any]:
     labels = per["labels"]
     what = "human median" if prop["scale"] == "ordinal" else "human majority"
     groups = []
+    empty = [str(b["bin"]) for b in per["bins"] if b["items"] <= 0]
     for b in per["bins"]:
+        if b["items"] <= 0 and prop.get("bins"):
+            continue
         head = f"{what} = {b['bin']} · {pct(b['share'])} of items ({num(b['items'], 1)})"
         rows = [
             (
@@ -918,8 +980,12 @@ def _perception(prop: dict[str, Any]) -> dict[str, Any]:
         f"Perception chart: label shares per {what} bin",
         "label",
     )
-    return {"chart": chart, "source": f"Bins: {per['binning']}. {per.get('note', '')} "
-            f"{per['source']}"}  # fmt: skip
+    if empty and prop.get("bins"):
+        chart_note = f"No items in the bins {', '.join(empty)} (not drawn). "
+    else:
+        chart_note = ""
+    return {"chart": chart, "source": f"{chart_note}Bins: {per['binning']}. "
+            f"{per.get('note', '')} {per['source']}"}  # fmt: skip
 
 
 def _position_bias(pb: dict[str, Any]) -> dict[str, Any]:

@@ -195,6 +195,7 @@ def build_report(
             "flagged_excluded": 0 if include_flagged else excluded["flagged"],
             "gold_excluded": excluded["gold"],
             "judges": judge_names,
+            "judges_rated": _judges_rated(judges),
         },
         "notes": all_notes,
         "properties": sections,
@@ -202,6 +203,14 @@ def build_report(
         "elapsed_seconds": round(time.perf_counter() - started, 3),
     }
     return json_safe(report)
+
+
+def _judges_rated(judges: pd.DataFrame | None) -> list[str]:
+    """Every judge with a rating in the data, compared with humans or not (yet)."""
+    if judges is None or not len(judges) or "judge" not in judges.columns:
+        return []
+    rated = judges.loc[judges["label"].notna(), "judge"] if "label" in judges.columns else []
+    return sorted({str(j) for j in rated})
 
 
 def _overall_counts(ann: pd.DataFrame, sections: list[dict[str, Any]]) -> dict[str, int]:
@@ -328,6 +337,12 @@ def _property_section(
     section["excluded"] = {"flagged": excluded.get("flagged", 0), "gold": excluded.get("gold", 0)}
     if not len(ann):
         section["empty"] = "no human labels for this property"
+        if jud is not None and len(jud):
+            names = ", ".join(sorted({str(j) for j in jud["judge"]}))
+            section["empty"] += (
+                f"; judge ratings ({names}: {len(jud)}) are stored and will be compared with "
+                "the human labels once workers have labelled these items"
+            )
         section["counts"] = {"labels": 0, "items": 0, "annotators": 0}
         return section
     lc = LabelCounts.from_frames(ann, jud, labels=list(prop.labels))
@@ -339,7 +354,10 @@ def _property_section(
             judges={k: c for k, c in lc.judges.items() if c.sum() > 0},
         )
     section["counts"] = _counts(ann, lc)
-    section["label_distribution"] = _distribution(lc)
+    binned = _binned(lc, prop) if prop.bins else None
+    if binned is not None:
+        section["notes"].append(FINE_SCALE_NOTE.format(lo=prop.labels[0], hi=prop.labels[-1]))
+    section["label_distribution"] = _distribution(binned or lc)
     section["reliability"] = _reliability(lc, prop, opts)
     lc_pw = _pairwise_counts(lc) if prop.scale == "pairwise" else None
     outcomes = None
@@ -350,12 +368,36 @@ def _property_section(
         section["position_bias"] = _position_bias(ann)
         section["prioritisation"] = _prioritisation(outcomes, items, opts)
     if prop.scale == "ordinal":
-        section["likert"] = _likert(lc, items)
+        section["likert"] = _likert(lc, items, binned)
     section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
-    section["judges_extra"] = _judges_extra(lc, jud if samples is None else samples, prop, opts)
-    section["workers"] = _workers(ann, lc, opts)
+    if binned is None:  # exact-match baselines: not for a fine score (FINE_SCALE_NOTE)
+        section["judges_extra"] = _judges_extra(lc, jud if samples is None else samples, prop, opts)
+    section["workers"] = _workers(ann, lc, opts) if binned is None else {"reason": FINE_WORKERS}
     section["perception"] = _perception(lc, lc_pw, prop)
     return section
+
+
+FINE_SCALE_NOTE = (
+    "a score from {lo} to {hi} is an interval scale: its agreement is Krippendorff's alpha at "
+    "the interval level, and the distributions and charts group the scores in ten bins of "
+    "equal width; statistics that count exact matches (Fleiss' and Randolph's kappa, "
+    "percentage and leave-one-out agreement) are left out, since two close scores such as 70 "
+    "and 71 would count as a disagreement"
+)
+FINE_WORKERS = (
+    "not computed for a fine score: Dawid-Skene and MACE model a few categories, not a 0-100 scale"
+)
+
+
+def _binned(lc: LabelCounts, prop: Property) -> LabelCounts:
+    """The counts of a fine score summed into its bins (labels: the bins' names)."""
+    m = prop.bin_matrix()
+    return LabelCounts(
+        items=lc.items,
+        labels=pd.Index(prop.bin_names),
+        human=(lc.human @ m).astype(lc.human.dtype),
+        judges={k: (v @ m).astype(v.dtype) for k, v in lc.judges.items()},
+    )
 
 
 def _counts(ann: pd.DataFrame, lc: LabelCounts) -> dict[str, Any]:
@@ -422,6 +464,10 @@ def _reliability(lc: LabelCounts, prop: Property, opts: _Opts) -> list[dict[str,
             source="Krippendorff 2011",
         )
     ]
+    if prop.bins:  # a fine score: exact-match statistics mean nothing (FINE_SCALE_NOTE)
+        for row in rows:
+            row["title"] = _RELIABILITY_TITLES[row["metric"]]
+        return rows
     if opts.interval:
         if lc.values is not None:
             est = agreement.krippendorff_alpha(lc, level="interval", **kw)
@@ -526,6 +572,9 @@ RANKING_METHOD = {
     "intervals: above the score)",
     "source": "maximum likelihood by choix (iterative Luce spectral ranking), checked "
     "against evalica",
+    "prior": "none while the maximum-likelihood estimate exists; when a system never lost "
+    "(or never won) it does not, and ½ virtual win each way per pair of systems (one virtual "
+    "tie per pair) is added to the fit and to every resample",
 }
 
 
@@ -560,6 +609,7 @@ def _ranking(
         n_inputs=attrs["n_inputs"],
         n_comparisons=attrs["n_comparisons"],
         n_boot_failed=attrs["n_boot_failed"],
+        prior_used=attrs["prior"],
         reason=attrs["reason"],
     )
     rows = _records(table)
@@ -641,10 +691,13 @@ def _prioritisation(
 # --------------------------------------------------------------------------------------------
 
 
-def _likert(lc: LabelCounts, items: pd.DataFrame | None) -> dict[str, Any]:
+def _likert(
+    lc: LabelCounts, items: pd.DataFrame | None, binned: LabelCounts | None = None
+) -> dict[str, Any]:
     """Per-system summaries of item medians and means (and the pooled rating distribution).
     An ordinal label of a *pair* item (a pairwise criterion's strength, in system order) is
-    summarised per system pair, ``"<A> vs <B>"``."""
+    summarised per system pair, ``"<A> vs <B>"``. ``binned``: a fine score's counts in its
+    bins, for the distributions (the means and medians use the scores)."""
     summ = likert_summary(lc)
     vals = lc.ordinal_values()
     if items is not None and "system_a" in items.columns:
@@ -664,6 +717,7 @@ def _likert(lc: LabelCounts, items: pd.DataFrame | None) -> dict[str, Any]:
         c = lc.human[sel]
         dist = c.sum(axis=0)
         n_ratings = int(dist.sum())
+        shown = dist if binned is None else binned.human[sel].sum(axis=0)
         rows.append(
             {
                 "system": name,
@@ -672,11 +726,11 @@ def _likert(lc: LabelCounts, items: pd.DataFrame | None) -> dict[str, Any]:
                 "mean_rating": float(dist @ vals / n_ratings),
                 "mean_of_item_means": float(summ["mean"].to_numpy()[sel].mean()),
                 "median_of_item_medians": float(np.median(summ["median"].to_numpy()[sel])),
-                "distribution": [int(x) for x in dist],
+                "distribution": [int(x) for x in shown],
                 "reason": "",
             }
         )
-    return {"labels": list(lc.labels), "systems": rows}
+    return {"labels": list((binned or lc).labels), "systems": rows}
 
 
 # --------------------------------------------------------------------------------------------
@@ -860,7 +914,16 @@ def _chart_dict(frame: pd.DataFrame, labels: list) -> dict[str, Any]:
 
 
 def _perception(lc: LabelCounts, lc_pw: LabelCounts | None, prop: Property) -> dict[str, Any]:
-    if prop.scale == "ordinal":
+    if prop.bins:
+        keys, w = perception.bin_weights(lc.human, lc.labels, "median", "split")
+        m = prop.bin_matrix()
+        names = prop.bin_names
+        judges = {k: v @ m for k, v in lc.judges.items()}
+        frame = perception._chart(names, w @ m, lc.human @ m, judges, names)
+        out = _chart_dict(frame, names)
+        out["binning"] = "the bin of the human median score (split ties 1/2-1/2)"
+        out["source"] = "Beyond Correlation Section 3.3.1, Fig. 3"
+    elif prop.scale == "ordinal":
         frame = perception.ordinal_perception_chart(lc)
         out = _chart_dict(frame, list(lc.labels))
         out["binning"] = "human median (split ties 1/2-1/2)"

@@ -7,6 +7,12 @@ equal its expected wins), where ``w_ij`` counts ``i``'s wins over ``j`` — a ti
 win to each side — and ``n_ij = w_ij + w_ji``. It exists, unique up to a constant, exactly when
 the win graph is strongly connected (Ford 1957). It is computed by choix (Maystre &
 Grossglauser 2015, iterative Luce spectral ranking) and checked against evalica in the tests.
+
+When the maximum-likelihood estimate does not exist (some system never lost, or never won),
+the scores come from a small regularising prior instead: every pair of systems gets
+``prior`` virtual wins each way (:data:`PRIOR`, ½: one virtual tie per pair, the
+Haldane–Anscombe correction of a zero count), which is the maximum-likelihood estimate of the
+win matrix ``W + prior · (1 − I)``; ``attrs["prior"]`` says which was used.
 Users' view: ``docs/analysis.md`` ("Ranking").
 """
 
@@ -19,12 +25,22 @@ import numpy as np
 import pandas as pd
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["ELO_BASE", "ELO_SCALE", "bradley_terry", "fit_log_strengths", "win_matrix"]
+__all__ = [
+    "ELO_BASE",
+    "ELO_SCALE",
+    "PRIOR",
+    "bradley_terry",
+    "fit_log_strengths",
+    "win_matrix",
+]
 
 #: Scores on the Elo-like scale of Chatbot Arena: ``ELO_BASE + ELO_SCALE · θ`` with ``θ``
 #: centred at 0, so 400 points are a factor of 10 in the odds of winning.
 ELO_SCALE = 400 / math.log(10)
 ELO_BASE = 1000.0
+#: Virtual wins each way per pair of systems when the maximum-likelihood estimate does not
+#: exist: ½ each way is one virtual tie per pair (the Haldane–Anscombe ½).
+PRIOR = 0.5
 
 _TOL = 1e-10
 _MAX_ITER = 10_000
@@ -49,13 +65,25 @@ def _connected(wins: np.ndarray) -> bool:
     return n == 1
 
 
-def fit_log_strengths(wins: np.ndarray, initial: np.ndarray | None = None) -> np.ndarray | None:
+def with_prior(wins: np.ndarray, prior: float) -> np.ndarray:
+    """``wins`` plus ``prior`` virtual wins each way for every pair of systems."""
+    k = len(wins)
+    return wins + prior * (np.ones((k, k)) - np.eye(k))
+
+
+def fit_log_strengths(
+    wins: np.ndarray, initial: np.ndarray | None = None, prior: float = 0.0
+) -> np.ndarray | None:
     """The maximum-likelihood ``θ`` (centred at 0) for a win matrix, or ``None`` when it does
-    not exist (the win graph is not strongly connected) or the iteration does not converge."""
+    not exist (the win graph is not strongly connected) or the iteration does not converge.
+    ``prior`` > 0: the estimate of ``wins`` with ``prior`` virtual wins each way per pair
+    (:func:`with_prior`), which always exists."""
     try:
         import choix
     except ImportError as exc:  # pragma: no cover - choix is a dependency
         raise ImportError("the Bradley-Terry ranking needs choix: pip install choix") from exc
+    if prior > 0:
+        wins = with_prior(wins, prior)
     if len(wins) < 2 or not _connected(wins):
         return None
     try:
@@ -92,6 +120,7 @@ def bradley_terry(
     seed: int | np.random.Generator = 0,
     confidence: float = 0.95,
     scale: Literal["elo", "log"] = "elo",
+    prior: float = PRIOR,
 ) -> pd.DataFrame:
     """Bradley–Terry scores of the systems in ``frame`` with bootstrap intervals over inputs.
 
@@ -102,15 +131,22 @@ def bradley_terry(
     bootstrap, ``n_boot`` resamples of the inputs with replacement, each refitted (resamples
     without a finite estimate are left out and counted). ``rank`` = 1 + the number of systems
     whose interval lies entirely above this one's (without intervals: above its score).
+    ``prior``: when the maximum-likelihood estimate does not exist (a system never lost or
+    never won), the fit and every resample use ``prior`` virtual wins each way per pair of
+    systems (0: the scores stay undefined); the reason says so.
 
     Returns one row per system, best first: ``system``, ``score``, ``low``, ``high``, ``rank``,
     ``wins``, ``losses``, ``ties``, ``n``; ``attrs`` holds ``n_inputs``, ``n_comparisons``,
-    ``n_boot``, ``n_boot_failed`` and ``reason`` (why scores or intervals are undefined, or "").
+    ``n_boot``, ``n_boot_failed``, ``prior`` (the virtual wins used, 0 for the maximum-
+    likelihood estimate) and ``reason`` (why scores or intervals are undefined or regularised,
+    or "").
     """
     if n_boot < 0:
         raise ValueError("n_boot must be 0 or more")
     if not 0 < confidence < 1:
         raise ValueError("confidence must be within (0, 1)")
+    if not (prior >= 0 and math.isfinite(prior)):
+        raise ValueError("prior must be 0 or more")
     if scale not in ("elo", "log"):
         raise ValueError("scale must be 'elo' or 'log'")
     for col in ("system_a", "system_b", "outcome"):
@@ -138,6 +174,14 @@ def bradley_terry(
     wins = win_matrix(a, b, outcome, k)
     theta = fit_log_strengths(wins)
     reason = "" if theta is not None else _no_mle_reason(wins, systems)
+    used = 0.0
+    if theta is None and k >= 2 and prior > 0:
+        used = prior
+        theta = fit_log_strengths(wins, prior=used)
+        reason = (
+            f"{reason}; the scores use a small regularising prior instead: {used:g} virtual "
+            f"win each way for every pair of systems ({2 * used:g} virtual tie per pair)"
+        )
     boot: np.ndarray | None = None
     failed = 0
     if theta is not None and n_boot > 0:
@@ -149,7 +193,7 @@ def bradley_terry(
         fits = []
         for _ in range(n_boot):  # one refit per resample
             counts = np.bincount(rng.integers(0, n_inputs, n_inputs), minlength=n_inputs)
-            fit = fit_log_strengths((counts @ per_input).reshape(k, k), initial=theta)
+            fit = fit_log_strengths((counts @ per_input).reshape(k, k), initial=theta, prior=used)
             if fit is None:
                 failed += 1
             else:
@@ -158,12 +202,14 @@ def bradley_terry(
             q = 100 * (1 - confidence) / 2
             boot = np.percentile(np.array(fits), [q, 100 - q], axis=0)
             if failed:
-                reason = (
+                reason = (reason + "; " if reason else "") + (
                     f"{failed} of {n_boot} resamples had no finite estimate (a system won or "
                     "lost all its comparisons) and were left out of the interval"
                 )
         else:
-            reason = f"no interval: {failed} of {n_boot} resamples had no finite estimate"
+            reason = (reason + "; " if reason else "") + (
+                f"no interval: {failed} of {n_boot} resamples had no finite estimate"
+            )
 
     def to_scale(x: np.ndarray) -> np.ndarray:
         return ELO_BASE + ELO_SCALE * x if scale == "elo" else x
@@ -203,6 +249,7 @@ def bradley_terry(
         "n_comparisons": int(len(frame)),
         "n_boot": int(n_boot),
         "n_boot_failed": int(failed),
+        "prior": used,
         "scale": scale,
         "reason": reason,
     }

@@ -76,3 +76,55 @@ def test_a_study_without_labels_reports_the_section_as_undefined():
     assert all(f["value"] is None and f["reason"] for f in section["figures"])
     assert "undefined" in render_text(report)
     render_html(report)
+
+
+@pytest.mark.django_db
+def test_the_score_is_an_interval_scale_in_bins_and_the_kinds_section_comes_first(client):
+    """Issue 25, item 7: the 0-100 score is not 101 categories. Its alpha is at the interval
+    level, its distributions and perception chart use ten bins (0-9 ... 90-100), the page
+    states the range and bins instead of listing 0, 1, 2, ..., 100, and the error-span section
+    comes before the score's property section (on the page and in the text report)."""
+    from django.contrib.auth.models import User
+
+    from analysis import agreement
+
+    study = esa_study()
+    annotate(study, "w1", [(0, 5, "major")])  # bad 30, good 90
+    annotate(study, "w2", [(0, 5, "minor")])
+    report = study_report(study, n_boot=20)
+    (prop,) = report["properties"]
+    assert prop["level"] == "interval" and prop["bins"][0] == "0–9" and len(prop["bins"]) == 10
+    assert [r["metric"] for r in prop["reliability"]] == ["krippendorff_alpha"]
+    section_alpha = report["sections"][0]["figures"][0]
+    assert prop["reliability"][0]["value"] == pytest.approx(section_alpha["value"], abs=1e-12)
+    dist = {d["label"]: d["count"] for d in prop["label_distribution"]}
+    assert list(dist) == prop["bins"] and dist["30–39"] == 6 and dist["90–100"] == 6
+    assert all(len(r["distribution"]) == 10 for r in prop["likert"]["systems"])
+    bins = prop["perception"]["bins"]
+    assert len(bins) == 10 and prop["perception"]["labels"] == prop["bins"]
+    assert {b["bin"]: b["items"] for b in bins if b["items"]} == {"30–39": 3.0, "90–100": 3.0}
+    assert prop["workers"]["reason"].startswith("not computed for a fine score")
+    # the same alpha as the analysis core at the interval level on the scores
+    from analysis.selectors import study_dataset
+
+    ann = study_dataset(study).annotations
+    ann = ann[~ann["is_gold"]]
+    core = agreement.krippendorff_alpha(ann, level="interval", labels=list(range(101)), n_boot=0)
+    assert prop["reliability"][0]["value"] == pytest.approx(core.value, abs=1e-9)
+
+    text = render_text(report)
+    assert text.index("== Error spans ==") < text.index("== score (")
+    assert "0, 1, 2" not in text and "Scores 0–100, shown in 10 bins" in text
+
+    user = User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    client.force_login(user)
+    html = client.get(f"/studies/{study.pk}/report/", {"n_boot": 20}).content.decode()
+    body = html.split('class="hv-report"')[1]
+    headings = [h.split("<")[0].strip() for h in body.split("<h2>")[1:]]
+    assert headings[:2] == ["Error spans", "score"]
+    assert "0, 1, 2, 3" not in body and ", 99, 100" not in body
+    assert "scores 0–100, shown in 10 bins: 0–9, 10–19, …, 90–100" in body
+    perception = body.split("<h3>Perception chart</h3>")[1]
+    assert "human median = 30–39" in perception and "human median = 31" not in perception
+    assert "no items in this bin" not in perception  # empty bins named once, not drawn
+    assert "No items in the bins 0–9, 10–19" in perception

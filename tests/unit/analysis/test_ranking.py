@@ -11,7 +11,7 @@ import pytest
 
 from protocol.simulation import PAPER_SYSTEMS, load_mqm
 from ranking import ELO_BASE, ELO_SCALE, bradley_terry, fit_log_strengths
-from ranking.bradley_terry import win_matrix
+from ranking.bradley_terry import PRIOR, win_matrix
 from tests.conftest import SHARED_DATA
 
 MQM_FILE = SHARED_DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
@@ -200,15 +200,76 @@ def test_overlapping_intervals_share_a_rank():
     assert out.loc["R", "rank"] == 3
 
 
-def test_no_finite_estimate_is_undefined_with_the_reason():
+def test_no_finite_estimate_is_undefined_with_the_reason_without_a_prior():
     never_lost = _frame([("X", "Y", "A", 3), ("Y", "Z", "A", 2), ("Y", "Z", "B", 1)])
-    out = bradley_terry(never_lost, n_boot=50)
+    out = bradley_terry(never_lost, n_boot=50, prior=0)
     assert out["score"].isna().all() and out["rank"].isna().all()
-    assert "X never lost a comparison" in out.attrs["reason"]
-    never_won = bradley_terry(_frame([("X", "Y", "B", 2), ("Y", "Z", "tie", 1)]), n_boot=0)
+    assert "X never lost a comparison" in out.attrs["reason"] and out.attrs["prior"] == 0
+    never_won = bradley_terry(_frame([("X", "Y", "B", 2), ("Y", "Z", "tie", 1)]), n_boot=0, prior=0)
     assert "X never won a comparison" in never_won.attrs["reason"]
     one = bradley_terry(pd.DataFrame(columns=["system_a", "system_b", "outcome"]), n_boot=0)
     assert one.empty and "at least two systems" in one.attrs["reason"]
+    with pytest.raises(ValueError, match="prior"):
+        bradley_terry(never_lost, n_boot=0, prior=-1)
+
+
+def test_a_system_that_never_lost_gets_a_score_from_the_prior_worked_example():
+    """X beats Y three times and never loses. With ½ virtual win each way (one virtual tie),
+    the likelihood equation of two systems gives p_X / p_Y = (3 + ½) / ½ = 7: theta_X -
+    theta_Y = log 7, on the Elo-like scale 400 log10(7) = 338.04 points apart."""
+    out = bradley_terry(_frame([("X", "Y", "A", 3)]), n_boot=0, scale="log").set_index("system")
+    assert out.loc["X", "score"] - out.loc["Y", "score"] == pytest.approx(math.log(7), abs=1e-9)
+    assert out.attrs["prior"] == PRIOR == 0.5
+    assert "X never lost a comparison" in out.attrs["reason"]
+    assert "regularising prior" in out.attrs["reason"]
+    elo = bradley_terry(_frame([("X", "Y", "A", 3)]), n_boot=0).set_index("system")
+    assert elo.loc["X", "score"] == pytest.approx(1000 + 200 * math.log10(7), abs=1e-6)
+    assert list(elo["rank"]) == [1, 2] and elo.loc["X", "wins"] == 3  # counts stay real
+
+
+def test_the_prior_agrees_with_choix_and_evalica_to_the_digit():
+    """The regularised fit equals choix's maximum-likelihood fit of the win matrix with ½
+    added to every off-diagonal cell, and evalica's fit of the comparisons plus one virtual
+    tie per pair of systems (tie weight ½), to 1e-8; its bootstrap uses the same prior on
+    every resample, so no resample fails."""
+    import choix
+
+    rows = [("X", "Y", "A", 3), ("X", "Z", "A", 2), ("Y", "Z", "A", 2), ("Y", "Z", "B", 1)]
+    rows += [("Y", "W", "tie", 1), ("W", "Z", "B", 2), ("X", "W", "A", 1)]
+    frame = _frame(rows, with_input=True)
+    ours = bradley_terry(frame, n_boot=0, scale="log").set_index("system")["score"]
+    assert "X never lost" in bradley_terry(frame, n_boot=0).attrs["reason"]
+    systems = sorted(ours.index)
+    idx = {s: i for i, s in enumerate(systems)}
+    wins = win_matrix(
+        frame["system_a"].map(idx).to_numpy(),
+        frame["system_b"].map(idx).to_numpy(),
+        frame["outcome"].to_numpy(),
+        len(systems),
+    )
+    theirs = choix.ilsr_pairwise_dense(
+        wins + 0.5 * (1 - np.eye(len(systems))), alpha=0.0, max_iter=10_000, tol=1e-12
+    )
+    np.testing.assert_allclose(
+        ours.reindex(systems).to_numpy(), theirs - theirs.mean(), atol=1e-8, rtol=0
+    )
+    virtual = pd.DataFrame(
+        [(a, b, "tie") for i, a in enumerate(systems) for b in systems[i + 1 :]],
+        columns=["system_a", "system_b", "outcome"],
+    )
+    with_virtual = pd.concat([frame.drop(columns="input"), virtual], ignore_index=True)
+    ev = _evalica_log(with_virtual).reindex(systems)
+    np.testing.assert_allclose(ours.reindex(systems).to_numpy(), ev.to_numpy(), atol=1e-8)
+    boot = bradley_terry(frame, n_boot=200, seed=0)
+    assert boot.attrs["n_boot_failed"] == 0 and boot["low"].notna().all()
+    assert ((boot["low"] <= boot["score"]) & (boot["score"] <= boot["high"])).all()
+
+
+def test_the_prior_is_not_used_when_the_maximum_likelihood_estimate_exists():
+    frame = _random_comparisons(5)
+    out = bradley_terry(frame, n_boot=0, scale="log")
+    assert out.attrs["prior"] == 0 and out.attrs["reason"] == ""
+    pd.testing.assert_frame_equal(out, bradley_terry(frame, n_boot=0, scale="log", prior=0))
 
 
 def test_resamples_without_an_estimate_are_counted_and_left_out():
