@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Why a pair closed undecided (``SystemPair.evidence["outcome"]``), in words.
+#: Why a pair closed undecided (``SystemPair.evidence["outcome"]``), in words: what happened.
+#: A futile pair is stopped early, whatever budget is left: the labels it could still get
+#: (its unused inputs, at most twice its share of the budget left) were predicted unlikely
+#: to decide it (docs/protocol.md, "futile").
 UNDECIDED_BECAUSE = {
-    "futile": "it cannot be decided within the budget",
-    "exhausted": "every input was used",
-    "budget": "the budget was spent",
+    "futile": "stopped early: even the labels still available to it were unlikely to decide it",
+    "exhausted": "every input was labelled and it stayed undecided",
+    "budget": "the budget ran out before it was decided",
 }
 
-#: A closed-undecided pair's status by why it closed (a study without a budget has its
-#: whole pool as the budget, so "within the budget" holds for it too).
+#: A closed-undecided pair's status by why it closed.
 _CLOSED_UNDECIDED = {
-    "futile": "retired: cannot be decided within the budget",
-    "exhausted": "closed undecided: every input was used",
-    "budget": "closed undecided: the budget was spent",
+    "futile": "stopped early: a decision was unlikely even with more labels",
+    "exhausted": "closed undecided: every input was labelled",
+    "budget": "closed undecided: the budget ran out",
 }
 
 
@@ -65,7 +67,8 @@ def protocol_outcome(data: dict[str, Any]) -> dict[str, Any] | None:
     undecided = [
         {
             "pair": (p["system_a"], p["system_b"]),
-            "why": UNDECIDED_BECAUSE.get(p["outcome"] or "", "it closed without a decision"),
+            "why": UNDECIDED_BECAUSE.get(p["outcome"] or "", "it closed without a decision")
+            + _decision_chance(p),
         }
         for p in pairs
         if p["state"] == "exhausted"
@@ -78,4 +81,78 @@ def protocol_outcome(data: dict[str, Any]) -> dict[str, Any] | None:
         "all_decided": len(wins) == len(pairs),
         "budget_spent": bool(budget) and data["spent"] >= budget,
         "n_pairs": len(pairs),
+    }
+
+
+def _decision_chance(pair: dict[str, Any]) -> str:
+    """`` (predicted chance of a decision: 8%)`` for a pair stopped as futile."""
+    if pair.get("outcome") != "futile":
+        return ""
+    undecided = [
+        p["probability"] for p in pair.get("predicted") or [] if p["outcome"] == "undecided"
+    ]
+    if not undecided:
+        return ""
+    return f" (predicted chance of a decision: {1 - undecided[0]:.0%})"
+
+
+def views_compared(data: dict[str, Any], ranking: dict[str, Any]) -> dict[str, Any]:
+    """Where the partial order (the protocol's decisions) and the Bradley–Terry ranking beside
+    it say different things, with what each pair's own labels were.
+
+    They answer different questions. The protocol decides a pair from that pair's own
+    labels (θ past the decision level); a rank separates two systems only when their 95 %
+    intervals, estimated from all comparisons, do not overlap, a stricter test. So a
+    decided pair may share a rank (``same_rank``), and the ranking may separate a pair the
+    protocol has not decided (``ranked_not_decided``); a decided pair whose loser has the
+    higher score (``reversed``) means the other systems' comparisons outweigh the pair's
+    own. ``agree``: none of the three."""
+    rows = {r["system"]: r for r in ranking.get("rows", []) if r.get("score") is not None}
+    by_pair = {frozenset((p["system_a"], p["system_b"])): p for p in data["pairs"]}
+
+    def labels(pair: dict[str, Any], first: str) -> dict[str, Any]:
+        a_wins, ties, b_wins = pair.get("human_counts") or (0, 0, 0)
+        if pair["system_a"] != first:
+            a_wins, b_wins = b_wins, a_wins
+        return {"first": a_wins, "ties": ties, "second": b_wins}
+
+    same_rank, reversed_, ranked_not_decided = [], [], []
+    decided = set()
+    for edge in data["partial_order"]["edges"]:
+        winner, loser = edge["winner"], edge["loser"]
+        decided.add(frozenset((winner, loser)))
+        if winner not in rows or loser not in rows:
+            continue
+        pair = by_pair.get(frozenset((winner, loser)))
+        entry = {
+            "winner": winner,
+            "loser": loser,
+            "rank": rows[winner]["rank"],
+            "loser_rank": rows[loser]["rank"],
+            **({"labels": labels(pair, winner)} if pair else {}),
+        }
+        if rows[winner]["score"] < rows[loser]["score"]:
+            reversed_.append(entry)
+        elif rows[winner]["rank"] >= rows[loser]["rank"]:
+            same_rank.append(entry)
+    for key, pair in by_pair.items():
+        a, b = pair["system_a"], pair["system_b"]
+        if key in decided or a not in rows or b not in rows:
+            continue
+        if rows[a]["rank"] != rows[b]["rank"]:
+            better, worse = (a, b) if rows[a]["rank"] < rows[b]["rank"] else (b, a)
+            ranked_not_decided.append(
+                {
+                    "better": better,
+                    "worse": worse,
+                    "status": pair["status"],
+                    "labels": labels(pair, better),
+                }
+            )
+    ranked_not_decided.sort(key=lambda e: (e["better"], e["worse"]))
+    return {
+        "agree": not (same_rank or reversed_ or ranked_not_decided),
+        "same_rank": same_rank,
+        "reversed": reversed_,
+        "ranked_not_decided": ranked_not_decided,
     }

@@ -9,7 +9,7 @@ from annotator.selectors import studies_visible_to, study_progress
 from charts.ranking import ranking_chart
 
 from . import charts, selectors
-from .outcome import protocol_outcome
+from .outcome import protocol_outcome, views_compared
 
 
 @login_required
@@ -39,6 +39,7 @@ def dashboard(request: HttpRequest, pk: int) -> HttpResponse:
         "systems": systems,
         "matrix": matrix,
         "outcome": protocol_outcome(data),
+        "compared": views_compared(data, ranking),
         "order_chart": charts.partial_order_chart(data["partial_order"]),
         "budget_chart": charts.budget_chart(data["rounds"], data["budget"]),
     }

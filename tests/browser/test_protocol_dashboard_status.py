@@ -1,16 +1,20 @@
-"""The protocol dashboard in Chromium says why each pair closed: a futile pair reads
-"retired: cannot be decided within the budget" in the matrix and in the admin's pair list."""
+"""The protocol dashboard in Chromium says why each pair closed: a futile pair reads as what
+happened ("stopped early: …", never "cannot be decided within the budget" with budget
+left) in the matrix and in the admin's pair list; every figure in a cell is labelled and the
+ranking beside the partial order says where and why the two differ."""
 
 import pytest
 from django.contrib.auth.models import User
+from playwright.sync_api import expect
 
 from annotator import services
 from config.celery import app
-from protocol.selectors import dashboard
+from protocol.outcome import views_compared
+from protocol.selectors import dashboard, ranking
 from tests.protocol_sim import adaptive_bundle, run_workers
 from tests.services import require_postgres_and_redis
 
-RETIRED = "retired: cannot be decided within the budget"
+RETIRED = "stopped early: a decision was unlikely even with more labels"
 
 
 @pytest.fixture
@@ -22,8 +26,9 @@ def eager():
     app.conf.task_always_eager = before
 
 
+@pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.django_db(transaction=True)
-def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager):
+def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager, width):
     require_postgres_and_redis()
     # 200 inputs: the equal pair s3 vs s4 is retired as futile long before they run out
     study = services.study_import(adaptive_bundle(n_inputs=200), filename="a.jsonl")
@@ -39,7 +44,15 @@ def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager):
     page.click("input[type=submit]")
     page.wait_for_selector("#site-name")
 
+    page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{base_url}/studies/{study.pk}/protocol/")
+    legend = page.locator("#pairs-legend")
+    expect(legend).to_contain_text("θ: the posterior probability that a is preferred to b")
+    compared = page.locator("#views-compared")
+    expect(compared).to_contain_text("They answer different questions.")
+    data = dashboard(study)
+    for e in views_compared(data, ranking(study))["same_rank"]:
+        expect(compared).to_contain_text(f"{e['winner']} beats {e['loser']} (decided;")
     rows = page.locator("table.matrix tbody tr")
     names = [rows.nth(i).locator("th").inner_text().strip() for i in range(rows.count())]
     columns = page.locator("table.matrix thead th").all_inner_texts()[1:]
@@ -51,6 +64,10 @@ def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager):
                 continue
             status = cells.nth(j).locator(".status").inner_text().strip()
             assert status == pair["status"], (row, col, status)
+            figures = cells.nth(j).locator(".figures").all_inner_texts()
+            a, b = pair["system_a"], pair["system_b"]
+            assert figures[0] == f"θ = P({a} preferred to {b}) = {pair['theta']:.3f}"
+            assert figures[1].startswith("labels: ") and f" for {a} · " in figures[1]
             if pair["outcome"] == "futile":
                 assert status == RETIRED
             assert status != "exhausted"

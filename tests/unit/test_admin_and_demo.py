@@ -198,3 +198,21 @@ def test_embedded_mode_silences_kombus_no_hostname_warning(settings):
     assert not settings.CELERY_BROKER_URL  # the unit tests run embedded, as the demo does
     kombu = logging.getLogger("kombu.connection")
     assert not kombu.isEnabledFor(logging.WARNING) and kombu.isEnabledFor(logging.ERROR)
+
+
+def test_readme_pyproject_and_docs_name_the_four_kinds():
+    import re
+    import tomllib
+
+    from tests.conftest import ROOT
+
+    intro = (ROOT / "README.md").read_text(encoding="utf-8").split("## ")[0]
+    description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    kinds_doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    kinds_doc = kinds_doc.split("## Task kinds")[1][:400]
+    importing = (ROOT / "docs" / "import-formats.md").read_text(encoding="utf-8")[:400]
+    for where in (intro, description, kinds_doc, importing):
+        flat = re.sub(r"\s+", " ", where).lower()
+        assert "pairwise" in flat and "likert" in flat and "ranking" in flat
+        assert re.search(r"error[ _-]span", flat), where
+        assert "criteri" in flat or where is importing

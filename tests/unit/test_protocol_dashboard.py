@@ -13,10 +13,12 @@ from rest_framework.test import APIClient
 from annotator import services
 from protocol.charts import budget_chart, partial_order_chart
 from protocol.models import ProtocolConfig
-from protocol.outcome import pair_status, protocol_outcome
+from protocol.outcome import pair_status, protocol_outcome, views_compared
 from protocol.selectors import dashboard, partial_order, ranking, ranking_comparisons
 from tests.conftest import active_markup
 from tests.protocol_sim import adaptive_bundle, run_workers
+
+STOPPED = "stopped early: a decision was unlikely even with more labels"
 
 
 @pytest.fixture
@@ -74,8 +76,8 @@ def test_dashboard_page_needs_login_and_draws_svg(finished_study):
     client = Client()
     client.login(username="boss", password="x" * 12)
     page = client.get(url).content.decode()
-    assert page.count("<svg") == 3 and "Partial order" in page and "θ=" in page
-    assert "on all inputs: s1 wins" in page
+    assert page.count("<svg") == 3 and "Partial order" in page and "θ = P(" in page
+    assert "if every input were labelled: s1 wins" in page
     assert active_markup(page) == []
 
 
@@ -164,7 +166,9 @@ def test_outcome_waits_for_the_last_round_and_names_why_pairs_stayed_undecided()
     assert protocol_outcome(data) is None  # the last round still awaits its decision
     data["rounds"] = [{"state": "decided"}]
     outcome = protocol_outcome(data)
-    assert outcome["undecided"] == [{"pair": ("a", "b"), "why": "the budget was spent"}]
+    assert outcome["undecided"] == [
+        {"pair": ("a", "b"), "why": "the budget ran out before it was decided"}
+    ]
     assert outcome["budget_spent"] and not outcome["all_decided"] and outcome["wins"] == []
 
 
@@ -235,9 +239,14 @@ def test_dashboard_without_labels_has_no_ranking_yet(transactional_db):
         ("open", "open", None, "open: collecting labels"),
         ("decided", "decided", "s1", "decided: s1 is better"),
         ("equivalent", "equivalent", None, "closed: practically equivalent"),
-        ("exhausted", "futile", None, "retired: cannot be decided within the budget"),
-        ("exhausted", "exhausted", None, "closed undecided: every input was used"),
-        ("exhausted", "budget", None, "closed undecided: the budget was spent"),
+        (
+            "exhausted",
+            "futile",
+            None,
+            "stopped early: a decision was unlikely even with more labels",
+        ),
+        ("exhausted", "exhausted", None, "closed undecided: every input was labelled"),
+        ("exhausted", "budget", None, "closed undecided: the budget ran out"),
         ("exhausted", None, None, "closed undecided"),
     ],
 )
@@ -256,14 +265,15 @@ def retired_study(transactional_db):
 
 def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(retired_study):
     """The protocol retires s3 vs s4 (equal systems) as futile: the matrix, the JSON and the
-    admin's pair list say "retired: cannot be decided within the budget", not the bare
+    admin's pair list say it was stopped early (not "cannot be decided within the budget"
+    while half the budget is left), not the bare
     state ``exhausted``; every pair's status in the JSON follows its state and reason."""
     finished_study = retired_study
     data = dashboard(finished_study)
     by_pair = {(p["system_a"], p["system_b"]): p for p in data["pairs"]}
     futile = by_pair[("s3", "s4")]
     assert (futile["state"], futile["outcome"]) == ("exhausted", "futile")
-    assert futile["status"] == "retired: cannot be decided within the budget"
+    assert futile["status"] == STOPPED
     for p in data["pairs"]:
         assert p["status"] == pair_status(p["state"], p["outcome"], p["winner"])
     client = boss_client()
@@ -273,9 +283,7 @@ def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(retired_
         for c in re.findall(r'<span class="status">(.*?)</span>', page, re.S)
     ]
     assert len(cells) == 2 * len(data["pairs"])  # the matrix shows each pair twice
-    assert cells.count("retired: cannot be decided within the budget") == 2 * sum(
-        p["outcome"] == "futile" for p in data["pairs"]
-    )
+    assert cells.count(STOPPED) == 2 * sum(p["outcome"] == "futile" for p in data["pairs"])
     assert "decided: s1 is better" in cells and "exhausted" not in cells
     api = client.get(f"/api/studies/{finished_study.pk}/protocol/").json()
     assert {(p["system_a"], p["system_b"]): p["status"] for p in api["pairs"]} == {
@@ -284,5 +292,124 @@ def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(retired_
     admin = client.get(f"/admin/protocol/systempair/?study__id__exact={finished_study.pk}")
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", admin.content.decode()))
     assert admin.status_code == 200
-    assert "retired: cannot be decided within the budget" in text
+    assert STOPPED in text
     assert "decided: s1 is better" in text
+
+
+def _pair(a, b, state, counts, winner=None, outcome=None, predicted=None):
+    return {
+        "system_a": a,
+        "system_b": b,
+        "state": state,
+        "winner": winner,
+        "human_counts": counts,
+        "outcome": outcome,
+        "status": pair_status(state, outcome, winner),
+        "predicted": predicted,
+    }
+
+
+def test_views_compared_says_where_the_partial_order_and_ranking_differ():
+    """Worked example: beta beats gamma (decided, 9–2 in their own labels) but both rank 2;
+    alpha beats delta decided while delta scores higher (reversed); alpha ranks above beta,
+    a pair still open."""
+    data = {
+        "pairs": [
+            _pair("beta", "gamma", "decided", [9, 1, 2], winner="beta"),
+            _pair("delta", "alpha", "decided", [3, 0, 8], winner="alpha"),
+            _pair("alpha", "beta", "open", [4, 0, 3]),
+            _pair("gamma", "delta", "exhausted", [2, 0, 2], outcome="futile"),
+        ],
+        "partial_order": {
+            "systems": [],
+            "edges": [
+                {"winner": "beta", "loser": "gamma"},
+                {"winner": "alpha", "loser": "delta"},
+            ],
+        },
+    }
+    ranking_ = {
+        "rows": [
+            {"system": "delta", "score": 1100.0, "rank": 1},
+            {"system": "alpha", "score": 1050.0, "rank": 1},
+            {"system": "beta", "score": 990.0, "rank": 2},
+            {"system": "gamma", "score": 960.0, "rank": 2},
+        ]
+    }
+    got = views_compared(data, ranking_)
+    assert got["agree"] is False
+    assert got["same_rank"] == [
+        {
+            "winner": "beta",
+            "loser": "gamma",
+            "rank": 2,
+            "loser_rank": 2,
+            "labels": {"first": 9, "ties": 1, "second": 2},
+        }
+    ]
+    assert [(e["winner"], e["loser"]) for e in got["reversed"]] == [("alpha", "delta")]
+    assert got["reversed"][0]["labels"] == {"first": 8, "ties": 0, "second": 3}
+    assert got["ranked_not_decided"] == [
+        {
+            "better": "alpha",
+            "worse": "beta",
+            "status": "open: collecting labels",
+            "labels": {"first": 4, "ties": 0, "second": 3},
+        },
+        {
+            "better": "delta",
+            "worse": "gamma",
+            "status": STOPPED,
+            "labels": {"first": 2, "ties": 0, "second": 2},
+        },
+    ]
+    agreeing = {"rows": [{**r, "rank": i + 1} for i, r in enumerate(ranking_["rows"])]}
+    agreeing["rows"][0]["score"], agreeing["rows"][1]["score"] = 1050.0, 1100.0
+    data["pairs"] = data["pairs"][:2]
+    agreeing["rows"] = sorted(agreeing["rows"], key=lambda r: -r["score"])
+    for i, row in enumerate(agreeing["rows"]):
+        row["rank"] = i + 1
+    assert views_compared(data, agreeing)["agree"] is True
+
+
+def test_a_futile_pair_reads_as_what_happened_with_the_predicted_chance():
+    predicted = [
+        {"outcome": "a wins", "probability": 0.05},
+        {"outcome": "b wins", "probability": 0.03},
+        {"outcome": "undecided", "probability": 0.92},
+    ]
+    data = {
+        "pairs": [_pair("a", "b", "exhausted", [5, 3, 5], outcome="futile", predicted=predicted)],
+        "rounds": [{"state": "decided"}],
+        "partial_order": {"systems": [], "edges": []},
+        "budget": 200,
+        "spent": 100,  # half the budget left: nothing about the budget is claimed
+    }
+    (why,) = protocol_outcome(data)["undecided"]
+    assert why["why"] == (
+        "stopped early: even the labels still available to it were unlikely to decide it "
+        "(predicted chance of a decision: 8%)"
+    )
+    assert "budget" not in why["why"]
+
+
+def test_matrix_labels_every_figure_and_the_ranking_is_compared(finished_study):
+    data = dashboard(finished_study)
+    page = boss_client().get(f"/studies/{finished_study.pk}/protocol/").content.decode()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    assert "θ=" not in text and "n=" not in text
+    assert "θ : the posterior probability that a is preferred to b" in text
+    pair = data["pairs"][0]
+    a, b = pair["system_a"], pair["system_b"]
+    n_a, ties, n_b = pair["human_counts"]
+    assert f"θ = P({a} preferred to {b}) = {pair['theta']:.3f}" in text
+    assert f"labels: {n_a} for {a} · {ties} tie{'' if ties == 1 else 's'} · {n_b} for {b}" in text
+    assert "if every input were labelled:" in text
+    assert (
+        "The partial order and this ranking" in text and "They answer different questions" in text
+    )
+    compared = views_compared(data, ranking(finished_study))
+    for e in compared["same_rank"]:
+        assert f"{e['winner']} beats {e['loser']} (decided; their own labels:" in text
+    if compared["agree"]:
+        assert "They agree: the ranking puts every decided winner above its loser" in text
