@@ -26,6 +26,7 @@ from .errors import (
 )
 from .invites import invite_worker
 from .models import Participation, Study
+from .resilience import retry_on_lost_database
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
@@ -114,9 +115,11 @@ def _elsewhere(request: HttpRequest, study: Study, available_at=None) -> HttpRes
 
 def participant_view(view):
     """Load the study and this browser's participation in it; a stranger gets a 403, a
-    browser whose participation was taken over by another browser a 409."""
+    browser whose participation was taken over by another browser a 409. A request that
+    meets a dropped database connection is run again on a fresh one (``resilience``)."""
 
     @wraps(view)
+    @retry_on_lost_database
     def wrapped(request: HttpRequest, study_id) -> HttpResponse:
         participation, held = _participation(request, study_id)
         if participation is None:
@@ -159,6 +162,7 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
+@retry_on_lost_database
 def enter(request: HttpRequest, study_id) -> HttpResponse:
     """``/w/<study>/?worker=<id>``: an open link, for demos and studies that allow it."""
     study = _study(study_id)
@@ -184,6 +188,7 @@ def enter(request: HttpRequest, study_id) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
+@retry_on_lost_database
 def invite(request: HttpRequest, study_id, token: str) -> HttpResponse:
     study = _study(study_id)
     worker = invite_worker(study, token)
@@ -198,6 +203,7 @@ def invite(request: HttpRequest, study_id, token: str) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
+@retry_on_lost_database
 def prolific(request: HttpRequest, study_id) -> HttpResponse:
     study = _study(study_id)
     pid = request.GET.get("PROLIFIC_PID", "")
@@ -218,6 +224,7 @@ def prolific(request: HttpRequest, study_id) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
+@retry_on_lost_database
 def mturk(request: HttpRequest, study_id) -> HttpResponse:
     """MTurk's ExternalQuestion, shown in a frame on MTurk's site (so every answer here
     may be framed by MTurk)."""

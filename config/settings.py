@@ -349,6 +349,9 @@ HUMEVAL_TRUSTED_PROXIES = _env_list("HUMEVAL_TRUSTED_PROXIES", "")
 # a larger one is refused before it is read or parsed.
 HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(200 * 1024 * 1024)))
 HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
+# A worker page that meets a dropped database connection (a PostgreSQL restart) waits up
+# to this long for a fresh one and runs again once (annotator/resilience.py).
+HUMEVAL_DB_RETRY_SECONDS = float(os.environ.get("HUMEVAL_DB_RETRY_SECONDS", "10"))
 # Leases (docs/protocol.md, "Leases at the end of a round"): an open task page renews its
 # lease every HUMEVAL_LEASE_HEARTBEAT_SECONDS; a lease not renewed for
 # HUMEVAL_LEASE_IDLE_SECONDS may go to a worker who has no item (the study's lease_seconds

@@ -322,3 +322,76 @@ def blocked_on_round_lock() -> bool:
             "AND query ILIKE '%%protocol_round%%FOR UPDATE%%'"
         )
         return cursor.fetchone()[0] > 0
+
+
+# --- PostgreSQL restarted under submits: no error page, every accepted label once ---------
+
+
+def restart_postgres() -> None:
+    data = os.environ["HUMEVAL_PG_DATA"]
+    subprocess.run(
+        as_postgres(f"{os.environ['HUMEVAL_PG_BIN']}/pg_ctl", "-D", data, "-l",
+                    f"{os.environ['HUMEVAL_SERVICES_DIR']}/pg.log", "-m", "fast", "-w",
+                    "restart"),
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_postgres_restarted_while_workers_submit_answers_every_request(make_study, tmp_path):
+    """Six workers submit through gunicorn while PostgreSQL restarts twice (``-m fast``:
+    every open connection is cut, new ones refused for a moment): no 5xx, every answer the
+    server accepted is stored once (a submit that met the dropped connection was run again
+    on a fresh one: ``annotator/resilience.py``)."""
+    study = make_study(pairwise_bundle(n_inputs=60), redundancy=6)
+    results: list[tuple[str, int]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def work(n: int, base: str) -> None:
+        try:
+            me = Worker(base)
+            me.request(f"/w/{study.public_id}/?worker=crowd{n}")
+            status, page = me.request(f"/w/{study.public_id}/task/")
+            while not stop.is_set() and status == 200 and field(page, "token"):
+                token = field(page, "token")
+                form = {"csrfmiddlewaretoken": field(page, "csrfmiddlewaretoken"),
+                        "token": token, "answer": "left"}  # fmt: skip
+                status, page = me.request(f"/w/{study.public_id}/task/", form)
+                with lock:
+                    results.append((token, status))
+        except BaseException as exc:  # a refused or dropped connection fails the test
+            errors.append(exc)
+
+    with gunicorn_server(tmp_path, workers=3, HUMEVAL_THROTTLE_SUBMIT="10000/min") as (
+        base,
+        log,
+    ):
+        threads = [threading.Thread(target=work, args=(n, base)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        try:
+
+            def twenty_more(before: int = len(results)) -> None:
+                wait_for(lambda: len(results) >= before + 20 or not any(map(alive, threads)), 60)
+
+            twenty_more(len(results))
+            restart_postgres()
+            twenty_more(len(results))
+            restart_postgres()
+            twenty_more(len(results))
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(30)
+            connection.close()  # the test's own connection died with the restart
+        server_log = log.read_text()
+    assert not errors, errors
+    statuses = [status for _, status in results]
+    assert all(status < 500 for status in statuses), (statuses, server_log[-3000:])
+    assert set(statuses) == {200}
+    assert "database connection lost" in server_log  # the restarts did meet requests
+    stored = list(map(str, Annotation.objects.filter(study=study).values_list(
+        "assignment__token", flat=True)))  # fmt: skip
+    assert sorted(stored) == sorted({token for token, _ in results})
