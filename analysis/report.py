@@ -117,7 +117,7 @@ def build_report(
     ``n_boot``: bootstrap resamples per interval (0: none), also the random orders of the
     prioritisation check; ``seed``: one set of resamples per property; ``interval``: also
     alpha at the interval level; ``worker_models``: also Dawid-Skene and MACE labels with
-    each worker's reliability (seconds to minutes: MACE's restarts); ``kind_sections``: the
+    each worker's reliability (seconds: MACE's restarts); ``kind_sections``: the
     kind's own sections (:func:`analysis.sections.kind_sections`), passed through. Returns a
     JSON-serialisable dict (:data:`REPORT_SCHEMA`).
     """
@@ -821,7 +821,7 @@ def _judges_extra(
 
 WORKER_MODELS_OFF = (
     "not computed: ask for worker-weighted labels (the report page's option, the API's "
-    "worker_models=true, the CLI's --worker-models); MACE takes seconds to minutes"
+    "worker_models=true, the CLI's --worker-models); a few seconds on a few hundred labels"
 )
 
 
