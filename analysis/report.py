@@ -357,7 +357,7 @@ def _property_section(
     binned = _binned(lc, prop) if prop.bins else None
     if binned is not None:
         section["notes"].append(FINE_SCALE_NOTE.format(lo=prop.labels[0], hi=prop.labels[-1]))
-    section["label_distribution"] = _distribution(binned or lc)
+    section["label_distribution"] = _distribution(binned if binned is not None else lc)
     section["reliability"] = _reliability(lc, prop, opts)
     lc_pw = _pairwise_counts(lc) if prop.scale == "pairwise" else None
     outcomes = None
@@ -730,7 +730,7 @@ def _likert(
                 "reason": "",
             }
         )
-    return {"labels": list((binned or lc).labels), "systems": rows}
+    return {"labels": list((binned if binned is not None else lc).labels), "systems": rows}
 
 
 # --------------------------------------------------------------------------------------------
