@@ -970,7 +970,58 @@ def mace(
     with warnings.catch_warnings():  # crowd-kit's pandas deprecations, not ours
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        model = agg.MACE(n_restarts=n_restarts, random_state=seed).fit(frame)
+        model = _fast_mace(agg.MACE)(n_restarts=n_restarts, random_state=seed).fit(frame)
     _, worker_names = pd.factorize(frame["worker"])  # crowd-kit's worker order
     competence = pd.Series(model.spamming_[:, 1], index=pd.Index(worker_names, name="worker"))
     return _model(frame, model.labels_, competence)
+
+
+def _fast_mace(base: type) -> type:
+    """crowd-kit's ``MACE`` with its E-step in NumPy instead of one pandas ``groupby`` per
+    label and iteration (about 500 E-steps for 10 restarts): the same arithmetic on the same
+    arrays, in the same layout — the gold-label marginals by task in ``factorize`` order,
+    the strategy counts by worker and label in *sorted* order (crowd-kit's ``unstack``), the
+    knowing counts by worker in ``factorize`` order — so its labels and competences equal
+    crowd-kit's (``tests/unit/analysis/test_worker_models.py``)."""
+
+    class FastMACE(base):  # type: ignore[misc, valid-type]
+        def _e_step(
+            self,
+            annotation: pd.DataFrame,
+            task_names: pd.Index,
+            worker_names: pd.Index,
+            label_names: pd.Index,
+            tasks: np.ndarray,
+            workers: np.ndarray,
+            labels: np.ndarray,
+        ) -> tuple[float, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+            n_tasks, n_labels, n_workers = len(task_names), len(label_names), len(worker_names)
+            s0 = self.spamming_[workers, 0]
+            s1 = self.spamming_[workers, 1]
+            copy = s0 * self.thetas_[workers, labels]  # P(label | worker strategy), per row
+            # per label: the row's likelihood if that label is the gold one
+            each = copy[:, None] + s1[:, None] * (labels[:, None] == np.arange(n_labels))
+            gold = np.ones((n_tasks, n_labels))
+            np.multiply.at(gold, tasks, each)
+            gold /= n_labels
+            instance = gold.sum(axis=1)
+            log_ml = float(np.log(instance + 1e-8).sum())
+            strategy = (gold[tasks] / each).sum(axis=1) * copy / instance[tasks]
+            knowing1 = gold[tasks, labels] * s1 / (copy + s1) / instance[tasks]
+            w_order = np.argsort(np.asarray(pd.Index(worker_names).argsort()))  # code -> rank
+            l_order = np.argsort(np.asarray(pd.Index(label_names).argsort()))
+            strat = np.zeros((n_workers, n_labels))
+            np.add.at(strat, (w_order[workers], l_order[labels]), strategy)
+            know = np.zeros((n_workers, 2))
+            np.add.at(know[:, 0], workers, strategy)
+            np.add.at(know[:, 1], workers, knowing1)
+            gold_frame = pd.DataFrame(gold, index=task_names, columns=label_names)
+            strategy_frame = pd.DataFrame(strat)
+            knowing_frame = pd.DataFrame(
+                know,
+                index=worker_names,
+                columns=["knowing_expected_count_0", "knowing_expected_count_1"],
+            )
+            return log_ml, gold_frame, strategy_frame, knowing_frame
+
+    return FastMACE

@@ -117,7 +117,7 @@ def build_report(
     ``n_boot``: bootstrap resamples per interval (0: none), also the random orders of the
     prioritisation check; ``seed``: one set of resamples per property; ``interval``: also
     alpha at the interval level; ``worker_models``: also Dawid-Skene and MACE labels with
-    each worker's reliability (seconds to minutes: MACE's restarts); ``kind_sections``: the
+    each worker's reliability (seconds: MACE's restarts); ``kind_sections``: the
     kind's own sections (:func:`analysis.sections.kind_sections`), passed through. Returns a
     JSON-serialisable dict (:data:`REPORT_SCHEMA`).
     """
@@ -357,7 +357,7 @@ def _property_section(
     binned = _binned(lc, prop) if prop.bins else None
     if binned is not None:
         section["notes"].append(FINE_SCALE_NOTE.format(lo=prop.labels[0], hi=prop.labels[-1]))
-    section["label_distribution"] = _distribution(binned or lc)
+    section["label_distribution"] = _distribution(binned if binned is not None else lc)
     section["reliability"] = _reliability(lc, prop, opts)
     lc_pw = _pairwise_counts(lc) if prop.scale == "pairwise" else None
     outcomes = None
@@ -730,7 +730,7 @@ def _likert(
                 "reason": "",
             }
         )
-    return {"labels": list((binned or lc).labels), "systems": rows}
+    return {"labels": list((binned if binned is not None else lc).labels), "systems": rows}
 
 
 # --------------------------------------------------------------------------------------------
@@ -821,7 +821,7 @@ def _judges_extra(
 
 WORKER_MODELS_OFF = (
     "not computed: ask for worker-weighted labels (the report page's option, the API's "
-    "worker_models=true, the CLI's --worker-models); MACE takes seconds to minutes"
+    "worker_models=true, the CLI's --worker-models); a few seconds on a few hundred labels"
 )
 
 

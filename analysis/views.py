@@ -54,7 +54,8 @@ class ReportOptionsForm(forms.Form):
         required=False,
         label="also compute worker-weighted labels (Dawid-Skene, MACE)",
         help_text="Labels weighted by each worker's estimated reliability, with that "
-        "reliability per worker. Takes seconds to minutes on a large study.",
+        "reliability per worker. A few seconds on a few hundred labels, longer on a large "
+        "study.",
     )
 
     def options(self) -> dict:
