@@ -128,6 +128,13 @@ def test_copied_prolific_link_is_prolifics_placeholder_form(base_url, browser, w
         expect(page.locator("#invite-links h2")).to_have_text("2 invitation links")
         page.click("button[data-copy='invite-all']")
         expect(page.locator("button[data-copy='invite-all']")).to_have_text("Copied")
+        wide = page.evaluate(
+            """(w) => [...document.querySelectorAll('body *')]
+                .filter((e) => e.getBoundingClientRect().right > w + 1)
+                .map((e) => e.tagName + '#' + e.id + '.' + e.className)""",
+            width,
+        )
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width, wide
         copied = page.evaluate("() => navigator.clipboard.readText()").strip().splitlines()
         assert [line.split("\t")[0] for line in copied] == ["lab-001", "lab-002"]
         assert all(f"/w/{study.public_id}/i/" in line for line in copied)

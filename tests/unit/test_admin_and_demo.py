@@ -216,3 +216,48 @@ def test_readme_pyproject_and_docs_name_the_four_kinds():
         assert "pairwise" in flat and "likert" in flat and "ranking" in flat
         assert re.search(r"error[ _-]span", flat), where
         assert "criteri" in flat or where is importing
+
+
+def test_run_demo_shows_install_progress_and_passes_reset_and_the_port_check(tmp_path):
+    """``./run demo`` with a stand-in venv (its pip and python only print): the first install
+    names each package as it comes instead of printing nothing but pip's warnings, and the
+    demo command gets ``--check-port`` and ``--reset``."""
+    import os
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    pip = venv / "bin" / "pip"
+    pip.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--upgrade*) exit 0 ;; esac\n'
+        "echo 'Obtaining file:///x'\n"
+        "echo 'Collecting django>=5.0 (from humeval==0.1.0)'\n"
+        "echo 'Collecting celery>=5.3'\n"
+        "echo 'BuildBackendWarning: Editable installation.' >&2\n"
+        "echo 'Installing collected packages: django, celery'\n"
+        "echo 'Successfully installed celery-5.4 django-5.1'\n"
+    )
+    python = venv / "bin" / "python"
+    python.write_text('#!/bin/sh\necho "python $*"\n')
+    for exe in (pip, python):
+        exe.chmod(0o755)
+    env = {**os.environ, "HUMEVAL_VENV": str(venv), "HUMEVAL_DEMO_ADDR": "127.0.0.1:8123"}
+    run = subprocess.run(
+        [str(ROOT / "run"), "demo", "--reset"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    out = run.stdout
+    assert "Installing humeval and its dependencies into" in out
+    assert "  fetched django>=5.0 (from humeval==0.1.0)\n  fetched celery>=5.3\n" in out
+    assert "installing them (the longest step)" in out and "  done." in out
+    assert "BuildBackendWarning" not in out + run.stderr  # kept in the venv's pip log
+    assert "BuildBackendWarning" in (venv / "pip-install.log").read_text()
+    assert "python manage.py demo --addr 127.0.0.1:8123 --check-port --reset" in out
+    assert "python manage.py runserver 127.0.0.1:8123" in out
