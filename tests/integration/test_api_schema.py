@@ -128,7 +128,7 @@ class World:
         return {"Authorization": f"Token {token}"} if token else None
 
 
-def _label_everything(study, workers, answer=None, scores=None) -> None:
+def _label_everything(study, workers, answer=None, scores=None, data=None) -> None:
     from annotator import services
 
     for name in workers:
@@ -139,6 +139,7 @@ def _label_everything(study, workers, answer=None, scores=None) -> None:
                 token=a.token,
                 answer=answer,
                 scores=scores,
+                data=data,
                 time_spent_ms=1200,
             )
 
@@ -195,13 +196,20 @@ def _build_world() -> World:
     )
     _label_everything(likert, ["w4"], scores={"fluency": 4, "safe": "yes"})
     judgebench = make(LLMBAR.read_bytes(), filename=LLMBAR.name, name="judge-bench")
+    # A ranking study: labels without a pair (empty system_a …), no Judge-Bench form (409).
+    ranking = make(bundle(
+        [{"id": f"in{i}", "input": f"q{i}", "outputs": {s: f"{s}{i}" for s in SYSTEMS}}
+         for i in range(2)],
+        {"kind": "ranking", "redundancy": 1},
+    ), name="ranking")  # fmt: skip
+    _label_everything(ranking, ["w6"], data={"ranking": "[[2], [0], [1]]"})
     hidden = make(pairwise_bundle(n_inputs=2), name="not yours")
     _label_everything(hidden, ["w5"], answer="right")
 
-    for study in (pairwise, adaptive, likert, judgebench):
+    for study in (pairwise, adaptive, likert, judgebench, ranking):
         study.researchers.add(researcher)
     assert Round.objects.filter(study=adaptive).exists()
-    for study in (pairwise, adaptive, likert, judgebench):
+    for study in (pairwise, adaptive, likert, judgebench, ranking):
         assert Annotation.objects.filter(study=study).exists()
     assert JudgeRating.objects.filter(study=pairwise).exists()
     return World(
@@ -210,6 +218,7 @@ def _build_world() -> World:
             "adaptive": adaptive.pk,
             "likert": likert.pk,
             "judgebench": judgebench.pk,
+            "ranking": ranking.pk,
             "hidden": hidden.pk,
         },
         tokens={
