@@ -526,3 +526,32 @@ def test_likert_scales_show_the_choice_keep_one_row_and_follow_the_focus(
         assert problems == []
     finally:
         close_settled(context)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_back_to_an_answered_task_never_takes_an_answer_silently(browser, base_url):
+    records = [
+        {"id": f"in{i}", "input": f"Q{i}", "outputs": {"a": f"A{i}", "b": f"B{i}"}}
+        for i in range(3)
+    ]
+    study = make("pairwise", records)
+    context, page = new_page(browser, 390, 844)
+    problems = watch(page)
+    try:
+        page.goto(f"{base_url}/w/{study.public_id}/?worker=back")
+        page.click("text=Start")
+        old = page.get_attribute('input[name="token"]', "value")
+        navigate(page, 'button[value="left"]')
+        current = page.get_attribute('input[name="token"]', "value")
+        page.go_back()
+        page.wait_for_selector("#task-form")
+        if page.get_attribute('input[name="token"]', "value") == old:
+            # the browser kept the answered page: it says so and takes no answer
+            expect(page.locator("#stale-notice")).to_be_visible()
+            expect(page.locator('button[value="right"]')).to_be_disabled()
+        else:  # the browser asked again: the current task
+            assert page.get_attribute('input[name="token"]', "value") == current
+        assert Annotation.objects.get().raw_answer == "left"
+        assert problems == []
+    finally:
+        close_settled(context)
