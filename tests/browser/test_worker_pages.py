@@ -555,3 +555,27 @@ def test_back_to_an_answered_task_never_takes_an_answer_silently(browser, base_u
         assert problems == []
     finally:
         close_settled(context)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_response_on_a_desktop_says_more_follows(browser, base_url):
+    made = make("pairwise", [{"id": "x", "input": "Long?", "outputs": {"a": LONG, "b": "Short."}}])
+    context, page = new_page(browser, 1280, 900)
+    problems = watch(page)
+    try:
+        page.goto(f"{base_url}/w/{made.public_id}/?worker=desk")
+        page.click("text=Start")
+        long_side = (
+            "#output-left" if "Paragraph 11" in page.inner_text("#output-left") else "#output-right"
+        )
+        short_side = "#output-right" if long_side == "#output-left" else "#output-left"
+        cue = page.locator(f"{long_side} .more-below")
+        expect(cue).to_be_visible()
+        expect(cue).to_have_text("More below: scroll inside the response to read it all.")
+        expect(page.locator(f"{short_side} .more-below")).to_have_count(0)
+        shoot(page, "more-below-1280")
+        page.locator(f"{long_side} .text.scroll").evaluate("e => { e.scrollTop = e.scrollHeight; }")
+        expect(cue).to_be_hidden()
+        assert problems == []
+    finally:
+        close_settled(context)
