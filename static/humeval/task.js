@@ -22,6 +22,24 @@
       form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     }, 0);
   });
+  // A response taller than its box (desktop: 60 % of the screen) says that more follows,
+  // until the worker has scrolled it to the end.
+  form.querySelectorAll(".text.scroll").forEach(function (box) {
+    var cue = null;
+    function check() {
+      var more = box.scrollHeight - box.scrollTop - box.clientHeight > 2;
+      if (more && !cue) {
+        cue = document.createElement("p");
+        cue.className = "more-below";
+        cue.textContent = "More below: scroll inside the response to read it all.";
+        box.insertAdjacentElement("afterend", cue);
+      }
+      if (cue) cue.hidden = !more;
+    }
+    box.addEventListener("scroll", check, { passive: true });
+    window.addEventListener("resize", check);
+    check();
+  });
   function clickAnswer(value) {
     var button = form.querySelector('button[name="answer"][value="' + value + '"]');
     if (button) button.click();

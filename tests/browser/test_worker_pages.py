@@ -229,6 +229,7 @@ def test_all_outputs_of_an_item_share_one_form(browser, base_url, kind, study, s
     try:
         page.goto(f"{base_url}/w/{made.public_id}/?worker=blind")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         panel = ".rank-card" if kind == "ranking" else "section.output"
         expect(page.locator(panel)).to_have_count(systems)
         for k in range(systems):
@@ -257,6 +258,7 @@ def test_an_answer_from_a_stale_tab_is_reported(browser, base_url, settings):
     try:
         first.goto(f"{base_url}/w/{study.public_id}/?worker=two-tabs")
         first.click("text=Start")
+        first.wait_for_selector("#task-form")
         old = first.get_attribute('input[name="token"]', "value")
         second = context.new_page()
         watch(second, problems)
@@ -289,6 +291,7 @@ def test_a_stale_tab_says_so_and_takes_no_answer(browser, base_url, settings, wi
     try:
         first.goto(f"{base_url}/w/{study.public_id}/?worker=stale-{width}")
         first.click("text=Start")
+        first.wait_for_selector("#task-form")
         second = context.new_page()
         watch(second, problems)
         second.goto(f"{base_url}/w/{study.public_id}/task/")
@@ -318,6 +321,7 @@ def test_a_reloaded_ranking_keeps_its_order_and_ties(browser, base_url, width, h
     try:
         page.goto(f"{base_url}/w/{study.public_id}/?worker=rank-{width}")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         page.locator(".rank-card").nth(2).locator('[data-move="-1"]').click()
         page.locator(".rank-card").nth(2).locator("input.rank-tie-box").check()
         order = page.eval_on_selector_all(".rank-card", "cs => cs.map(c => c.dataset.display)")
@@ -353,6 +357,7 @@ def test_a_long_response_is_shown_whole_on_a_phone(browser, base_url, kind, stud
     try:
         page.goto(f"{base_url}/w/{made.public_id}/?worker=phone")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         page.wait_for_selector(".text.scroll")
         shoot(page, f"long-{kind}-390")
         for box in page.locator(".text.scroll").all():
@@ -381,6 +386,7 @@ def test_progress_without_a_number_says_how_many_are_done(browser, base_url, wid
     try:
         page.goto(f"{base_url}/w/{study.public_id}/?worker=count-{width}")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         expect(page.locator("#progress-done")).to_have_text("· 0 done")
         expect(page.locator("#finish-link")).to_have_count(0)
         page.click('button[value="left"]')
@@ -429,6 +435,7 @@ def test_a_prolific_worker_sees_the_code_on_the_way_back(browser, base_url, prol
     try:
         page.goto(f"{base_url}/w/{study.public_id}/prolific/?PROLIFIC_PID=p1&SESSION_ID=s")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         page.click('button[value="left"]')
         expect(page.locator("#completion-code")).to_have_text("C0DE")
         expect(page.locator("#prolific-return")).to_have_attribute(
@@ -453,6 +460,7 @@ def test_error_spans_snap_to_words_and_the_score_starts_unset(browser, base_url,
     try:
         page.goto(f"{base_url}/w/{study.public_id}/?worker=esa-{width}")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         drag_over(page, "ick brown fo")  # from inside "quick" to inside "foxes"
         expect(page.locator("#esa-quote")).to_have_text("quick brown foxes")
         page.click("button.esa-add-minor")
@@ -496,6 +504,7 @@ def test_likert_scales_show_the_choice_keep_one_row_and_follow_the_focus(
     try:
         page.goto(f"{base_url}/w/{study.public_id}/?worker=likert-{width}")
         page.click("text=Start")
+        page.wait_for_selector("#task-form")
         scales = page.locator("fieldset.criterion")
         for k in range(2):  # every point of a scale on one row
             tops = (
@@ -523,6 +532,61 @@ def test_likert_scales_show_the_choice_keep_one_row_and_follow_the_focus(
         with page.expect_navigation(wait_until="load"):
             page.keyboard.press("Enter")
         assert Annotation.objects.get().answer["scores"] == {"fluency": 5, "helpful": 4}
+        assert problems == []
+    finally:
+        close_settled(context)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_back_to_an_answered_task_never_takes_an_answer_silently(browser, base_url):
+    records = [
+        {"id": f"in{i}", "input": f"Q{i}", "outputs": {"a": f"A{i}", "b": f"B{i}"}}
+        for i in range(3)
+    ]
+    study = make("pairwise", records)
+    context, page = new_page(browser, 390, 844)
+    problems = watch(page)
+    try:
+        page.goto(f"{base_url}/w/{study.public_id}/?worker=back")
+        page.click("text=Start")
+        page.wait_for_selector("#task-form")
+        old = page.get_attribute('input[name="token"]', "value")
+        navigate(page, 'button[value="left"]')
+        current = page.get_attribute('input[name="token"]', "value")
+        page.go_back()
+        page.wait_for_selector("#task-form")
+        if page.get_attribute('input[name="token"]', "value") == old:
+            # the browser kept the answered page: it says so and takes no answer
+            expect(page.locator("#stale-notice")).to_be_visible()
+            expect(page.locator('button[value="right"]')).to_be_disabled()
+        else:  # the browser asked again: the current task
+            assert page.get_attribute('input[name="token"]', "value") == current
+        assert Annotation.objects.get().raw_answer == "left"
+        assert problems == []
+    finally:
+        close_settled(context)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_response_on_a_desktop_says_more_follows(browser, base_url):
+    made = make("pairwise", [{"id": "x", "input": "Long?", "outputs": {"a": LONG, "b": "Short."}}])
+    context, page = new_page(browser, 1280, 900)
+    problems = watch(page)
+    try:
+        page.goto(f"{base_url}/w/{made.public_id}/?worker=desk")
+        page.click("text=Start")
+        page.wait_for_selector("#task-form")
+        long_side = (
+            "#output-left" if "Paragraph 11" in page.inner_text("#output-left") else "#output-right"
+        )
+        short_side = "#output-right" if long_side == "#output-left" else "#output-left"
+        cue = page.locator(f"{long_side} .more-below")
+        expect(cue).to_be_visible()
+        expect(cue).to_have_text("More below: scroll inside the response to read it all.")
+        expect(page.locator(f"{short_side} .more-below")).to_have_count(0)
+        shoot(page, "more-below-1280")
+        page.locator(f"{long_side} .text.scroll").evaluate("e => { e.scrollTop = e.scrollHeight; }")
+        expect(cue).to_be_hidden()
         assert problems == []
     finally:
         close_settled(context)
