@@ -46,9 +46,8 @@ def _records(n: int, systems: tuple[str, ...], chat: bool) -> list[dict]:
 
 
 def _shown_texts(page) -> list[str]:
-    return [
-        t.strip() for t in page.locator("section.output .text, .rank-card .text").all_inner_texts()
-    ]
+    shown = page.locator("section.output .text, .rank-card .text, #esa-text")
+    return [t.strip() for t in shown.all_inner_texts()]
 
 
 def answer_pairwise(page, better: str | None) -> None:
@@ -238,19 +237,23 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     assert "Task 1" in page.inner_text("#progress-text")
     page.reload()  # the same task after a reload
     page.wait_for_selector(kind.ready)
-    task_url = page.url
     first_page = _shown_texts(page)
+    # a second tab on the same task goes stale once the first answers it
+    stale = context.new_page()
+    stale_watch = Watch(stale)
+    stale.goto(page.url)
+    stale.wait_for_selector(kind.ready)
+    assert _shown_texts(stale) == first_page
     submit(page, kind, None)
     assert Annotation.objects.filter(source="platform").count() == 1
+    assert _shown_texts(page) != first_page  # the next task
 
-    # the stale page: Back to the answered task and submit it again
-    page.go_back()
-    page.wait_for_selector(kind.ready)
-    if _shown_texts(page) == first_page:
-        submit(page, kind, None)
-    assert Annotation.objects.filter(source="platform").count() == 1  # stored once
-    page.goto(task_url)
-    page.wait_for_selector(kind.ready)
+    # the stale tab answers too: told so, shown the current task, nothing stored
+    submit(stale, kind, None)
+    assert "already answered" in stale.inner_text("body")
+    assert _shown_texts(stale) == _shown_texts(page)
+    assert Annotation.objects.filter(source="platform").count() == 1
+    stale.close()
     submit(page, kind, None)
     page.wait_for_url("**/end/**")
     assert Annotation.objects.filter(source="platform").count() == 2
@@ -293,5 +296,5 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     assert study.name in page.inner_text("h1")
     dashboard = page.goto(f"{base_url}/studies/{study.pk}/protocol/")
     assert dashboard.status == 200
-    assert watch.problems == []
+    assert watch.problems == [] and stale_watch.problems == []
     close_settled(context)
