@@ -847,8 +847,19 @@ def _finish(run: JudgeRun, state: str, message: str) -> None:
 
 
 def judge_runs_cancel(studies) -> int:
-    """Ask every queued or running run of the studies to stop; how many were asked. A
+    """Stop every queued or running run of the studies; how many were stopped. A queued one
+    is cancelled at once (its task then does nothing; a researcher's key is erased); a
     running one stops within about a second, its calls under way ended."""
-    return JudgeRun.objects.filter(
-        study__in=studies, state__in=JudgeRun.ACTIVE, cancel_requested=False
-    ).update(cancel_requested=True)
+    runs = JudgeRun.objects.filter(study__in=studies)
+    with transaction.atomic():
+        queued = runs.filter(state=JudgeRun.State.QUEUED).update(
+            state=JudgeRun.State.CANCELLED,
+            cancel_requested=True,
+            own_key="",
+            message="cancelled before it started",
+            finished_at=timezone.now(),
+        )
+        running = runs.filter(state=JudgeRun.State.RUNNING, cancel_requested=False).update(
+            cancel_requested=True
+        )
+    return queued + running

@@ -58,4 +58,4 @@ def test_researcher_queues_a_judge_run_and_cancels_it(base_url, page, settings):
 
     choose("cancel_judge_runs")
     assert "1 judge run(s) asked to stop" in page.locator(".messagelist li").first.inner_text()
-    assert JudgeRun.objects.get().cancel_requested
+    assert JudgeRun.objects.get().state == "cancelled"
