@@ -849,7 +849,8 @@ def _finish(run: JudgeRun, state: str, message: str) -> None:
 def judge_runs_cancel(studies) -> int:
     """Stop every queued or running run of the studies; how many were stopped. A queued one
     is cancelled at once (its task then does nothing; a researcher's key is erased); a
-    running one stops within about a second, its calls under way ended."""
+    running one stops within about a second, its calls under way ended; one still running
+    when asked again (its worker died) is marked cancelled."""
     runs = JudgeRun.objects.filter(study__in=studies)
     with transaction.atomic():
         queued = runs.filter(state=JudgeRun.State.QUEUED).update(
@@ -859,7 +860,14 @@ def judge_runs_cancel(studies) -> int:
             message="cancelled before it started",
             finished_at=timezone.now(),
         )
+        # asked before and still running: its worker is gone (killed, restarted)
+        gone = runs.filter(state=JudgeRun.State.RUNNING, cancel_requested=True).update(
+            state=JudgeRun.State.CANCELLED,
+            own_key="",
+            message="marked cancelled: it had not stopped when asked before",
+            finished_at=timezone.now(),
+        )
         running = runs.filter(state=JudgeRun.State.RUNNING, cancel_requested=False).update(
             cancel_requested=True
         )
-    return queued + running
+    return queued + gone + running

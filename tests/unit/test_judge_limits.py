@@ -250,3 +250,9 @@ def test_cancel_action_marks_the_studys_active_runs_only(make_study, db):
     assert theirs.state == "queued"
     assert judging.judge_run_execute(mine.pk) == f"run {mine.pk} is cancelled already"
     assert JudgeRun.objects.get(pk=mine.pk).started_at is None  # the queued task did nothing
+    # a running run whose worker died: the first request marks it, the second ends it
+    JudgeRun.objects.filter(pk=theirs.pk).update(state="running")
+    assert judging.judge_runs_cancel([other]) == 1
+    assert JudgeRun.objects.get(pk=theirs.pk).state == "running"
+    assert judging.judge_runs_cancel([other]) == 1
+    assert JudgeRun.objects.get(pk=theirs.pk).state == "cancelled"
