@@ -568,7 +568,7 @@ def _check_judge(study: Study, judge: str, prompt_hash: str) -> None:
     if other:
         raise JudgeRefused(
             f"judge '{judge}' already has ratings in this study from another prompt or an "
-            "import; name this run differently (--judge)"
+            "import; name this run differently (--judge, or the admin's Judge name)"
         )
 
 
@@ -724,6 +724,7 @@ def judge_run_create(
     *,
     base_url: str,
     model: str,
+    judge: str = "",
     own_key: str = "",
     prompt: str = "",
     criterion: str = "",
@@ -751,6 +752,7 @@ def judge_run_create(
         created_by=user,
         base_url=base_url.strip().rstrip("/"),
         model=model,
+        judge=judge.strip(),
         own_key=own_key,
         key_source=source,
         prompt=prompt if prompt.strip() else "",
@@ -807,6 +809,7 @@ def judge_run_execute(run_id: int) -> str:
             run.study,
             base_url=run.base_url,
             model=run.model,
+            judge=run.judge,
             api_key=api_key,
             prompt_text=run.prompt or None,
             criterion=run.criterion,
