@@ -44,7 +44,14 @@ class RunJudgeForm(forms.Form):
         help_text="With your own endpoint only: sent to it as a Bearer token, kept in the "
         "run's row until the run ends, then erased. Empty: no key is sent.",
     )
-    model = forms.CharField(max_length=100, help_text="Model name; also the judge's name.")
+    model = forms.CharField(max_length=100, help_text="Model name.")
+    judge = forms.CharField(
+        label="Judge name",
+        max_length=100,
+        required=False,
+        help_text="Names the ratings in reports and the protocol. Empty: the model name. "
+        "A judge keeps one prompt: give a new name when you change it.",
+    )
     prompt = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 16, "cols": 100}),
         required=False,
@@ -123,6 +130,7 @@ def run_judge(modeladmin: admin.ModelAdmin, request, queryset):
                     study,
                     base_url=data["base_url"],
                     model=data["model"],
+                    judge=data["judge"],
                     own_key=data["api_key"] if data["endpoint"] == OWN else "",
                     prompt=data["prompt"],
                     criterion=data["criterion"],

@@ -568,7 +568,7 @@ def _check_judge(study: Study, judge: str, prompt_hash: str) -> None:
     if other:
         raise JudgeRefused(
             f"judge '{judge}' already has ratings in this study from another prompt or an "
-            "import; name this run differently (--judge)"
+            "import; name this run differently (--judge, or the admin's Judge name)"
         )
 
 
@@ -724,6 +724,7 @@ def judge_run_create(
     *,
     base_url: str,
     model: str,
+    judge: str = "",
     own_key: str = "",
     prompt: str = "",
     criterion: str = "",
@@ -751,6 +752,7 @@ def judge_run_create(
         created_by=user,
         base_url=base_url.strip().rstrip("/"),
         model=model,
+        judge=judge.strip(),
         own_key=own_key,
         key_source=source,
         prompt=prompt if prompt.strip() else "",
@@ -807,6 +809,7 @@ def judge_run_execute(run_id: int) -> str:
             run.study,
             base_url=run.base_url,
             model=run.model,
+            judge=run.judge,
             api_key=api_key,
             prompt_text=run.prompt or None,
             criterion=run.criterion,
@@ -847,8 +850,27 @@ def _finish(run: JudgeRun, state: str, message: str) -> None:
 
 
 def judge_runs_cancel(studies) -> int:
-    """Ask every queued or running run of the studies to stop; how many were asked. A
-    running one stops within about a second, its calls under way ended."""
-    return JudgeRun.objects.filter(
-        study__in=studies, state__in=JudgeRun.ACTIVE, cancel_requested=False
-    ).update(cancel_requested=True)
+    """Stop every queued or running run of the studies; how many were stopped. A queued one
+    is cancelled at once (its task then does nothing; a researcher's key is erased); a
+    running one stops within about a second, its calls under way ended; one still running
+    when asked again (its worker died) is marked cancelled."""
+    runs = JudgeRun.objects.filter(study__in=studies)
+    with transaction.atomic():
+        queued = runs.filter(state=JudgeRun.State.QUEUED).update(
+            state=JudgeRun.State.CANCELLED,
+            cancel_requested=True,
+            own_key="",
+            message="cancelled before it started",
+            finished_at=timezone.now(),
+        )
+        # asked before and still running: its worker is gone (killed, restarted)
+        gone = runs.filter(state=JudgeRun.State.RUNNING, cancel_requested=True).update(
+            state=JudgeRun.State.CANCELLED,
+            own_key="",
+            message="marked cancelled: it had not stopped when asked before",
+            finished_at=timezone.now(),
+        )
+        running = runs.filter(state=JudgeRun.State.RUNNING, cancel_requested=False).update(
+            cancel_requested=True
+        )
+    return queued + gone + running

@@ -854,6 +854,7 @@ class JudgeRun(models.Model):
     )
     base_url = models.CharField(max_length=500)
     model = models.CharField(max_length=100)
+    judge = models.CharField(max_length=100, blank=True, help_text="Blank: the model's name.")
     criterion = models.CharField(max_length=60, blank=True)
     samples = models.PositiveSmallIntegerField(default=1)
     concurrency = models.PositiveSmallIntegerField(default=4)

@@ -208,7 +208,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # a big export never delays a round's decision.
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
-    "protocol.*": {"queue": "rounds"},
+    "protocol.decide_round": {"queue": "rounds"},
+    "protocol.recover_rounds": {"queue": "rounds"},
     "annotator.release_expired_leases": {"queue": "rounds"},
     "annotator.run_judge": {"queue": "judge"},
 }

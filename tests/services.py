@@ -2,6 +2,7 @@
 ``HUMEVAL_REQUIRE_SERVICES=1``, so a missing service fails the run instead of skipping."""
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -47,13 +48,25 @@ def database_url_for(name: str) -> str:
 
 
 class CeleryWorker:
-    """A real ``celery worker`` process on the test database."""
+    """A real ``celery worker`` process on the test database, consuming ``queues`` (default:
+    every queue of ``HUMEVAL_CELERY_QUEUES``, as all the deployment's workers together)."""
 
     def __init__(
-        self, database: str, log: Path, beat: bool = False, env: dict | None = None
+        self,
+        database: str,
+        log: Path,
+        beat: bool = False,
+        env: dict | None = None,
+        queues: tuple[str, ...] | None = None,
+        concurrency: int = 1,
     ) -> None:
+        from django.conf import settings
+
         self.database, self.log, self.proc, self.beat = database, log, None, beat
         self.env = env or {}
+        self.queues = tuple(queues or settings.HUMEVAL_CELERY_QUEUES)
+        self.concurrency = concurrency
+        self.name = f"test-{os.getpid()}-{time.monotonic_ns()}@{socket.gethostname()}"
 
     def start(self) -> None:
         env = {**os.environ, "DATABASE_URL": database_url_for(self.database), **self.env}
@@ -66,12 +79,14 @@ class CeleryWorker:
                 "config",
                 "worker",
                 "--loglevel=INFO",
-                "--concurrency=1",
+                f"--concurrency={self.concurrency}",
                 "--pool=prefork",
                 "--without-gossip",
                 "--without-mingle",
+                "-Q",
+                ",".join(self.queues),
                 "-n",
-                f"test-{os.getpid()}-{time.monotonic_ns()}@%h",
+                self.name,
                 *(["-B", "-s", str(self.log.with_suffix(".beat"))] if self.beat else []),
             ],
             cwd=ROOT,
@@ -86,7 +101,7 @@ class CeleryWorker:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"celery worker exited: {self.log.read_text()[-2000:]}")
             try:
-                if app.control.ping(timeout=0.5):
+                if app.control.ping(destination=[self.name], timeout=0.5):
                     return
             except (OSError, redis.RedisError, kombu.exceptions.KombuError):
                 pass  # a pooled connection to a Redis that was restarted: the next try reconnects

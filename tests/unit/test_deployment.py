@@ -12,13 +12,15 @@ def compose() -> dict:
 
 def test_every_service_restarts_and_is_health_checked():
     services = compose()["services"]
-    assert set(services) == {"web", "worker", "db", "redis"}
+    workers = {"worker-rounds", "worker-judge", "worker"}
+    assert {"web", "db", "redis"} | workers <= set(services)
     for name, service in services.items():
         assert service["restart"] == "unless-stopped", name
         test = service["healthcheck"]["test"]
         assert test[0] in ("CMD", "CMD-SHELL") and len(test) > 1, name
     assert "redis-cli" in services["redis"]["healthcheck"]["test"]
-    assert "inspect ping" in " ".join(services["worker"]["healthcheck"]["test"])
+    for name in workers:
+        assert "inspect ping" in " ".join(services[name]["healthcheck"]["test"])
     web_check = services["web"]["healthcheck"]["test"]
     assert web_check[:2] == ["CMD", "python"]
     compile(web_check[-1], "healthcheck", "exec")  # the inline script is valid Python
@@ -28,3 +30,25 @@ def test_every_service_restarts_and_is_health_checked():
 def test_the_secret_key_has_no_default():
     env = compose()["services"]["web"]["environment"]
     assert env["DJANGO_SECRET_KEY"].startswith("${DJANGO_SECRET_KEY:?")
+
+
+def test_each_queue_has_its_own_workers_and_one_runs_the_sweeps():
+    """Round decisions never wait behind judge runs, imports or exports: each queue of
+    ``HUMEVAL_CELERY_QUEUES`` is consumed by exactly one worker service, alone."""
+    from django.conf import settings
+
+    services = compose()["services"]
+    consumed = {}
+    for name, service in services.items():
+        command = service.get("command", "")
+        if "celery -A config worker" in command:
+            queues = command.split(" -Q ", 1)[1].split()[0].split(",")
+            assert len(queues) == 1, name
+            consumed[queues[0]] = command
+    assert set(consumed) == set(settings.HUMEVAL_CELERY_QUEUES)
+    assert [q for q, c in consumed.items() if " -B " in c] == ["rounds"]
+    routes = settings.CELERY_TASK_ROUTES
+    for task in ("protocol.decide_round", "protocol.recover_rounds"):
+        assert routes[task]["queue"] == "rounds"
+    assert routes["annotator.run_judge"]["queue"] == "judge"
+    assert settings.CELERY_TASK_DEFAULT_QUEUE == "default"

@@ -361,6 +361,7 @@ def test_the_admin_prompt_field_changes_what_is_sent(pairwise, judge_server, db,
         "base_url": server.url,
         "api_key": KEY,
         "model": MODEL,
+        "judge": "mock-judge-my-prompt",
         "prompt": mine,
         "samples": "1",
         "concurrency": "1",
@@ -371,6 +372,7 @@ def test_the_admin_prompt_field_changes_what_is_sent(pairwise, judge_server, db,
     assert len(prompts) == 9 and all(p.startswith("MY PROMPT\nResponse A:") for p in prompts)
     hashes = set(JudgeRating.objects.values_list("prompt_hash", flat=True))
     assert hashes == {judging.PromptTemplate.from_text(mine).hash}
+    assert set(JudgeRating.objects.values_list("judge", flat=True)) == {"mock-judge-my-prompt"}
 
 
 def test_the_operators_key_never_goes_to_an_unlisted_url(

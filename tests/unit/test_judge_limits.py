@@ -229,7 +229,9 @@ def test_cancel_action_marks_the_studys_active_runs_only(make_study, db):
     """The admin's "Cancel LLM judge runs" asks the selected studies' queued and running
     runs to stop (the run checks about once a second); a queued one then never starts."""
     study, other = study_with_inputs(make_study, ["a"]), study_with_inputs(make_study, ["b"])
-    mine = judging.judge_run_create(study, base_url="http://127.0.0.1:9/v1", model=MODEL)
+    mine = judging.judge_run_create(
+        study, base_url="http://127.0.0.1:9/v1", model=MODEL, own_key="sk-researcher"
+    )
     theirs = judging.judge_run_create(other, base_url="http://127.0.0.1:9/v1", model=MODEL)
     User.objects.create_superuser("boss", "b@example.org", "x" * 12)
     client = Client()
@@ -243,5 +245,14 @@ def test_cancel_action_marks_the_studys_active_runs_only(make_study, db):
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert mine.cancel_requested and not theirs.cancel_requested
-    assert judging.judge_run_execute(mine.pk) == "cancelled before it started"
-    assert JudgeRun.objects.get(pk=mine.pk).state == "cancelled"
+    assert (mine.state, mine.message) == ("cancelled", "cancelled before it started")
+    assert mine.own_key == ""  # erased at once
+    assert theirs.state == "queued"
+    assert judging.judge_run_execute(mine.pk) == f"run {mine.pk} is cancelled already"
+    assert JudgeRun.objects.get(pk=mine.pk).started_at is None  # the queued task did nothing
+    # a running run whose worker died: the first request marks it, the second ends it
+    JudgeRun.objects.filter(pk=theirs.pk).update(state="running")
+    assert judging.judge_runs_cancel([other]) == 1
+    assert JudgeRun.objects.get(pk=theirs.pk).state == "running"
+    assert judging.judge_runs_cancel([other]) == 1
+    assert JudgeRun.objects.get(pk=theirs.pk).state == "cancelled"
