@@ -104,15 +104,7 @@ KINDS = {
 }
 
 
-KIND_PARAMS = [
-    *[k for k in KINDS if k != "error_spans"],
-    # The error-span test answer is a 500 until issue 25 item 2 (services.qualification_answer,
-    # another branch) is merged; drop the mark then.
-    pytest.param(
-        "error_spans",
-        marks=pytest.mark.xfail(reason="issue 25 item 2: the error-span test answer", strict=False),
-    ),
-]
+KIND_PARAMS = list(KINDS)
 
 
 def answer_any(page, kind: str) -> None:
