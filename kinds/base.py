@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 __all__ = [
+    "ANSWER_SWITCHES",
     "AnswerError",
     "Kind",
     "OptionError",
@@ -38,6 +39,9 @@ __all__ = [
     "position_names",
     "preferences_from_scores",
 ]
+
+#: The study's answer switches a kind may take (:attr:`Kind.answer_switches`).
+ANSWER_SWITCHES = ("allow_tie", "allow_both_good", "allow_both_bad")
 
 #: (criterion, position i, position j, preference of i over j: 1.0, 0.5 or 0.0), i < j.
 PairPreference = tuple[str, int, int, float]
@@ -95,6 +99,10 @@ class Kind:
     #: Study-line keys this kind accepts beyond the common study options (the importer
     #: passes them to :meth:`validate_options`; they end up in ``Study.options``).
     extra_options: ClassVar[frozenset[str]] = frozenset()
+    #: The study's answer switches (columns ``allow_tie``, ``allow_both_good``,
+    #: ``allow_both_bad``) that mean something for this kind: the admin shows only these and
+    #: refuses the others turned on, as the importer does. Default: none.
+    answer_switches: ClassVar[tuple[str, ...]] = ()
     #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
     #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
     criterion_rows: ClassVar[bool] = False
@@ -119,6 +127,12 @@ class Kind:
     #: (``"<item>:<i>-<j>"``) labelled ``A``/``B``/``tie`` from :meth:`pair_preferences`
     #: (ranking), instead of :meth:`report_labels` per item.
     report_by_pair: ClassVar[bool] = False
+
+    @property
+    def a_noun(self) -> str:
+        """The kind's noun with its article, for a sentence ("a ranking", "an error-span")."""
+        noun = self.noun or self.name
+        return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
     @property
     def instructions_template(self) -> str:
