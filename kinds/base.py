@@ -38,6 +38,7 @@ __all__ = [
     "once",
     "position_names",
     "preferences_from_scores",
+    "shown",
 ]
 
 #: The study's answer switches a kind may take (:attr:`Kind.answer_switches`).
@@ -71,6 +72,13 @@ def once(value: Any, what: str) -> Any:
     if isinstance(value, list) and len(value) > 1 and all(isinstance(v, str) for v in value):
         raise AnswerError(f"Give one answer for {what}: it was sent {len(value)} times.")
     return value
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A worker's value quoted in a message, cut to ``limit`` characters: a refusal names
+    what was sent without echoing a megabyte of it back."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 def answer_json(text: str | bytes, message: str) -> Any:

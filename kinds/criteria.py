@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from formats.labels import LABEL_FIELDS
-from kinds.base import AnswerError, OptionError, PairPreference, once
+from kinds.base import AnswerError, OptionError, PairPreference, once, shown
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -296,7 +296,7 @@ def parse_answer(
         if raw is None or raw == "":
             raise AnswerError(f"Please answer {what}.")
         if raw not in offered:
-            raise AnswerError(f"Unknown answer {raw!r} for {field}.")
+            raise AnswerError(f"Unknown answer {shown(raw)} for {field}.")
         answers[c["name"]] = normalise(raw, display_order, strength)
     summary = answers[summary_criterion(opts)]
     out: dict[str, Any] = {"raw": summary["raw"], "value": summary["value"]}

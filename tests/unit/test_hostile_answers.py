@@ -1,8 +1,10 @@
 """Hostile answers, for every kind, on the task page and on the qualification page, through
 the worker's HTTP path (Django's test client posting the form): JSON nested deeper than the
-parser follows, unclosed JSON, a number too long to read, a NUL byte, a field sent twice,
-an empty field. Each is a 400 that names the problem over the same task or question, and
-stores nothing; the right answer is still taken afterwards."""
+parser follows, unclosed JSON, a number too long to read, a NUL byte, markup, 200,000
+characters, a field sent twice, an empty field among 900 made-up ones. Each is a 400 that
+names the problem in a short message (what was sent is not echoed at length, markup stays
+text) over the same task or question, and stores nothing; the right answer is still taken
+afterwards."""
 
 import html
 import re
@@ -13,7 +15,7 @@ from django.test import Client
 import kinds
 from annotator import services
 from annotator.models import Annotation, Assignment, Item, QualificationAttempt
-from tests.conftest import bundle
+from tests.conftest import active_markup, bundle
 
 SYSTEMS = {
     "pairwise": ("s1", "s2"),
@@ -43,6 +45,8 @@ FIELDS = {
     "error_spans": ["spans", "score"],
 }
 REPEATED = object()
+#: The field empty, among 900 made-up fields (Likert: 900 unknown criteria).
+MANY = object()
 HOSTILE = {
     "nested": "[" * 990 + "]" * 990,
     "nested-unclosed": "[" * 990,
@@ -50,7 +54,10 @@ HOSTILE = {
     "huge-number": "9" * 5000,
     "nested-number": "[[" + "9" * 5000 + "]]",
     "nul": "\x00",
+    "markup": '<script>alert(1)</script><img src=x onerror="alert(2)">',
+    "long": "x" * 200_000,
     "repeated": REPEATED,
+    "many-fields": MANY,
     "empty": "",
 }
 CASES = [(kind, field, name) for kind in kinds.NAMES for field in FIELDS[kind] for name in HOSTILE]
@@ -59,6 +66,9 @@ CASES = [(kind, field, name) for kind in kinds.NAMES for field in FIELDS[kind] f
 def hostile_form(kind: str, field: str, name: str) -> dict:
     form = dict(VALID[kind])
     value = HOSTILE[name]
+    if value is MANY:
+        form |= {f"score-made-up-{i}": "1" for i in range(900)}
+        value = ""
     form[field] = [form[field], form[field]] if value is REPEATED else value
     return form
 
@@ -101,7 +111,10 @@ def refusal(response) -> str:
         r'<ul class="messages" role="alert"><li[^>]*>(.*?)</li>', response.content.decode(), re.S
     )
     assert found, "no message shown"
-    return html.unescape(found.group(1))
+    message = html.unescape(found.group(1))
+    assert 0 < len(message) < 300, message[:500]
+    assert active_markup(found.group(0)) == [] and "<" not in found.group(1)  # text only
+    return message
 
 
 @pytest.mark.django_db
