@@ -273,7 +273,7 @@ class StudyAdmin(StudyScopedAdmin):
         """The answer switches (tie, both good, both bad) the study's kind takes, no others
         (``Kind.answer_switches``)."""
         fieldsets = super().get_fieldsets(request, obj)
-        if obj is None or obj.kind not in kinds.NAMES:
+        if obj is None:
             return fieldsets
         unused = set(kinds.ANSWER_SWITCHES) - set(obj.kind_impl.answer_switches)
         return [
