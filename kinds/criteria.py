@@ -311,6 +311,8 @@ def parse_answer(
         return out
     if len(text) > RATIONALE_MAX:
         raise AnswerError(f"The reason is {len(text)} characters long; at most {RATIONALE_MAX}.")
+    if "\x00" in text:  # no text column (PostgreSQL's jsonb included) stores a NUL
+        raise AnswerError("The reason holds a NUL character; remove it.")
     if mode == "required" and not text:
         raise AnswerError("Please write a short reason for your answer.")
     out["rationale"] = text

@@ -193,3 +193,35 @@ def test_every_kind_s_qualification_test_scores_its_answers(kind):
     attempt = QualificationAttempt.objects.get()
     assert [a["correct"] for a in attempt.answers] == [True, False]
     assert attempt.passed is True  # one right of two, one needed
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("why\x00not", "NUL character"),
+        ("x" * 5000, "at most 2000"),
+        (["one", "two"], "Give one answer for the reason: it was sent 2 times."),
+    ],
+)
+def test_a_hostile_written_reason_is_a_400_that_stores_nothing(reason, message):
+    """The one free text a worker writes (a pairwise study's reason): a NUL, which the
+    database cannot store, is refused like any malformed answer, not a 500."""
+    records = [{"id": "q", "input": "q", "outputs": {"a": "one", "b": "two"}}]
+    study = services.study_import(
+        bundle(records, {"kind": "pairwise", "redundancy": 1, "rationale": "optional"}),
+        filename="s.jsonl",
+        overrides={"open_links": True, "gold_rate_start": 0.0, "gold_rate_end": 0.0},
+    )
+    client = Client()
+    client.get(f"/w/{study.public_id}/", {"worker": "w"})
+    client.get(f"/w/{study.public_id}/task/")
+    token = str(Assignment.objects.get().token)
+    url = f"/w/{study.public_id}/task/"
+    refused = client.post(url, {"token": token, "answer": "left", "rationale": reason})
+    assert refused.status_code == 400
+    assert message in refusal(refused)
+    assert not Annotation.objects.exists()
+    taken = client.post(url, {"token": token, "answer": "left", "rationale": "ok"})
+    assert taken.status_code == 302  # the only item: on to the end page
+    assert Annotation.objects.get().answer["rationale"] == "ok"
