@@ -1181,9 +1181,6 @@ def _validate_kind_options(
     its criteria back as ``spec.criteria`` (Likert: the default one when none is given),
     any other kind validates the study line's ``criteria`` list as given."""
     opts = spec.options
-    for key in sorted(ANSWER_SWITCHES - set(kind.answer_switches)):
-        if opts.get(key):  # false is harmless: it says what the kind does anyway
-            errors.add(f"study: '{key}' does not apply to {kind.a_noun} study")
     raw = {
         **{k: v for k, v in opts.items() if k != "options"},
         **opts.get("options", {}),

@@ -109,7 +109,7 @@ class Kind:
     extra_options: ClassVar[frozenset[str]] = frozenset()
     #: The study's answer switches (columns ``allow_tie``, ``allow_both_good``,
     #: ``allow_both_bad``) that mean something for this kind: the admin shows only these and
-    #: refuses the others turned on, as the importer does. Default: none.
+    #: refuses the others turned on (the kind ignores them). Default: none.
     answer_switches: ClassVar[tuple[str, ...]] = ()
     #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
     #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
