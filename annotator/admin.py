@@ -16,6 +16,8 @@ from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import path
 
+import kinds
+
 from . import admin_judge, admin_workspace, selectors, services
 from .errors import ConfigRefused, ImportRejected, ServiceError
 from .models import (
@@ -167,6 +169,15 @@ class StudyForm(forms.ModelForm):
 
     def clean(self) -> dict:
         cleaned = super().clean()
+        kind = kinds.get(cleaned["kind"]) if cleaned.get("kind") in kinds.NAMES else None
+        if kind is not None:  # a switch shown for the study's former kind, turned on
+            for name in kinds.ANSWER_SWITCHES:
+                if cleaned.get(name) and name not in kind.answer_switches:
+                    self.add_error(
+                        name,
+                        f"{kind.a_noun[:1].upper()}{kind.a_noun[1:]} study has no such "
+                        "answer; turn it off.",
+                    )
         if self.instance.pk and not self.errors:
             changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
             try:
@@ -264,6 +275,18 @@ class StudyAdmin(StudyScopedAdmin):
             },
         ),
     ]
+
+    def get_fieldsets(self, request, obj=None):
+        """The answer switches (tie, both good, both bad) the study's kind takes, no others
+        (``Kind.answer_switches``)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        unused = set(kinds.ANSWER_SWITCHES) - set(obj.kind_impl.answer_switches)
+        return [
+            (name, {**spec, "fields": [f for f in spec["fields"] if f not in unused]})
+            for name, spec in fieldsets
+        ]
 
     @admin.display(description="progress")
     def progress(self, study: Study) -> str:

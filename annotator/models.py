@@ -50,7 +50,8 @@ class Study(models.Model):
     options = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The kind's own options, validated by the kind (kinds/<kind>.py).",
+        help_text="The kind's own options, as the study line gave them and the kind checked "
+        "them (docs/import-formats.md).",
     )
     render_markdown = models.BooleanField(
         default=True, help_text="Render outputs as sanitised Markdown (else escaped plain text)."
@@ -593,6 +594,16 @@ class QualificationTest(models.Model):
             self.kind_options()
         except kinds.OptionError as exc:
             raise ValidationError({"options": exc.messages}) from None
+        kind = self.kind_impl
+        unused = [
+            key
+            for key in kinds.ANSWER_SWITCHES
+            if self.options.get(key) and key not in kind.answer_switches
+        ]
+        if unused:
+            raise ValidationError(
+                {"options": f"{', '.join(unused)}: {kind.a_noun} test has no such answer."}
+            )
         if not self.pk:
             return
         if self.pass_threshold > self.questions.count():
@@ -626,13 +637,16 @@ class QualificationQuestion(models.Model):
     outputs = models.JSONField(
         default=list,
         help_text='The outputs shown, as a JSON list of texts in system order (["first", '
-        '"second"]); a pairwise question has two, a Likert question one.',
+        '"second"]); a pairwise question has two, a ranking question three or more, a Likert '
+        "or error-span question one.",
     )
     expected = models.JSONField(
         default=dict,
         help_text='The known answer as the test\'s kind reads it: pairwise "A", "B" '
         '(the first or second output) or "tie"; Likert {"scores": {"overall": 4}, '
-        '"tolerance": 1}. See docs/crowd.md, "Known answers".',
+        '"tolerance": 1}; ranking {"top": 0} (the best output\'s position) or {"ranking": '
+        '[[1], [0, 2]]}; error spans {"spans": [{"start": 0, "end": 3, "severity": "major", '
+        '"text": "…"}], "score": 70}. See docs/crowd.md, "Known answers per kind".',
     )
     order = models.PositiveIntegerField(default=0)
 

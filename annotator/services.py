@@ -344,7 +344,12 @@ def study_prepare_checks(
         test = QualificationTest.objects.create(
             name=f"Qualification for {study.name}"[:200],
             kind=study.kind,
-            options={k: v for k, v in study.kind_options().items() if k != "collection"},
+            options={  # the kind's options, with only the answer switches it takes
+                k: v
+                for k, v in study.kind_options().items()
+                if k != "collection"
+                and (k not in kinds.ANSWER_SWITCHES or k in study.kind_impl.answer_switches)
+            },
             instructions=study.instructions,
             pass_threshold=max(1, round(0.9 * len(questions))),
             created_by=owner if owner is not None and owner.pk else None,

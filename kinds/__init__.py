@@ -7,13 +7,21 @@ and docs/architecture.md, "Task kinds"). Pure: no Django imports.
 
 from __future__ import annotations
 
-from .base import AnswerError, Kind, OptionError, position_names, preferences_from_scores
+from .base import (
+    ANSWER_SWITCHES,
+    AnswerError,
+    Kind,
+    OptionError,
+    position_names,
+    preferences_from_scores,
+)
 from .error_spans import KIND as _ERROR_SPANS
 from .likert import KIND as _LIKERT
 from .pairwise import KIND as _PAIRWISE
 from .ranking import KIND as _RANKING
 
 __all__ = [
+    "ANSWER_SWITCHES",
     "NAMES",
     "AnswerError",
     "Kind",

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 __all__ = [
+    "ANSWER_SWITCHES",
     "AnswerError",
     "Kind",
     "OptionError",
@@ -37,7 +38,11 @@ __all__ = [
     "once",
     "position_names",
     "preferences_from_scores",
+    "shown",
 ]
+
+#: The study's answer switches a kind may take (:attr:`Kind.answer_switches`).
+ANSWER_SWITCHES = ("allow_tie", "allow_both_good", "allow_both_bad")
 
 #: (criterion, position i, position j, preference of i over j: 1.0, 0.5 or 0.0), i < j.
 PairPreference = tuple[str, int, int, float]
@@ -69,6 +74,13 @@ def once(value: Any, what: str) -> Any:
     return value
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """A worker's value quoted in a message, cut to ``limit`` characters: a refusal names
+    what was sent without echoing a megabyte of it back."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def answer_json(text: str | bytes, message: str) -> Any:
     """JSON text submitted by a worker, parsed; :class:`AnswerError` with ``message`` when
     it is not JSON, or nests deeper than the parser can follow (``[`` × 1000: a
@@ -95,6 +107,10 @@ class Kind:
     #: Study-line keys this kind accepts beyond the common study options (the importer
     #: passes them to :meth:`validate_options`; they end up in ``Study.options``).
     extra_options: ClassVar[frozenset[str]] = frozenset()
+    #: The study's answer switches (columns ``allow_tie``, ``allow_both_good``,
+    #: ``allow_both_bad``) that mean something for this kind: the admin shows only these and
+    #: refuses the others turned on (the kind ignores them). Default: none.
+    answer_switches: ClassVar[tuple[str, ...]] = ()
     #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
     #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
     criterion_rows: ClassVar[bool] = False
@@ -132,6 +148,12 @@ class Kind:
     #: → value); False when the kind's own columns hold them (error spans: ``score``), so the
     #: export names each value once.
     export_scores: ClassVar[bool] = True
+
+    @property
+    def a_noun(self) -> str:
+        """The kind's noun with its article, for a sentence ("a ranking", "an error-span")."""
+        noun = self.noun or self.name
+        return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
 
     @property
     def instructions_template(self) -> str:

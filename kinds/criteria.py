@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from formats.labels import LABEL_FIELDS
-from kinds.base import AnswerError, OptionError, PairPreference, once
+from kinds.base import AnswerError, OptionError, PairPreference, once, shown
 
 __all__ = [
     "EXPORT_COLUMNS",
@@ -302,7 +302,7 @@ def parse_answer(
         if raw is None or raw == "":
             raise AnswerError(f"Please answer {what}.")
         if raw not in offered:
-            raise AnswerError(f"Unknown answer {raw!r} for {field}.")
+            raise AnswerError(f"Unknown answer {shown(raw)} for {field}.")
         answers[c["name"]] = normalise(raw, display_order, strength)
     summary = answers[summary_criterion(opts)]
     out: dict[str, Any] = {"raw": summary["raw"], "value": summary["value"]}
@@ -317,6 +317,8 @@ def parse_answer(
         return out
     if len(text) > RATIONALE_MAX:
         raise AnswerError(f"The reason is {len(text)} characters long; at most {RATIONALE_MAX}.")
+    if "\x00" in text:  # no text column (PostgreSQL's jsonb included) stores a NUL
+        raise AnswerError("The reason holds a NUL character; remove it.")
     if mode == "required" and not text:
         raise AnswerError("Please write a short reason for your answer.")
     out["rationale"] = text

@@ -34,7 +34,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kinds.base import AnswerError, Kind, OptionError, answer_json, once
+from kinds.base import AnswerError, Kind, OptionError, answer_json, once, shown
 
 __all__ = [
     "CATEGORY_MAX_CHARS",
@@ -125,7 +125,7 @@ def _parse_spans(
             raise AnswerError(f"span {n} must be an object")
         extra = sorted(set(span) - set(SPAN_KEYS))
         if extra:
-            raise AnswerError(f"span {n}: unknown field {extra[0]!r}")
+            raise AnswerError(f"span {n}: unknown field {shown(extra[0])}")
         start, end = span.get("start"), span.get("end")
         if not (_is_int(start) and _is_int(end)):
             raise AnswerError(f"span {n}: start and end must be integers")
@@ -142,7 +142,7 @@ def _parse_spans(
         elif not categories:
             raise AnswerError(f"span {n}: this study has no categories")
         elif category not in categories:
-            raise AnswerError(f"span {n}: unknown category {str(category)[:50]!r}")
+            raise AnswerError(f"span {n}: unknown category {shown(category, 50)}")
         if span.get("text") != text[start:end]:
             raise AnswerError(f"span {n}: text does not match the output at {start}-{end}")
         out.append(

@@ -19,7 +19,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import AnswerError, Kind, OptionError, once
+from .base import AnswerError, Kind, OptionError, once, shown
 
 #: Standard deviation, in scale points, of a simulated worker's rating around the truth.
 SIMULATED_NOISE = 0.7
@@ -51,7 +51,7 @@ def parse_value(criterion: Mapping[str, Any], value: object) -> int | str:
     name = criterion["name"]
     if criterion.get("labels"):
         if str(value) not in map(str, criterion["labels"]):
-            raise ValueError(f"'{value}' is not one of the labels of '{name}'")
+            raise ValueError(f"{shown(value)} is not one of the labels of '{name}'")
         return str(value)
     try:
         number = int(str(value))
@@ -132,7 +132,9 @@ class Likert(Kind):
                 problems.append(str(exc))
         unknown = set(given) - {c["name"] for c in criteria}
         if unknown:
-            problems.append(f"Unknown criteria: {', '.join(sorted(unknown))}.")
+            names = ", ".join(shown(n)[1:-1] for n in sorted(unknown)[:5])
+            more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+            problems.append(f"Unknown criteria: {names}{more}.")
         if problems:
             raise AnswerError(" ".join(problems))
         return {"scores": clean}

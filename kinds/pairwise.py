@@ -78,6 +78,7 @@ class Pairwise(Kind):
     noun = "pairwise"
     template = "kinds/pairwise.html"
     extra_options = frozenset({"criteria", "strength", "rationale"})
+    answer_switches = ("allow_tie", "allow_both_good", "allow_both_bad")
     adaptive = True
     shape = "pair"
     judgebench_form = "pair"

@@ -143,6 +143,7 @@ class Ranking(Kind):
     noun = "ranking"
     template = "kinds/ranking.html"
     extra_options = frozenset({"per_item"})
+    answer_switches = ("allow_tie",)  # "Tie with the one above"; no both good/bad
     adaptive = True
     report_by_pair = True
 

@@ -1,8 +1,10 @@
 """Hostile answers, for every kind, on the task page and on the qualification page, through
 the worker's HTTP path (Django's test client posting the form): JSON nested deeper than the
-parser follows, unclosed JSON, a number too long to read, a NUL byte, a field sent twice,
-an empty field. Each is a 400 that names the problem over the same task or question, and
-stores nothing; the right answer is still taken afterwards."""
+parser follows, unclosed JSON, a number too long to read, a NUL byte, markup, 200,000
+characters, a field sent twice, an empty field among 900 made-up ones. Each is a 400 that
+names the problem in a short message (what was sent is not echoed at length, markup stays
+text) over the same task or question, and stores nothing; the right answer is still taken
+afterwards."""
 
 import html
 import re
@@ -13,7 +15,7 @@ from django.test import Client
 import kinds
 from annotator import services
 from annotator.models import Annotation, Assignment, Item, QualificationAttempt
-from tests.conftest import bundle
+from tests.conftest import active_markup, bundle
 
 SYSTEMS = {
     "pairwise": ("s1", "s2"),
@@ -43,6 +45,8 @@ FIELDS = {
     "error_spans": ["spans", "score"],
 }
 REPEATED = object()
+#: The field empty, among 900 made-up fields (Likert: 900 unknown criteria).
+MANY = object()
 HOSTILE = {
     "nested": "[" * 990 + "]" * 990,
     "nested-unclosed": "[" * 990,
@@ -50,7 +54,10 @@ HOSTILE = {
     "huge-number": "9" * 5000,
     "nested-number": "[[" + "9" * 5000 + "]]",
     "nul": "\x00",
+    "markup": '<script>alert(1)</script><img src=x onerror="alert(2)">',
+    "long": "x" * 200_000,
     "repeated": REPEATED,
+    "many-fields": MANY,
     "empty": "",
 }
 CASES = [(kind, field, name) for kind in kinds.NAMES for field in FIELDS[kind] for name in HOSTILE]
@@ -59,6 +66,9 @@ CASES = [(kind, field, name) for kind in kinds.NAMES for field in FIELDS[kind] f
 def hostile_form(kind: str, field: str, name: str) -> dict:
     form = dict(VALID[kind])
     value = HOSTILE[name]
+    if value is MANY:
+        form |= {f"score-made-up-{i}": "1" for i in range(900)}
+        value = ""
     form[field] = [form[field], form[field]] if value is REPEATED else value
     return form
 
@@ -101,7 +111,10 @@ def refusal(response) -> str:
         r'<ul class="messages" role="alert"><li[^>]*>(.*?)</li>', response.content.decode(), re.S
     )
     assert found, "no message shown"
-    return html.unescape(found.group(1))
+    message = html.unescape(found.group(1))
+    assert 0 < len(message) < 300, message[:500]
+    assert active_markup(found.group(0)) == [] and "<" not in found.group(1)  # text only
+    return message
 
 
 @pytest.mark.django_db
@@ -180,3 +193,35 @@ def test_every_kind_s_qualification_test_scores_its_answers(kind):
     attempt = QualificationAttempt.objects.get()
     assert [a["correct"] for a in attempt.answers] == [True, False]
     assert attempt.passed is True  # one right of two, one needed
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("why\x00not", "NUL character"),
+        ("x" * 5000, "at most 2000"),
+        (["one", "two"], "Give one answer for the reason: it was sent 2 times."),
+    ],
+)
+def test_a_hostile_written_reason_is_a_400_that_stores_nothing(reason, message):
+    """The one free text a worker writes (a pairwise study's reason): a NUL, which the
+    database cannot store, is refused like any malformed answer, not a 500."""
+    records = [{"id": "q", "input": "q", "outputs": {"a": "one", "b": "two"}}]
+    study = services.study_import(
+        bundle(records, {"kind": "pairwise", "redundancy": 1, "rationale": "optional"}),
+        filename="s.jsonl",
+        overrides={"open_links": True, "gold_rate_start": 0.0, "gold_rate_end": 0.0},
+    )
+    client = Client()
+    client.get(f"/w/{study.public_id}/", {"worker": "w"})
+    client.get(f"/w/{study.public_id}/task/")
+    token = str(Assignment.objects.get().token)
+    url = f"/w/{study.public_id}/task/"
+    refused = client.post(url, {"token": token, "answer": "left", "rationale": reason})
+    assert refused.status_code == 400
+    assert message in refusal(refused)
+    assert not Annotation.objects.exists()
+    taken = client.post(url, {"token": token, "answer": "left", "rationale": "ok"})
+    assert taken.status_code == 302  # the only item: on to the end page
+    assert Annotation.objects.get().answer["rationale"] == "ok"
