@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0016_output_messages'),
+        ('annotator', '0018_study_platform_fee_percent'),
     ]
 
     operations = [

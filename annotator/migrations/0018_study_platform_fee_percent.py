@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0016_output_messages'),
+        ('annotator', '0017_judge_run'),
     ]
 
     operations = [
