@@ -12,7 +12,7 @@ def compose() -> dict:
 
 def test_every_service_restarts_and_is_health_checked():
     services = compose()["services"]
-    assert set(services) == {"web", "worker", "db", "redis"}
+    assert {"proxy", "web", "worker", "db", "redis"} <= set(services)
     for name, service in services.items():
         assert service["restart"] == "unless-stopped", name
         test = service["healthcheck"]["test"]
@@ -28,3 +28,12 @@ def test_every_service_restarts_and_is_health_checked():
 def test_the_secret_key_has_no_default():
     env = compose()["services"]["web"]["environment"]
     assert env["DJANGO_SECRET_KEY"].startswith("${DJANGO_SECRET_KEY:?")
+
+
+def test_only_the_buffering_proxy_is_published():
+    services = compose()["services"]
+    assert "ports" not in services["web"]  # gunicorn is reached through nginx only
+    assert services["proxy"]["ports"] == ["8000:80"]
+    assert "./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro" in services["proxy"]["volumes"]
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert "server web:8000;" in conf and "proxy_request_buffering on;" in conf
