@@ -20,6 +20,14 @@ def sweep_unused_entries() -> int:
     return services.participations_sweep_unused()
 
 
+@shared_task(name="annotator.import_study_job", acks_late=True)
+def import_study_job(job_id: int) -> str:
+    """Import a large uploaded study (:func:`annotator.jobs.import_job_run`)."""
+    from . import jobs
+
+    return jobs.import_job_run(job_id).status
+
+
 @shared_task(name="annotator.run_judge")
 def run_judge(study_id: int, api_key_env: str, **options) -> str:
     """Rate a study with an LLM judge (:func:`annotator.judging.judge_run`); the key is
