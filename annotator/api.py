@@ -365,6 +365,7 @@ class ImportJobView(generics.RetrieveAPIView):
     serializer_class = ImportJobSerializer
     permission_classes = [permissions.IsAuthenticated]
     lookup_field = "public_id"
+    schema = ApiSchema()
 
     def get_queryset(self):
         return ImportJob.objects.filter(owner=self.request.user).select_related("study")
