@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
@@ -25,16 +26,17 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
-from . import importers, selectors, services
+from . import importers, jobs, selectors, services
 from .choices import AnnotationSource
 from .errors import ImportRejected, NoJudgeBenchForm
 from .filters import PAIR_PATTERN, TEXT_PATTERN, LabelFilter
-from .models import Annotation
+from .models import Annotation, ImportJob
 from .openapi import JUDGEBENCH_SCHEMA, ApiSchema
 from .renderers import CSVRenderer, JSONLinesRenderer
 from .serializers import (
     REJECTED_FILE_SCHEMA,
     VALIDATION_ERROR_SCHEMA,
+    ImportJobSerializer,
     ImportResultSerializer,
     ImportSerializer,
     LabelSerializer,
@@ -291,6 +293,8 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             form.is_valid(raise_exception=True)
             upload = form.validated_data["file"]
             stored = store(upload, upload.name, form.validated_data)
+            if isinstance(stored, Response):  # handed to a background job
+                return stored
         except ImportRejected as exc:
             return Response(
                 {"detail": "The file was rejected; nothing was imported.", "errors": exc.errors},
@@ -299,8 +303,16 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         return Response(result(stored), status=status.HTTP_201_CREATED)
 
     @extend_schema(
+        description="Create a study from a file. A file above `HUMEVAL_IMPORT_JOB_BYTES` is "
+        "imported in the background: the answer is 202 with the job (`Location`: its URL); "
+        "poll it until `status` is `done` (then `study`) or `failed` (then `errors`).",
         request={"multipart/form-data": ImportSerializer},
-        responses={201: ImportResultSerializer, 400: REJECTED, 413: TOO_LARGE},
+        responses={
+            201: ImportResultSerializer,
+            202: ImportJobSerializer,
+            400: REJECTED,
+            413: TOO_LARGE,
+        },
     )
     @action(
         detail=False,
@@ -313,6 +325,12 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def import_study(self, request):
         def store(data: UploadedFile, name: str, fields: dict):
             overrides = {k: fields[k] for k in ("name", "kind") if k in fields}
+            if (data.size or 0) > settings.HUMEVAL_IMPORT_JOB_BYTES:
+                job = jobs.import_job_create(data, overrides=overrides, owner=request.user)
+                job.refresh_from_db()
+                url = request.build_absolute_uri(f"/api/jobs/{job.public_id}/")
+                body = ImportJobSerializer(job).data | {"url": url}
+                return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
             return services.study_import(
                 data, filename=name, overrides=overrides, owner=request.user
             )
@@ -358,3 +376,15 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
             )
 
         return self._upload(request, RatingsImportSerializer, store, lambda n: {"imported": n})
+
+
+class ImportJobView(generics.RetrieveAPIView):
+    """A background import started by `POST /api/studies/import/` (only its owner sees it)."""
+
+    serializer_class = ImportJobSerializer
+    permission_classes = [permissions.IsAuthenticated]
+    lookup_field = "public_id"
+    schema = ApiSchema()
+
+    def get_queryset(self):
+        return ImportJob.objects.filter(owner=self.request.user).select_related("study")

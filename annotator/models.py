@@ -896,3 +896,31 @@ class JudgeRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} on {self.study_id} ({self.state})"
+
+
+class ImportJob(models.Model):
+    """A large study import run in the background: the API stores the upload in
+    ``HUMEVAL_JOB_DIR`` and answers 202 with this job's URL; a Celery task imports it and
+    deletes the file, whatever the outcome (docs/reliability.md)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="import_jobs"
+    )
+    filename = models.CharField(max_length=300)
+    size = models.BigIntegerField(default=0)
+    overrides = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"import of {self.filename} ({self.status})"

@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 import kinds
 
-from .models import Criterion, Study
+from .models import Criterion, ImportJob, Study
 from .selectors import label_row
 
 
@@ -157,3 +157,25 @@ REJECTED_FILE_SCHEMA = {
     },
     "required": ["detail", "errors"],
 }
+
+
+class ImportJobSerializer(serializers.ModelSerializer):
+    """A background import: ``status`` queued → running → done (``study`` set) or failed
+    (``errors``)."""
+
+    id = serializers.UUIDField(source="public_id", read_only=True)
+    study = ImportResultSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "status",
+            "filename",
+            "size",
+            "study",
+            "errors",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields

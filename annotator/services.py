@@ -648,7 +648,11 @@ def participations_sweep_unused(*, now: datetime | None = None) -> int:
 
 
 def participation_claim(
-    participation: Participation, *, secret: str = "", now: datetime | None = None
+    participation: Participation,
+    *,
+    secret: str = "",
+    session: str = "",
+    now: datetime | None = None,
 ) -> str:
     """Bind the participation to the browser presenting ``secret`` (from its cookie, or
     ``""``); returns the secret that browser must carry from now on.
@@ -660,8 +664,15 @@ def participation_claim(
     (its claim, a lease issued, an answer stored); before that it raises
     :class:`~annotator.errors.OpenInAnotherBrowser` and changes nothing. The status
     (a failed test, a block, a stop) stays with the platform id whichever browser holds it.
+
+    A platform id can be learnt, its session cannot: an entry carrying a platform
+    ``session`` (Prolific's ``SESSION_ID``, MTurk's ``assignmentId``) other than the one
+    the participation holds takes it over at once while no label has been stored in it,
+    so whoever used a worker's id first cannot keep the real worker out; the live lease
+    goes with it (docs/crowd.md, "Who holds a participation").
     """
     now = now or timezone.now()
+    session = session[:200]
     with transaction.atomic():
         part = (
             Participation.objects.select_for_update()
@@ -670,7 +681,10 @@ def participation_claim(
         )
         if secret and part.held_by(secret):
             return secret
-        if part.browser_key:
+        if part.browser_key and _new_session_before_work(part, session):
+            part.platform_session = session
+            part.save(update_fields=["platform_session"])
+        elif part.browser_key:
             available = _takeover_time(part, now)
             if available > now:
                 raise OpenInAnotherBrowser(
@@ -681,6 +695,18 @@ def participation_claim(
         part.save(update_fields=["browser_key", "browser_since"])
     participation.browser_key, participation.browser_since = part.browser_key, now
     return fresh
+
+
+def _new_session_before_work(part: Participation, session: str) -> bool:
+    """Whether an entry with platform ``session`` may take ``part`` over at once: a
+    session other than the participation's, and no label stored in it yet."""
+    return (
+        bool(session)
+        and session != part.platform_session
+        and not Annotation.objects.filter(
+            study_id=part.study_id, annotator_id=part.annotator_id
+        ).exists()
+    )
 
 
 def _takeover_time(part: Participation, now: datetime) -> datetime:

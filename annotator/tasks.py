@@ -18,6 +18,14 @@ def sweep_unused_entries() -> int:
     return services.participations_sweep_unused()
 
 
+@shared_task(name="annotator.import_study_job", acks_late=True)
+def import_study_job(job_id: int) -> str:
+    """Import a large uploaded study (:func:`annotator.jobs.import_job_run`)."""
+    from . import jobs
+
+    return jobs.import_job_run(job_id).status
+
+
 # Routed to the "judge" queue (settings.CELERY_TASK_ROUTES), whose workers do nothing else.
 # Acknowledged on receipt, not at the end: a run outlasts the broker's visibility timeout and
 # would otherwise be delivered again while it runs; a lost run is started again by hand (a

@@ -150,7 +150,9 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
         # use gets the "open in another browser" page (docs/crowd.md)
         remembered = _remembered(request, study.public_id)
         presented = remembered[1] if remembered and remembered[0] == participation.pk else ""
-        secret = services.participation_claim(participation, secret=presented)
+        secret = services.participation_claim(
+            participation, secret=presented, session=entry.get("session", "")
+        )
     except OpenInAnotherBrowser as exc:
         return _elsewhere(request, study, exc.available_at)
     except ServiceError as exc:

@@ -349,6 +349,10 @@ HUMEVAL_TRUSTED_PROXIES = _env_list("HUMEVAL_TRUSTED_PROXIES", "")
 # Largest study or ratings file accepted by import_study, the admin and the API (bytes);
 # a larger one is refused before it is read or parsed.
 HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(200 * 1024 * 1024)))
+# An API import above this size runs as a background job (202 and a job URL to poll);
+# its upload waits in HUMEVAL_JOB_DIR and is deleted whatever the outcome.
+HUMEVAL_IMPORT_JOB_BYTES = int(os.environ.get("HUMEVAL_IMPORT_JOB_BYTES", str(20 * 1024 * 1024)))
+HUMEVAL_JOB_DIR = Path(os.environ.get("HUMEVAL_JOB_DIR", VAR_DIR / "jobs"))
 HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
 # A worker page that meets a dropped database connection (a PostgreSQL restart) waits up
 # to this long for a fresh one and runs again once (annotator/resilience.py).

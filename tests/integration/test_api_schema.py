@@ -122,6 +122,7 @@ class World:
     studies: dict[str, int]
     tokens: dict[str, str]
     users: dict[str, int]
+    job: str = ""  # the researcher's finished import job (GET /api/jobs/{public_id}/)
 
     def headers(self, identity: str) -> dict[str, str] | None:
         token = self.tokens.get(identity)
@@ -149,7 +150,7 @@ def _build_world() -> World:
     from rest_framework.authtoken.models import Token
 
     from annotator import services
-    from annotator.models import Annotation, JudgeRating
+    from annotator.models import Annotation, ImportJob, JudgeRating
     from protocol.models import Round
 
     def make(data: bytes, filename: str = "study.jsonl", **overrides):
@@ -226,6 +227,11 @@ def _build_world() -> World:
             "outsider": Token.objects.create(user=outsider).key,
         },
         users={"researcher": researcher.pk, "outsider": outsider.pk},
+        job=str(
+            ImportJob.objects.create(
+                owner=researcher, filename="big.jsonl", status="done", study=pairwise
+            ).public_id
+        ),
     )
 
 
@@ -293,6 +299,9 @@ def _call_and_validate(case, world: World, identity: str) -> None:
         ids = list(world.studies.values())
         if int(study_id) % 8 < len(ids):
             case.path_parameters["id"] = ids[int(study_id) % 8]
+    job_id = (case.path_parameters or {}).get("public_id")
+    if isinstance(job_id, str) and re.fullmatch(r"[0-9a-f-]{36}", job_id) and job_id[0] < "8":
+        case.path_parameters["public_id"] = world.job  # half of the well-formed ids
     cache.clear()  # throttle counters: this is about conformance; 429 is tested below
     response = case.call_and_validate(
         headers=world.headers(identity),

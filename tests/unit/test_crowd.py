@@ -654,3 +654,42 @@ def test_prolific_redirect_keeps_code_encoded(make_study):
     client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
     url = returned(client.get(f"/w/{study.public_id}/end/"))
     assert parse_qs(urlsplit(url).query) == {"cc": ["A&B C"]}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "/w/{s}/prolific/?PROLIFIC_PID=victim&SESSION_ID={session}",
+        "/w/{s}/mturk/?workerId=victim&assignmentId={session}&hitId=h"
+        "&turkSubmitTo=https://www.mturk.com",
+    ],
+)
+def test_the_real_worker_takes_over_a_participation_with_no_label_from_whoever_came_first(
+    make_study, entry
+):
+    """Issue 31 item 9: someone who learnt a worker's id entered first and keeps polling.
+    The real worker arrives with the platform's own session id (Prolific's SESSION_ID,
+    MTurk's assignmentId), which they cannot know: it takes the participation over at once,
+    live lease included, while no label is stored; after the real worker's first label the
+    participation is theirs, whatever session the other browser presents."""
+    study = make_study(gold_rate_start=0.0, gold_rate_end=0.0)
+    squatter, real = Client(), Client()
+    url = entry.replace("{s}", str(study.public_id))
+    assert squatter.get(url.format(session="guessed1")).status_code == 302
+    token = token_on(squatter.get(f"/w/{study.public_id}/task/").content.decode())
+    # the real worker enters from the platform: taken over at once, the same item in hand
+    assert real.get(url.format(session="real-session")).status_code == 302
+    assert token_on(real.get(f"/w/{study.public_id}/task/").content.decode()) == token
+    assert squatter.get(f"/w/{study.public_id}/task/").status_code == 409
+    squatter.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+    assert Annotation.objects.count() == 0  # the squatter's answer is refused
+    # the squatter polls again with another made-up session before the real worker answers
+    assert squatter.get(url.format(session="guessed2")).status_code == 302
+    # the real worker comes back from the platform and takes it again
+    assert real.get(url.format(session="real-session")).status_code == 302
+    token = token_on(real.get(f"/w/{study.public_id}/task/").content.decode())
+    real.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "right"})
+    assert Annotation.objects.get().raw_answer == "right"
+    # one label stored: no session takes it any more (the usual idle rule applies)
+    assert squatter.get(url.format(session="guessed3")).status_code == 409
+    assert real.get(f"/w/{study.public_id}/task/").status_code == 200

@@ -13,7 +13,7 @@ def compose() -> dict:
 def test_every_service_restarts_and_is_health_checked():
     services = compose()["services"]
     workers = {"worker-rounds", "worker-judge", "worker"}
-    assert {"web", "db", "redis"} | workers <= set(services)
+    assert {"proxy", "web", "db", "redis"} | workers <= set(services)
     for name, service in services.items():
         assert service["restart"] == "unless-stopped", name
         test = service["healthcheck"]["test"]
@@ -52,3 +52,12 @@ def test_each_queue_has_its_own_workers_and_one_runs_the_sweeps():
         assert routes[task]["queue"] == "rounds"
     assert routes["annotator.run_judge"]["queue"] == "judge"
     assert settings.CELERY_TASK_DEFAULT_QUEUE == "default"
+
+
+def test_only_the_buffering_proxy_is_published():
+    services = compose()["services"]
+    assert "ports" not in services["web"]  # gunicorn is reached through nginx only
+    assert services["proxy"]["ports"] == ["8000:80"]
+    assert "./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro" in services["proxy"]["volumes"]
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert "server web:8000;" in conf and "proxy_request_buffering on;" in conf

@@ -155,3 +155,20 @@ def test_without_the_library_the_error_names_the_extra(tmp_path, monkeypatch, ma
     study = make_study()
     with pytest.raises(CommandError, match=r"pip install 'humeval\[hf\]'"):
         call_command("export_labels", study.pk, "--format", "hf", str(tmp_path / "out"))
+
+
+def test_a_hub_dataset_out_of_reach_is_named_with_the_reason(db, monkeypatch):
+    """Without network the Hub raises ConnectionError, an OSError without ``strerror``:
+    the command said "cannot read hub:…: None"."""
+    from formats import hf
+
+    def unreachable(source, split=None):
+        raise ConnectionError(f"Couldn't reach '{source[4:]}' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.setattr(hf, "open_rows", unreachable)
+    with pytest.raises(CommandError) as caught:
+        call_command("import_study", "hub:someone/data")
+    assert str(caught.value) == (
+        "cannot read hub:someone/data: Couldn't reach 'someone/data' on the Hub "
+        "(LocalEntryNotFoundError)"
+    )

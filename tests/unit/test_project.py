@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_docker_compose_runs_web_worker_postgres_and_redis():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"web", "worker", "db", "redis"}
+    assert {"proxy", "web", "worker", "db", "redis"} <= set(services)
+    assert services["proxy"]["image"].startswith("nginx")  # buffers slow clients
     assert "gunicorn" in services["web"]["command"]
     assert services["worker"]["command"].startswith("celery -A config worker")
     assert services["db"]["image"].startswith("postgres")

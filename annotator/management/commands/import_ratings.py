@@ -27,7 +27,7 @@ class Command(BaseCommand):
                     study_obj, data, filename=path.name, judge=judge
                 )
         except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+            raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
         except ImportRejected as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(f"{count} ratings imported")

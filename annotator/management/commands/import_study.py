@@ -67,7 +67,7 @@ class Command(BaseCommand):
                         data, filename=Path(path).name, overrides=overrides, owner=owner
                     )
         except OSError as exc:
-            raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+            raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
         except ImportRejected as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(str(study.pk))
