@@ -49,6 +49,19 @@ def close_settled(context) -> None:
     context.close()
 
 
+def watch(page, problems: list[str] | None = None) -> list[str]:
+    """Every console error, uncaught exception and 5xx answer of the page, as it happens
+    (added to ``problems`` when given)."""
+    problems = [] if problems is None else problems
+    page.on("pageerror", lambda e: problems.append(f"exception: {e}"))
+    page.on(
+        "console",
+        lambda m: m.type == "error" and problems.append(f"console: {m.text} {m.location}"),
+    )
+    page.on("response", lambda r: r.status >= 500 and problems.append(f"{r.status} {r.url}"))
+    return problems
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})

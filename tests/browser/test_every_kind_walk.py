@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 
 from annotator import services
 from annotator.models import Annotation, Item, QualificationQuestion, Study
-from tests.browser.conftest import close_settled
+from tests.browser.conftest import close_settled, watch
 from tests.conftest import bundle
 from tests.services import require_postgres_and_redis
 
@@ -74,6 +74,7 @@ def answer_ranking(page, better: str | None) -> None:
             if cards.nth(k).locator(".text").inner_text().strip() == better:
                 target = cards.nth(k)
     target.focus()
+    page.keyboard.press("ArrowDown")  # a moved order: no "you have not moved any" question
     page.keyboard.press("Home")
     page.click("button.submit")
 
@@ -158,19 +159,6 @@ def submit(page, kind: Kind, better: str | None) -> None:
         kind.answer(page, better)
 
 
-class Watch:
-    """Console errors, uncaught exceptions and 5xx answers on a page."""
-
-    def __init__(self, page):
-        self.problems: list[str] = []
-        page.on("pageerror", lambda e: self.problems.append(f"pageerror: {e}"))
-        page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-        page.on(
-            "response",
-            lambda r: r.status >= 500 and self.problems.append(f"{r.status} {r.url}"),
-        )
-
-
 @pytest.mark.parametrize("name", list(KINDS))
 @pytest.mark.django_db(transaction=True)
 def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
@@ -194,7 +182,7 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     }
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    watch = Watch(page)
+    problems = watch(page)
     created = page.request.post(
         f"{base_url}/api/studies/import/",
         headers=auth,
@@ -240,7 +228,7 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     first_page = _shown_texts(page)
     # a second tab on the same task goes stale once the first answers it
     stale = context.new_page()
-    stale_watch = Watch(stale)
+    watch(stale, problems)
     stale.goto(page.url)
     stale.wait_for_selector(kind.ready)
     assert _shown_texts(stale) == first_page
@@ -296,5 +284,5 @@ def test_a_kind_walks_from_import_to_report(name, base_url, browser, tmp_path):
     assert study.name in page.inner_text("h1")
     dashboard = page.goto(f"{base_url}/studies/{study.pk}/protocol/")
     assert dashboard.status == 200
-    assert watch.problems == [] and stale_watch.problems == []
+    assert problems == []
     close_settled(context)

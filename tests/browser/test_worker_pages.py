@@ -25,7 +25,7 @@ from playwright.sync_api import expect
 
 from annotator import services
 from annotator.models import Annotation, QualificationQuestion, QualificationTest
-from tests.browser.conftest import close_settled
+from tests.browser.conftest import close_settled, watch
 from tests.browser.test_error_spans_widget import drag_over
 from tests.conftest import bundle
 from tests.services import require_postgres_and_redis
@@ -51,19 +51,6 @@ def shoot(page, name: str) -> None:
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
-def watch(page, problems: list[str] | None = None) -> list[str]:
-    """Every console error, uncaught exception and 5xx answer of the page, as it happens
-    (added to ``problems`` when given)."""
-    problems = [] if problems is None else problems
-    page.on("pageerror", lambda e: problems.append(f"exception: {e}"))
-    page.on(
-        "console",
-        lambda m: m.type == "error" and problems.append(f"console: {m.text} {m.location}"),
-    )
-    page.on("response", lambda r: r.status >= 500 and problems.append(f"{r.status} {r.url}"))
-    return problems
 
 
 def navigate(page, selector: str) -> None:
