@@ -218,7 +218,9 @@ class Study(models.Model):
             "collection": self.collection,
         }
         if self.kind_impl.criterion_rows:
-            opts["criteria"] = [c.as_option() for c in self.criteria.all()]
+            # ``criterion_rows``: the rows the worker cycle read along (selectors)
+            rows = self.__dict__.get("criterion_rows")
+            opts["criteria"] = [c.as_option() for c in (rows or self.criteria.all())]
         return opts
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum, prefetch_related_objects
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
 
 import kinds
@@ -21,6 +21,7 @@ from .models import (
     Annotation,
     Annotator,
     Assignment,
+    Criterion,
     Item,
     ItemOutput,
     Participation,
@@ -33,6 +34,7 @@ from .signals import work_imminent as work_imminent_signal
 from .sqlrows import Columns, db_value
 
 _PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Columns(Annotator, "w")
+_CRITERION = Columns(Criterion, "c")
 
 
 def worker_participation(pk: int, study_public_id) -> Participation | None:
@@ -54,8 +56,9 @@ def worker_participation(pk: int, study_public_id) -> Participation | None:
     participation.study = _STUDY.load(row, len(_PART))
     participation.annotator = _WORKER.load(row, len(_PART) + len(_STUDY))
     if participation.study.kind_impl.criterion_rows:
-        # read once per request: the answer and the page both ask ``Study.kind_options``
-        prefetch_related_objects([participation.study], "criteria")
+        # read once per request (written out): the answer and the page both ask
+        # ``Study.kind_options``, which takes them from here
+        participation.study.criterion_rows = _criteria(participation.study_id)
     return participation
 
 
@@ -64,6 +67,18 @@ def is_participant(study: Study, *, platform: str, external_id: str) -> bool:
     return Participation.objects.filter(
         study=study, annotator__platform=platform, annotator__external_id=external_id.strip()
     ).exists()
+
+
+def _criteria(study_id: int) -> list[Criterion]:
+    """The study's ``Criterion`` rows in their order (``Criterion.Meta.ordering``)."""
+    q = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_CRITERION.sql} FROM {_CRITERION.table} WHERE c.study_id = %s"  # noqa: S608
+            f" ORDER BY c.{q('order')}, c.id",
+            [study_id],
+        )
+        return [_CRITERION.load(row) for row in cursor.fetchall()]
 
 
 def studies_visible_to(user: AbstractBaseUser) -> QuerySet[Study]:
