@@ -306,6 +306,21 @@ def ordinal_perception_chart(
     return _chart(keys, w, lc.human, dict(lc.judges), list(lc.labels))
 
 
+def binned_perception_chart(
+    lc: LabelCounts,
+    bin_matrix: np.ndarray,
+    bin_names: Sequence[Hashable],
+    ties: Ties = "split",
+) -> pd.DataFrame:
+    """The ordinal perception chart of a fine score shown in coarser bins (a 0-100 score in
+    tens): items go to the bin of their human median, and every source's labels are pooled
+    into the same bins (``bin_matrix``: labels × bins, 1 where a label falls in a bin)."""
+    _, w = bin_weights(lc.human, lc.labels, "median", ties)
+    names = list(bin_names)
+    judges = {k: v @ bin_matrix for k, v in lc.judges.items()}
+    return _chart(names, w @ bin_matrix, lc.human @ bin_matrix, judges, names)
+
+
 def pairwise_perception_chart(
     data: pd.DataFrame | LabelCounts,
     judges: pd.DataFrame | None = None,

@@ -915,11 +915,8 @@ def _chart_dict(frame: pd.DataFrame, labels: list) -> dict[str, Any]:
 
 def _perception(lc: LabelCounts, lc_pw: LabelCounts | None, prop: Property) -> dict[str, Any]:
     if prop.bins:
-        keys, w = perception.bin_weights(lc.human, lc.labels, "median", "split")
-        m = prop.bin_matrix()
         names = prop.bin_names
-        judges = {k: v @ m for k, v in lc.judges.items()}
-        frame = perception._chart(names, w @ m, lc.human @ m, judges, names)
+        frame = perception.binned_perception_chart(lc, prop.bin_matrix(), names)
         out = _chart_dict(frame, names)
         out["binning"] = "the bin of the human median score (split ties 1/2-1/2)"
         out["source"] = "Beyond Correlation Section 3.3.1, Fig. 3"
