@@ -45,15 +45,17 @@ def test_second_browser_is_refused_then_takes_over_after_idle(base_url, browser,
     own.goto(entry)
     own.click("text=Start")
     own.wait_for_selector("#output-left")
-    token = Assignment.objects.get().token
+    # the owner's first label binds the participation to this browser (before it, another
+    # Prolific session may take over: tests/unit/test_crowd.py, docs/crowd.md)
+    answer(own)
+    assert Annotation.objects.get().annotator.external_id == "victim"
+    token = Assignment.objects.get(annotation__isnull=True).token
     other = browser.new_context().new_page()
     other.goto(entry.replace("s1", "forged"))
     assert other.inner_text("h1") == "This study is open in another browser"
     assert str(token) not in other.content()
     other.goto(f"{base_url}/w/{study.public_id}/task/")
     assert "Who are you?" in other.inner_text("h1")
-    answer(own)  # the owner works on
-    assert Annotation.objects.get().annotator.external_id == "victim"
     # the owner goes away: their lease runs out and nothing happens for lease_seconds
     ago = timedelta(seconds=study.lease_seconds + 1)
     for lease in Assignment.objects.all():
