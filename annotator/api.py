@@ -6,7 +6,7 @@ import re
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.http import JsonResponse
+from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from django_filters.rest_framework import DjangoFilterBackend
@@ -350,10 +350,13 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def judgebench(self, request, pk=None):
         """A study's labels as a Judge-Bench dataset; 409 for a kind without that form."""
         try:
-            return Response(selectors.study_judgebench(self.get_object()))
+            chunks = selectors.study_judgebench_chunks(self.get_object())
         except NoJudgeBenchForm as exc:
             body = {"detail": exc.message, "kind": exc.kind, "judgebench_kinds": exc.kinds}
             return Response(body, status=exc.status)
+        return StreamingHttpResponse(
+            (chunk.encode() for chunk in chunks), content_type="application/json"
+        )
 
     @extend_schema(
         request={"multipart/form-data": RatingsImportSerializer},
