@@ -350,24 +350,33 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
         parameters=[
             OpenApiParameter(
                 "async",
-                enum=["1"],
+                enum=["0", "1"],
                 required=False,
-                description="`1`: export in the background whatever the study's size.",
+                description="`1`: export in the background whatever the study's size; `0` "
+                "(the default): only above the threshold. Anything else is a 400.",
             )
         ],
-        responses={200: JUDGEBENCH_SCHEMA, 202: ImportJobSerializer, 409: NO_JUDGEBENCH_FORM},
+        responses={
+            200: JUDGEBENCH_SCHEMA,
+            202: ImportJobSerializer,
+            400: OpenApiResponse(description="`async` is neither `0` nor `1`."),
+            409: NO_JUDGEBENCH_FORM,
+        },
     )
     @action(detail=True, methods=["get"], url_path="judgebench", pagination_class=None)
     def judgebench(self, request, pk=None):
         """A study's labels as a Judge-Bench dataset (202 and a job for a large one); 409
         for a kind without that form."""
+        asked = request.query_params.get("async", "0")
+        if asked not in ("0", "1"):
+            raise ValidationError({"async": ["Give 1 (in the background) or 0."]})
         study = self.get_object()
         try:
             chunks = selectors.study_judgebench_chunks(study)
         except NoJudgeBenchForm as exc:
             body = {"detail": exc.message, "kind": exc.kind, "judgebench_kinds": exc.kinds}
             return Response(body, status=exc.status)
-        if jobs.export_job_needed(study, request.query_params.get("async") == "1"):
+        if jobs.export_job_needed(study, asked == "1"):
             chunks.close()  # nothing was read
             job = jobs.export_job_create(study, owner=request.user)
             job.refresh_from_db()

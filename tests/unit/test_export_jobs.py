@@ -152,3 +152,10 @@ def test_an_export_job_reports_instances_written_as_it_goes(make_study, job_dir,
     n = study.items.count()
     assert seen[:n] == list(range(1, n + 1))
     assert ImportJob.objects.get().progress == n
+
+
+def test_a_bad_async_value_is_a_400_and_starts_nothing(make_study, job_dir):
+    study = _study(make_study, "pairwise")
+    response = client_for(_owner(study)).get(f"/api/studies/{study.pk}/judgebench/?async=yes")
+    assert response.status_code == 400 and "async" in response.json()
+    assert not ImportJob.objects.exists()
