@@ -431,7 +431,9 @@ class JobDownloadView(generics.GenericAPIView):
     schema = ApiSchema()
 
     def get_queryset(self):
-        return ImportJob.objects.filter(owner=self.request.user, kind=ImportJob.Kind.EXPORT)
+        return ImportJob.objects.filter(
+            owner=self.request.user, operation=ImportJob.Operation.EXPORT
+        )
 
     @extend_schema(
         responses={

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 def job_file(job: ImportJob) -> Path:
     """The job's file: an import's upload, an export's finished document."""
-    suffix = ".judgebench.json" if job.kind == ImportJob.Kind.EXPORT else ".upload"
+    suffix = ".judgebench.json" if job.operation == ImportJob.Operation.EXPORT else ".upload"
     return Path(settings.HUMEVAL_JOB_DIR) / f"{job.public_id}{suffix}"
 
 
@@ -152,7 +152,7 @@ def export_job_create(study: Study, *, owner: AbstractBaseUser) -> ImportJob:
     read, of a kind with that form) once the job row is committed."""
     job = ImportJob.objects.create(
         owner=owner,
-        kind=ImportJob.Kind.EXPORT,
+        operation=ImportJob.Operation.EXPORT,
         study=study,
         filename=f"study-{study.pk}.judgebench.json",
         total=study.items.count(),
@@ -202,7 +202,7 @@ def export_job_run(job_id: int) -> ImportJob:
 
 def export_job_file(job: ImportJob) -> Path | None:
     """The finished export's file while it is kept, else ``None``."""
-    if job.kind != ImportJob.Kind.EXPORT or job.status != ImportJob.Status.DONE:
+    if job.operation != ImportJob.Operation.EXPORT or job.status != ImportJob.Status.DONE:
         return None
     if job.expires_at is None or job.expires_at <= timezone.now():
         return None
@@ -217,7 +217,7 @@ def job_files_sweep() -> int:
     now = timezone.now()
     stale = now - timedelta(seconds=settings.HUMEVAL_EXPORT_KEEP_SECONDS)
     gone = 0
-    finished = ImportJob.objects.filter(kind=ImportJob.Kind.EXPORT).filter(
+    finished = ImportJob.objects.filter(operation=ImportJob.Operation.EXPORT).filter(
         Q(expires_at__lte=now)
         | Q(status=ImportJob.Status.FAILED)
         | Q(finished_at__isnull=True, created_at__lte=stale)

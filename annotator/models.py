@@ -901,13 +901,13 @@ class JudgeRun(models.Model):
 
 
 class ImportJob(models.Model):
-    """A background job on a big file (``kind``): a large study import (the API stores the
+    """A background job on a big file (``operation``): a large study import (the API stores the
     upload in ``HUMEVAL_JOB_DIR`` and a Celery task imports it and deletes the file, whatever
     the outcome) or a large Judge-Bench export (a Celery task writes the document to
     ``HUMEVAL_JOB_DIR``; the owner downloads it until ``expires_at``, then the periodic sweep
     deletes it). The API answers 202 with the job's URL (docs/reliability.md)."""
 
-    class Kind(models.TextChoices):
+    class Operation(models.TextChoices):
         IMPORT = "import", "Import"
         EXPORT = "export", "Judge-Bench export"
 
@@ -929,7 +929,7 @@ class ImportJob(models.Model):
     errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.IMPORT)
+    operation = models.CharField(max_length=10, choices=Operation.choices, default=Operation.IMPORT)
     #: Import: the byte reached in the file's current pass (of ``size``); export: the
     #: instances written (of ``total``).
     progress = models.BigIntegerField(default=0)
@@ -938,4 +938,4 @@ class ImportJob(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
-        return f"{self.kind} of {self.filename} ({self.status})"
+        return f"{self.operation} of {self.filename} ({self.status})"

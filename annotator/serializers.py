@@ -161,9 +161,9 @@ REJECTED_FILE_SCHEMA = {
 
 class ImportJobSerializer(serializers.ModelSerializer):
     """A background job: ``status`` queued → running → done or failed (``errors``). An
-    import (``kind`` ``import``) gives its ``study`` when done, its ``progress`` the byte
+    import (``operation`` ``import``) gives its ``study`` when done, its ``progress`` the byte
     reached in the file's current pass (the file is read in several: checked, then stored)
-    of ``size``; an export (``kind`` ``export``) reports instances written in ``progress``
+    of ``size``; an export (``operation`` ``export``) reports instances written in ``progress``
     of ``total`` and, when done, a ``download`` URL served until ``expires_at``."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
@@ -176,7 +176,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
         model = ImportJob
         fields = [
             "id",
-            "kind",
+            "operation",
             "status",
             "filename",
             "size",

@@ -236,7 +236,10 @@ def _build_world() -> World:
         export_job=str(  # run here, not queued: no message left for a later test's worker
             jobs.export_job_run(
                 ImportJob.objects.create(
-                    owner=researcher, kind="export", filename="s.judgebench.json", study=pairwise
+                    owner=researcher,
+                    operation="export",
+                    filename="s.judgebench.json",
+                    study=pairwise,
                 ).pk
             ).public_id
         ),
@@ -255,7 +258,7 @@ def world(django_db_setup, django_db_blocker):
             from annotator.jobs import job_file
             from annotator.models import ImportJob
 
-            for job in ImportJob.objects.filter(kind=ImportJob.Kind.EXPORT):
+            for job in ImportJob.objects.filter(operation=ImportJob.Operation.EXPORT):
                 job_file(job).unlink(missing_ok=True)
             call_command("flush", interactive=False, verbosity=0)
 

@@ -45,7 +45,7 @@ def test_an_async_export_answers_202_and_its_job_serves_the_same_document(
     job = response.json()
     assert response["Location"] == job["url"] and job["url"].endswith(f"/api/jobs/{job['id']}/")
     polled = client.get(job["url"]).json()
-    assert polled["kind"] == "export" and polled["status"] == "done", polled
+    assert polled["operation"] == "export" and polled["status"] == "done", polled
     assert polled["progress"] == polled["total"] == study.items.count()
     assert polled["download"].endswith(f"/api/jobs/{job['id']}/download/")
     download = client.get(polled["download"])
@@ -124,7 +124,7 @@ def test_the_sweep_deletes_the_part_file_of_an_export_whose_worker_died(
 ):
     study = _study(make_study, "pairwise")
     job = ImportJob.objects.create(
-        owner=_owner(study), kind=ImportJob.Kind.EXPORT, study=study, status="running"
+        owner=_owner(study), operation=ImportJob.Operation.EXPORT, study=study, status="running"
     )
     job_dir.mkdir()
     (job_dir / f"{job.public_id}.part").write_text("{")

@@ -121,7 +121,7 @@ def test_an_import_job_reports_the_bytes_read_of_its_size(researcher, dirs, monk
     client = client_of(researcher)
     response = client.post("/api/studies/import/", {"file": upload(data)}, format="multipart")
     polled = client.get(response.json()["url"]).json()
-    assert polled["kind"] == "import" and polled["status"] == "done"
+    assert polled["operation"] == "import" and polled["status"] == "done"
     assert polled["progress"] == polled["size"] == len(data)
     assert seen and max(seen) == len(data) and all(0 <= v <= len(data) for v in seen)
     assert polled["download"] is None
