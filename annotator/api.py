@@ -6,7 +6,7 @@ import re
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.http import JsonResponse
+from django.http import FileResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.csrf import csrf_exempt
 from django_filters.rest_framework import DjangoFilterBackend
@@ -342,18 +342,50 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     @extend_schema(
         description="The study's labels as one Judge-Bench dataset (`dataset`, `annotations` "
         "declaring each property, `instances` with `individual_human_scores` and "
-        "`majority_human`), unpaged; flagged labels are left out, as in the report. "
-        "`python -m analysis report` and `import_study` read it back.",
-        responses={200: JUDGEBENCH_SCHEMA, 409: NO_JUDGEBENCH_FORM},
+        "`majority_human`), unpaged and streamed; flagged labels are left out, as in the "
+        "report. `python -m analysis report` and `import_study` read it back. A study with "
+        "more than `HUMEVAL_EXPORT_JOB_LABELS` labels, or any with `async=1`, is exported in "
+        "the background: the answer is 202 with the job (`Location`: its URL); poll it until "
+        "`status` is `done` (then `download`, kept until `expires_at`) or `failed`.",
+        parameters=[
+            OpenApiParameter(
+                "async",
+                enum=["0", "1"],
+                required=False,
+                description="`1`: export in the background whatever the study's size; `0` "
+                "(the default): only above the threshold. Anything else is a 400.",
+            )
+        ],
+        responses={
+            200: JUDGEBENCH_SCHEMA,
+            202: ImportJobSerializer,
+            400: OpenApiResponse(description="`async` is neither `0` nor `1`."),
+            409: NO_JUDGEBENCH_FORM,
+        },
     )
     @action(detail=True, methods=["get"], url_path="judgebench", pagination_class=None)
     def judgebench(self, request, pk=None):
-        """A study's labels as a Judge-Bench dataset; 409 for a kind without that form."""
+        """A study's labels as a Judge-Bench dataset (202 and a job for a large one); 409
+        for a kind without that form."""
+        asked = request.query_params.get("async", "0")
+        if asked not in ("0", "1"):
+            raise ValidationError({"async": ["Give 1 (in the background) or 0."]})
+        study = self.get_object()
         try:
-            return Response(selectors.study_judgebench(self.get_object()))
+            chunks = selectors.study_judgebench_chunks(study)
         except NoJudgeBenchForm as exc:
             body = {"detail": exc.message, "kind": exc.kind, "judgebench_kinds": exc.kinds}
             return Response(body, status=exc.status)
+        if jobs.export_job_needed(study, asked == "1"):
+            chunks.close()  # nothing was read
+            job = jobs.export_job_create(study, owner=request.user)
+            job.refresh_from_db()
+            url = request.build_absolute_uri(f"/api/jobs/{job.public_id}/")
+            body = ImportJobSerializer(job, context={"request": request}).data | {"url": url}
+            return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+        return StreamingHttpResponse(
+            (chunk.encode() for chunk in chunks), content_type="application/json"
+        )
 
     @extend_schema(
         request={"multipart/form-data": RatingsImportSerializer},
@@ -379,7 +411,8 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
 
 class ImportJobView(generics.RetrieveAPIView):
-    """A background import started by `POST /api/studies/import/` (only its owner sees it)."""
+    """A background job: an import started by `POST /api/studies/import/` or a Judge-Bench
+    export started by `GET /api/studies/{id}/judgebench/` (only its owner sees it)."""
 
     serializer_class = ImportJobSerializer
     permission_classes = [permissions.IsAuthenticated]
@@ -388,3 +421,34 @@ class ImportJobView(generics.RetrieveAPIView):
 
     def get_queryset(self):
         return ImportJob.objects.filter(owner=self.request.user).select_related("study")
+
+
+class JobDownloadView(generics.GenericAPIView):
+    """A finished export's file, streamed, to the job's owner while it is kept (else 404)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    lookup_field = "public_id"
+    schema = ApiSchema()
+
+    def get_queryset(self):
+        return ImportJob.objects.filter(
+            owner=self.request.user, operation=ImportJob.Operation.EXPORT
+        )
+
+    @extend_schema(
+        responses={
+            (200, "application/json"): JUDGEBENCH_SCHEMA,
+            404: OpenApiResponse(description="No such export of yours, or no longer kept."),
+        }
+    )
+    def get(self, request, public_id=None):
+        job = self.get_object()
+        path = jobs.export_job_file(job)
+        if path is None:
+            raise NotFound("This export is not finished or is no longer kept.")
+        return FileResponse(
+            path.open("rb"),
+            as_attachment=True,
+            filename=job.filename,
+            content_type="application/json",
+        )

@@ -1,14 +1,21 @@
-"""Large imports off the request path: the API stores the upload as a job file and answers
-202 with the job's URL; a Celery task (``annotator.import_study_job``; run at once in the
-embedded mode, where Celery is eager) imports it through :func:`services.study_import` and
-deletes the file on every outcome (done, a rejected file, an error). The command line stays
-synchronous (``import_study``)."""
+"""Big files off the request path.
+
+Imports: the API stores a large upload as a job file and answers 202 with the job's URL; a
+Celery task (``annotator.import_study_job``; run at once in the embedded mode, where Celery
+is eager) imports it through :func:`services.study_import` and deletes the file on every
+outcome (done, a rejected file, an error). Exports: a large Judge-Bench export is written by
+a Celery task (``annotator.export_judgebench_job``) instance by instance to a part file,
+renamed when complete and deleted on any failure; its owner downloads it until the job's
+``expires_at``, then :func:`job_files_sweep` deletes it. Both report progress on the job.
+The command lines stay synchronous (``import_study``, ``export_labels``)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import shutil
+import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +23,55 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from . import services
 from .errors import ImportRejected
-from .models import ImportJob
+from .models import Annotation, ImportJob, Study
+
+#: At most one progress write per job in this many seconds.
+PROGRESS_SECONDS = 0.5
 
 log = logging.getLogger(__name__)
 
 
 def job_file(job: ImportJob) -> Path:
-    return Path(settings.HUMEVAL_JOB_DIR) / f"{job.public_id}.upload"
+    """The job's file: an import's upload, an export's finished document."""
+    suffix = ".judgebench.json" if job.operation == ImportJob.Operation.EXPORT else ".upload"
+    return Path(settings.HUMEVAL_JOB_DIR) / f"{job.public_id}{suffix}"
+
+
+def _part_file(job: ImportJob) -> Path:
+    return Path(settings.HUMEVAL_JOB_DIR) / f"{job.public_id}.part"
+
+
+class _Progress:
+    """Writes ``progress`` on the job row, at most every :data:`PROGRESS_SECONDS`."""
+
+    def __init__(self, job: ImportJob) -> None:
+        self.pk, self.last = job.pk, 0.0
+
+    def __call__(self, value: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last >= PROGRESS_SECONDS:
+            self.last = now
+            ImportJob.objects.filter(pk=self.pk).update(progress=value)
+
+
+class _Counting:
+    """A binary file that reports the position each read reaches (the import's progress)."""
+
+    def __init__(self, file, report: _Progress) -> None:
+        self._file, self._report = file, report
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size)
+        self._report(self._file.tell())
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self._file, name)
 
 
 def import_job_create(
@@ -69,7 +114,10 @@ def import_job_run(job_id: int) -> ImportJob:
         try:
             with path.open("rb") as data:
                 study = services.study_import(
-                    data, filename=job.filename, overrides=job.overrides, owner=job.owner
+                    _Counting(data, _Progress(job)),
+                    filename=job.filename,
+                    overrides=job.overrides,
+                    owner=job.owner,
                 )
         except ImportRejected as exc:
             job.status, job.errors = ImportJob.Status.FAILED, exc.errors
@@ -79,12 +127,106 @@ def import_job_run(job_id: int) -> ImportJob:
             log.exception("import job %s failed", job.public_id)
             job.status, job.errors = ImportJob.Status.FAILED, ["the import failed on the server"]
         else:
-            job.status, job.study = ImportJob.Status.DONE, study
+            job.status, job.study, job.progress = ImportJob.Status.DONE, study, job.size
         job.finished_at = timezone.now()
-        job.save(update_fields=["status", "errors", "study", "finished_at"])
+        job.save(update_fields=["status", "errors", "study", "finished_at", "progress"])
         return job
     finally:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def export_job_needed(study: Study, asked: bool) -> bool:
+    """Whether the API's Judge-Bench export of ``study`` runs as a job: when asked
+    (``?async=1``) or above ``HUMEVAL_EXPORT_JOB_LABELS`` labels."""
+    if asked:
+        return True
+    limit = settings.HUMEVAL_EXPORT_JOB_LABELS
+    return Annotation.objects.filter(study=study)[: limit + 1].count() > limit
+
+
+def export_job_create(study: Study, *, owner: AbstractBaseUser) -> ImportJob:
+    """Queue a Judge-Bench export of ``study`` (checked by the caller: one ``owner`` may
+    read, of a kind with that form) once the job row is committed."""
+    job = ImportJob.objects.create(
+        owner=owner,
+        operation=ImportJob.Operation.EXPORT,
+        study=study,
+        filename=f"study-{study.pk}.judgebench.json",
+        total=study.items.count(),
+    )
+    from .tasks import export_judgebench_job
+
+    transaction.on_commit(lambda: export_judgebench_job.delay(job.pk))
+    return job
+
+
+def export_job_run(job_id: int) -> ImportJob:
+    """Write the job's study as a Judge-Bench document to a part file, instance by
+    instance, then rename it to the job's file (once: a finished job is left as it is). On
+    any failure, or a study deleted meanwhile, the part file is deleted and the job failed."""
+    from .selectors import study_judgebench_chunks
+
+    job = ImportJob.objects.select_related("study").get(pk=job_id)
+    if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
+        return job
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING)
+    part, path = _part_file(job), job_file(job)
+    progress = _Progress(job)
+    try:
+        if job.study is None:
+            raise LookupError("the study is gone")
+        part.parent.mkdir(parents=True, exist_ok=True)
+        with part.open("w", encoding="utf-8", newline="") as out:
+            for chunk in study_judgebench_chunks(job.study, progress=progress):
+                out.write(chunk)
+        os.replace(part, path)
+    except LookupError as exc:
+        job.status, job.errors = ImportJob.Status.FAILED, [str(exc)]
+    except Exception:
+        log.exception("export job %s failed", job.public_id)
+        job.status, job.errors = ImportJob.Status.FAILED, ["the export failed on the server"]
+    else:
+        job.status, job.size, job.progress = ImportJob.Status.DONE, path.stat().st_size, job.total
+        job.expires_at = timezone.now() + timedelta(seconds=settings.HUMEVAL_EXPORT_KEEP_SECONDS)
+    finally:
+        part.unlink(missing_ok=True)
+        if job.status != ImportJob.Status.DONE:
+            path.unlink(missing_ok=True)
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "errors", "size", "progress", "expires_at", "finished_at"])
+    return job
+
+
+def export_job_file(job: ImportJob) -> Path | None:
+    """The finished export's file while it is kept, else ``None``."""
+    if job.operation != ImportJob.Operation.EXPORT or job.status != ImportJob.Status.DONE:
+        return None
+    if job.expires_at is None or job.expires_at <= timezone.now():
+        return None
+    path = job_file(job)
+    return path if path.exists() else None
+
+
+def job_files_sweep() -> int:
+    """Delete the files of exports past ``expires_at``, of failed ones and of ones whose
+    worker died (unfinished after the keeping time); returns how many were deleted. (An
+    import's upload is deleted by its own run.)"""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.HUMEVAL_EXPORT_KEEP_SECONDS)
+    gone = 0
+    finished = ImportJob.objects.filter(operation=ImportJob.Operation.EXPORT).filter(
+        Q(expires_at__lte=now)
+        | Q(status=ImportJob.Status.FAILED)
+        | Q(finished_at__isnull=True, created_at__lte=stale)
+    )
+    for job in finished.iterator():
+        for path in (job_file(job), _part_file(job)):
+            try:
+                path.unlink()
+                gone += 1
+            except FileNotFoundError:
+                pass
+    return gone

@@ -901,9 +901,15 @@ class JudgeRun(models.Model):
 
 
 class ImportJob(models.Model):
-    """A large study import run in the background: the API stores the upload in
-    ``HUMEVAL_JOB_DIR`` and answers 202 with this job's URL; a Celery task imports it and
-    deletes the file, whatever the outcome (docs/reliability.md)."""
+    """A background job on a big file (``operation``): a large study import (the API stores the
+    upload in ``HUMEVAL_JOB_DIR`` and a Celery task imports it and deletes the file, whatever
+    the outcome) or a large Judge-Bench export (a Celery task writes the document to
+    ``HUMEVAL_JOB_DIR``; the owner downloads it until ``expires_at``, then the periodic sweep
+    deletes it). The API answers 202 with the job's URL (docs/reliability.md)."""
+
+    class Operation(models.TextChoices):
+        IMPORT = "import", "Import"
+        EXPORT = "export", "Judge-Bench export"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -923,6 +929,13 @@ class ImportJob(models.Model):
     errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    operation = models.CharField(max_length=10, choices=Operation.choices, default=Operation.IMPORT)
+    #: Import: the byte reached in the file's current pass (of ``size``); export: the
+    #: instances written (of ``total``).
+    progress = models.BigIntegerField(default=0)
+    total = models.BigIntegerField(default=0)
+    #: An export's file is served until then; the sweep deletes it after.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
-        return f"import of {self.filename} ({self.status})"
+        return f"{self.operation} of {self.filename} ({self.status})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -412,14 +412,32 @@ def participation_stats(participation: Participation) -> dict[str, float | int |
 
 
 def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = None) -> dict:
-    """The study's labels as a Judge-Bench document (:mod:`formats.judgebench_export`): every
-    item an instance, the labels of ``annotations`` (default: all of the study's) without
-    flagged ones, as the report leaves them out. Judge-Bench has two shapes, a pair of
-    outputs with a preference (pairwise) and one output with scores (Likert); a kind
-    without a Judge-Bench form (``Kind.judgebench_form``) is refused with
-    :class:`~annotator.errors.NoJudgeBenchForm`, before anything is read."""
+    """The study's labels as a Judge-Bench document in memory (:func:`study_judgebench_chunks`
+    writes the same document piece by piece, as the command and the API do)."""
     from formats.judgebench_export import judgebench_document
 
+    return judgebench_document(*_judgebench_parts(study, annotations))
+
+
+def study_judgebench_chunks(
+    study: Study,
+    annotations: QuerySet[Annotation] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[str]:
+    """The study's labels as the text of a Judge-Bench document (:mod:`formats.judgebench_export`):
+    every item an instance, the labels of ``annotations`` (default: all of the study's)
+    without flagged ones, as the report leaves them out. Judge-Bench has two shapes, a pair
+    of outputs with a preference (pairwise) and one output with scores (Likert); a kind
+    without a Judge-Bench form (``Kind.judgebench_form``) is refused with
+    :class:`~annotator.errors.NoJudgeBenchForm` here, before anything is read or written.
+    The items are read 2,000 at a time and written one by one; ``progress(n)`` is told how
+    many instances are written."""
+    from formats.judgebench_export import judgebench_chunks
+
+    return judgebench_chunks(*_judgebench_parts(study, annotations), progress=progress)
+
+
+def _judgebench_parts(study: Study, annotations: QuerySet[Annotation] | None) -> tuple:
     shape = JUDGEBENCH_SHAPES.get(study.kind_impl.judgebench_form)
     if shape is None:
         with_form = [kinds.get(name) for name in kinds.judgebench_kinds()]
@@ -453,7 +471,7 @@ def study_judgebench(study: Study, annotations: QuerySet[Annotation] | None = No
         for item, who, label, scores in labels.iterator(2000):
             yield item, who, value(label, scores)
 
-    return judgebench_document(study.name, properties, instances(), values())
+    return study.name, properties, instances(), values()
 
 
 def _judgebench_pairwise(study: Study, labels: QuerySet) -> tuple:

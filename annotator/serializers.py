@@ -160,22 +160,42 @@ REJECTED_FILE_SCHEMA = {
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
-    """A background import: ``status`` queued → running → done (``study`` set) or failed
-    (``errors``)."""
+    """A background job: ``status`` queued → running → done or failed (``errors``). An
+    import (``operation`` ``import``) gives its ``study`` when done, its ``progress`` the byte
+    reached in the file's current pass (the file is read in several: checked, then stored)
+    of ``size``; an export (``operation`` ``export``) reports instances written in ``progress``
+    of ``total`` and, when done, a ``download`` URL served until ``expires_at``."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)
     study = ImportResultSerializer(read_only=True, allow_null=True)
+    download = serializers.SerializerMethodField(
+        help_text="An export's file, while it is kept (null otherwise)."
+    )
 
     class Meta:
         model = ImportJob
         fields = [
             "id",
+            "operation",
             "status",
             "filename",
             "size",
+            "progress",
+            "total",
             "study",
             "errors",
             "created_at",
             "finished_at",
+            "expires_at",
+            "download",
         ]
         read_only_fields = fields
+
+    def get_download(self, job: ImportJob) -> str | None:
+        from .jobs import export_job_file
+
+        if export_job_file(job) is None:
+            return None
+        path = f"/api/jobs/{job.public_id}/download/"
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path

@@ -26,6 +26,22 @@ def import_study_job(job_id: int) -> str:
     return jobs.import_job_run(job_id).status
 
 
+@shared_task(name="annotator.export_judgebench_job", acks_late=True)
+def export_judgebench_job(job_id: int) -> str:
+    """Write a large Judge-Bench export to its job file (:func:`annotator.jobs.export_job_run`)."""
+    from . import jobs
+
+    return jobs.export_job_run(job_id).status
+
+
+@shared_task(name="annotator.sweep_job_files", acks_late=True)
+def sweep_job_files() -> int:
+    """Delete expired export files (:func:`annotator.jobs.job_files_sweep`)."""
+    from . import jobs
+
+    return jobs.job_files_sweep()
+
+
 # Routed to the "judge" queue (settings.CELERY_TASK_ROUTES), whose workers do nothing else.
 # Acknowledged on receipt, not at the end: a run outlasts the broker's visibility timeout and
 # would otherwise be delivered again while it runs; a lost run is started again by hand (a

@@ -200,6 +200,7 @@ CELERY_BEAT_SCHEDULE = {
     "recover-rounds": {"task": "protocol.recover_rounds", "schedule": _sweep},
     "release-expired-leases": {"task": "annotator.release_expired_leases", "schedule": _sweep},
     "sweep-unused-entries": {"task": "annotator.sweep_unused_entries", "schedule": _sweep},
+    "sweep-job-files": {"task": "annotator.sweep_job_files", "schedule": _sweep},
 }
 CELERY_ACCEPT_CONTENT = ["json"]
 # Queues (docs/reliability.md, "Queues"): round decisions and the lease sweep on "rounds",
@@ -353,6 +354,11 @@ HUMEVAL_IMPORT_MAX_BYTES = int(os.environ.get("HUMEVAL_IMPORT_MAX_BYTES", str(20
 # its upload waits in HUMEVAL_JOB_DIR and is deleted whatever the outcome.
 HUMEVAL_IMPORT_JOB_BYTES = int(os.environ.get("HUMEVAL_IMPORT_JOB_BYTES", str(20 * 1024 * 1024)))
 HUMEVAL_JOB_DIR = Path(os.environ.get("HUMEVAL_JOB_DIR", VAR_DIR / "jobs"))
+# An API Judge-Bench export of a study with more labels than this (or any with ?async=1)
+# runs as a background job writing its file to HUMEVAL_JOB_DIR; the file is served to the
+# job's owner for HUMEVAL_EXPORT_KEEP_SECONDS, then the periodic sweep deletes it.
+HUMEVAL_EXPORT_JOB_LABELS = int(os.environ.get("HUMEVAL_EXPORT_JOB_LABELS", "20000"))
+HUMEVAL_EXPORT_KEEP_SECONDS = int(os.environ.get("HUMEVAL_EXPORT_KEEP_SECONDS", str(24 * 3600)))
 HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
 # A worker page that meets a dropped database connection (a PostgreSQL restart) waits up
 # to this long for a fresh one and runs again once (annotator/resilience.py).

@@ -123,6 +123,7 @@ class World:
     tokens: dict[str, str]
     users: dict[str, int]
     job: str = ""  # the researcher's finished import job (GET /api/jobs/{public_id}/)
+    export_job: str = ""  # and export job, its file kept (GET /api/jobs/{public_id}/download/)
 
     def headers(self, identity: str) -> dict[str, str] | None:
         token = self.tokens.get(identity)
@@ -149,7 +150,7 @@ def _build_world() -> World:
     from django.contrib.auth.models import Permission, User
     from rest_framework.authtoken.models import Token
 
-    from annotator import services
+    from annotator import jobs, services
     from annotator.models import Annotation, ImportJob, JudgeRating
     from protocol.models import Round
 
@@ -232,6 +233,16 @@ def _build_world() -> World:
                 owner=researcher, filename="big.jsonl", status="done", study=pairwise
             ).public_id
         ),
+        export_job=str(  # run here, not queued: no message left for a later test's worker
+            jobs.export_job_run(
+                ImportJob.objects.create(
+                    owner=researcher,
+                    operation="export",
+                    filename="s.judgebench.json",
+                    study=pairwise,
+                ).pk
+            ).public_id
+        ),
     )
 
 
@@ -244,6 +255,11 @@ def world(django_db_setup, django_db_blocker):
         try:
             yield _build_world()
         finally:
+            from annotator.jobs import job_file
+            from annotator.models import ImportJob
+
+            for job in ImportJob.objects.filter(operation=ImportJob.Operation.EXPORT):
+                job_file(job).unlink(missing_ok=True)
             call_command("flush", interactive=False, verbosity=0)
 
 
@@ -301,7 +317,9 @@ def _call_and_validate(case, world: World, identity: str) -> None:
             case.path_parameters["id"] = ids[int(study_id) % 8]
     job_id = (case.path_parameters or {}).get("public_id")
     if isinstance(job_id, str) and re.fullmatch(r"[0-9a-f-]{36}", job_id) and job_id[0] < "8":
-        case.path_parameters["public_id"] = world.job  # half of the well-formed ids
+        # half of the well-formed ids
+        download = case.path.endswith("/download/")
+        case.path_parameters["public_id"] = world.export_job if download else world.job
     cache.clear()  # throttle counters: this is about conformance; 429 is tested below
     response = case.call_and_validate(
         headers=world.headers(identity),

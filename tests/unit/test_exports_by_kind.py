@@ -254,11 +254,12 @@ def test_a_kind_without_a_judgebench_form_is_refused_with_the_reason(make_study,
 def test_a_kind_with_a_judgebench_form_exports_it(make_study, tmp_path, name):
     study = _study(make_study, name)
     response = client_for(_owner(study)).get(f"/api/studies/{study.pk}/judgebench/")
-    assert response.status_code == 200
-    assert len(response.json()["instances"]) == study.items.count()
+    assert response.status_code == 200 and response.streaming  # written as it is read
+    document = json.loads(b"".join(response.streaming_content))
+    assert len(document["instances"]) == study.items.count()
     out = tmp_path / "jb.json"
     call_command("export_labels", study.pk, "--format", "judgebench", "-o", str(out))
-    assert json.loads(out.read_text(encoding="utf-8")) == response.json()
+    assert json.loads(out.read_text(encoding="utf-8")) == document
 
 
 def test_the_kinds_say_which_have_a_judgebench_form():

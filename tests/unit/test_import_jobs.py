@@ -103,3 +103,25 @@ def test_a_job_that_crashes_leaves_no_file(researcher, dirs, monkeypatch):
     assert polled["status"] == "failed"
     assert polled["errors"] == ["the import failed on the server"]  # no traceback to the client
     assert leftovers(dirs) == []
+
+
+def test_an_import_job_reports_the_bytes_read_of_its_size(researcher, dirs, monkeypatch):
+    from annotator import jobs
+
+    monkeypatch.setattr(jobs, "PROGRESS_SECONDS", 0)
+    seen = []
+    real = jobs._Progress.__call__
+
+    def record(self, value, force=False):
+        real(self, value, force)
+        seen.append(value)
+
+    monkeypatch.setattr(jobs._Progress, "__call__", record)
+    data = pairwise_bundle(n_inputs=40)
+    client = client_of(researcher)
+    response = client.post("/api/studies/import/", {"file": upload(data)}, format="multipart")
+    polled = client.get(response.json()["url"]).json()
+    assert polled["operation"] == "import" and polled["status"] == "done"
+    assert polled["progress"] == polled["size"] == len(data)
+    assert seen and max(seen) == len(data) and all(0 <= v <= len(data) for v in seen)
+    assert polled["download"] is None

@@ -14,6 +14,7 @@ from django.core.management import call_command
 
 from analysis import selectors
 from analysis.__main__ import report_for_file
+from annotator import services
 from annotator.models import Annotation, Study
 from formats.judgebench_export import majority
 from tests.conftest import pairwise_bundle
@@ -134,9 +135,72 @@ def test_api_route_serves_the_document_to_researchers_only(make_study, tmp_path)
     response = client_for(owner).get(f"/api/studies/{study.pk}/judgebench/")
     assert response.status_code == 200
     out = tmp_path / "api.json"
-    out.write_bytes(response.content)
+    out.write_bytes(response.getvalue())
     call_command("export_labels", study.pk, format="judgebench", output=str(tmp_path / "cli.json"))
     assert json.loads(out.read_text()) == json.loads((tmp_path / "cli.json").read_text())
     stranger = User.objects.create_user("stranger", password="x" * 12)
     assert client_for(stranger).get(f"/api/studies/{study.pk}/judgebench/").status_code == 404
     assert client_for().get(f"/api/studies/{study.pk}/judgebench/").status_code == 401
+
+
+def _streamed_and_in_memory(study, tmp_path) -> tuple[str, dict]:
+    from annotator.selectors import study_judgebench
+
+    out = tmp_path / f"{study.pk}.json"
+    call_command("export_labels", study.pk, format="judgebench", output=str(out))
+    return out.read_text(encoding="utf-8"), study_judgebench(study)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("form", ["pairwise", "pairwise_criteria", "likert", "empty"])
+def test_the_streamed_document_is_the_in_memory_one_byte_for_byte(make_study, tmp_path, form):
+    """export_labels writes instance by instance (formats.judgebench_export.judgebench_chunks):
+    the same JSON, even the same bytes, as json.dumps of the document built in memory."""
+    if form == "likert":
+        criteria = [
+            {"name": "fluency", "label": "Fluent? ✓", "scale": [1, 5]},
+            {"name": "safe", "label": "Safe?", "labels": ["yes", "no"]},
+        ]
+        bundle = pairwise_bundle(n_inputs=3, kind="likert", criteria=criteria)
+    elif form == "pairwise_criteria":
+        criteria = [{"name": "helpful", "label": "Helpful? ✓"}, {"name": "safe"}]
+        bundle = pairwise_bundle(n_inputs=3, systems=("a", "b", "c"), criteria=criteria)
+    else:
+        bundle = pairwise_bundle(n_inputs=3, systems=("a", "b", "c"))
+    study = make_study(bundle, redundancy=2)
+    if form == "likert":
+        annotate(
+            study,
+            workers=("a", "b"),
+            likert=lambda rng: {"fluency": rng.randint(1, 5), "safe": rng.choice(["yes", "no"])},
+        )
+    elif form == "pairwise_criteria":
+        for k, name in enumerate(("a", "b")):
+            part = services.participation_enter(study=study, platform="link", external_id=name)
+            while (a := services.assignment_next(participation=part)) is not None:
+                answer = {"answer-helpful": ("left", "right")[k], "answer-safe": "tie"}
+                services.annotation_submit(annotator=part.annotator, token=a.token, data=answer)
+    elif form == "pairwise":
+        annotate(study, workers=("a", "b", "c"))
+    text, document = _streamed_and_in_memory(study, tmp_path)
+    assert json.loads(text) == document
+    assert text == json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+    assert len(document["instances"]) == study.items.count()
+    assert (form == "empty") == (not any(i["annotations"] for i in document["instances"]))
+
+
+def test_the_writer_reports_progress_and_names_a_label_of_an_unknown_item():
+    from formats import judgebench_export as jb
+
+    props = [jb.JudgeBenchProperty(jb.PREFERENCE, ("A", "B"))]
+    items = [{"id": i, "input": f"q{i}"} for i in range(1200)]
+    seen: list[int] = []
+    text = "".join(
+        jb.judgebench_chunks("d", props, iter(items), [(3, "w", {"preference": "A"})], seen.append)
+    )
+    assert json.loads(text) == jb.judgebench_document(
+        "d", props, items, [(3, "w", {"preference": "A"})]
+    )
+    assert seen == [500, 1000, 1200]
+    with pytest.raises(ValueError, match="unknown item 5000"):
+        "".join(jb.judgebench_chunks("d", props, iter(items), [(5000, "w", {"preference": "A"})]))

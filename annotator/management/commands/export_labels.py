@@ -12,7 +12,7 @@ from annotator.renderers import csv_text, jsonl_lines
 from annotator.selectors import (
     annotations_for_export,
     export_rows,
-    study_judgebench,
+    study_judgebench_chunks,
     study_settings,
 )
 
@@ -71,10 +71,9 @@ class Command(BaseCommand):
                 chunks = jsonl_lines(rows)
             elif format == "judgebench":
                 try:
-                    document = study_judgebench(study_obj, filterset.qs)
+                    chunks = study_judgebench_chunks(study_obj, filterset.qs)
                 except NoJudgeBenchForm as exc:
                     raise CommandError(exc.message) from None
-                chunks = [json.dumps(document, ensure_ascii=False, indent=1), "\n"]
             else:
                 chunks = _json_array(rows)
             out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
