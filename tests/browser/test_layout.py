@@ -171,3 +171,30 @@ def test_likert_response_fits(browser, base_url, likert_study, width, height):
         assert page.locator(".keys").is_visible() == (width >= 1000)
     finally:
         context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width,height", VIEWPORTS)
+@pytest.mark.parametrize("kind", ["ranking", "error_spans"])
+def test_ranking_and_error_span_pages_fit(browser, base_url, make_study, kind, width, height):
+    """The code line and the wide table stay inside the page of the two other kinds: ranking
+    cards (Markdown, scrolled inside the card) and the error-span text (plain, wrapped)."""
+    require_postgres_and_redis()
+    outputs = {"m1": CODE, "m2": TABLE, "m3": CODE + "\n\n" + TABLE}
+    if kind == "error_spans":
+        outputs = {"m1": CODE + "\n\n" + TABLE}
+    study = make_study(
+        bundle([{"id": "1", "input": "Write code.", "outputs": outputs}], {"kind": kind})
+    )
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(f"{base_url}/w/{study.public_id}/?worker={kind}-{width}")
+        page.click("text=Start")
+        panel = ".rank-card" if kind == "ranking" else "#esa-text"
+        page.wait_for_selector(panel)
+        cards = page.locator(panel)
+        assert_fits(page, width, [f"{panel} >> nth={k}" for k in range(cards.count())])
+        shoot(page, f"{kind}-{width}")
+    finally:
+        context.close()
