@@ -575,6 +575,8 @@ class Stack:
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
+                "-Q",
+                "rounds,judge,default",
                 "-n",
                 f"load-{os.getpid()}@%h",
             ],
