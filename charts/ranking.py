@@ -35,7 +35,7 @@ def _fmt(v: float, digits: int) -> str:
 
 def ranking_chart(
     rows: Sequence[dict[str, Any]], label: str = "Bradley-Terry scores with intervals"
-) -> dict | None:
+) -> dict[str, Any] | None:
     """``rows``: ``system``, ``score``, ``low``, ``high``, ``rank`` (and ``reason`` when the
     score is undefined), best first. ``None`` when there is no row."""
     if not rows:

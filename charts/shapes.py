@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+#: A chart or one of its shapes (keys as the module docstring says).
+Shape = dict[str, Any]
+
 __all__ = ["chart", "circle", "group", "line", "path", "poly", "rect", "text"]
 
 # --- -----------------------------------------------------------------------------------
 
 
-def chart(width: float, height: float, label: str, shapes: list[dict], **extra: Any) -> dict:
+def chart(width: float, height: float, label: str, shapes: list[Shape], **extra: Any) -> Shape:
     """A chart for ``charts/chart.svg.html``; ``extra``: ``cls``, ``sized`` (width/height
     attributes, default True), ``arrow`` (define the arrow-head marker)."""
     return {
@@ -37,7 +40,7 @@ def text(
     cls: str = "",
     tip: Any = None,
     **extra: Any,
-) -> dict:
+) -> Shape:
     """A text; ``extra``: ``size`` (font size), ``rotate`` (degrees about its point)."""
     return (
         {"shape": "text", "x": x, "y": y, "text": str(value), "anchor": anchor, "cls": cls}
@@ -46,7 +49,7 @@ def text(
     )
 
 
-def rect(x: float, y: float, w: float, h: float, fill: str, tip: Any = None, **extra: Any) -> dict:
+def rect(x: float, y: float, w: float, h: float, fill: str, tip: Any = None, **extra: Any) -> Shape:
     """A rectangle; ``extra``: ``rx``, ``stroke``."""
     return (
         {"shape": "rect", "x": x, "y": y, "w": max(w, 0), "h": h, "fill": fill}
@@ -65,7 +68,7 @@ def line(
     dash: str = "",
     tip: Any = None,
     **extra: Any,
-) -> dict:
+) -> Shape:
     """A line; ``extra``: ``arrow`` (an arrow head at its end)."""
     return (
         {"shape": "line", "x1": x1, "y1": y1, "x2": x2, "y2": y2, "stroke": stroke, "w": w}
@@ -74,11 +77,11 @@ def line(
     )
 
 
-def circle(cx: float, cy: float, r: float, fill: str, tip: Any = None) -> dict:
+def circle(cx: float, cy: float, r: float, fill: str, tip: Any = None) -> Shape:
     return {"shape": "circle", "cx": cx, "cy": cy, "r": r, "fill": fill, "tip": tip}
 
 
-def path(x: float, y: float, fill: str, tip: Any = None) -> dict:
+def path(x: float, y: float, fill: str, tip: Any = None) -> Shape:
     """A diamond marker whose top is at (x, y)."""
     return {"shape": "path", "x": x, "y": y, "fill": fill, "tip": tip}
 
@@ -91,7 +94,7 @@ def poly(
     w: float = 1,
     dash: str = "",
     tip: Any = None,
-) -> dict:
+) -> Shape:
     """A ``polyline`` or ``polygon`` through ``points``."""
     pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
     return {"shape": shape, "points": pts, "fill": fill, "stroke": stroke, "w": w, "dash": dash} | {
@@ -99,5 +102,5 @@ def poly(
     }
 
 
-def group(cls: str, children: list[dict]) -> dict:
+def group(cls: str, children: list[Shape]) -> Shape:
     return {"shape": "g", "cls": cls, "children": children}

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 #: One record: (where, the record) or (where, what is wrong with it).
-Record = tuple[str, "dict | str"]
+Record = tuple[str, "dict[str, Any] | str"]
 #: Characters no database column takes: NUL, and halves of a surrogate pair on their own.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 #: The JSON escapes that decode to such a character (decoded UTF-8 holds neither raw).
@@ -173,7 +173,7 @@ def study_jsonl(lines: Iterable[str]) -> Iterator[Record]:
         yield where, record
 
 
-def study_csv(lines: Iterable[str]) -> tuple[csv.DictReader, list[str]]:
+def study_csv(lines: Iterable[str]) -> tuple[csv.DictReader[str], list[str]]:
     """A study bundle's CSV rows, read strictly one at a time (a quote left open or a stray
     quote after a closing one is an error, not text), and the header; :class:`ValueError`
     naming line 1 when the header is malformed. ``lines``: text read with ``newline=""``."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "HUB_PREFIX",
@@ -43,12 +43,12 @@ class MapError(ValueError):
     """A column map that does not fit the dataset: the message names the columns."""
 
 
-def require():
+def require() -> Any:
     """The ``datasets`` module; :class:`ImportError` with :data:`INSTALL_HINT` without it."""
     return _datasets()
 
 
-def _datasets():
+def _datasets() -> Any:
     try:
         import datasets
     except ImportError:
@@ -84,7 +84,9 @@ def _is_saved(path: Path) -> bool:
     return (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()
 
 
-def open_rows(source: str, split: str | None = None) -> tuple[Iterable[dict], list[str], str]:
+def open_rows(
+    source: str, split: str | None = None
+) -> tuple[Iterable[dict[str, Any]], list[str], str]:
     """The rows (streamed), column names and a name of a dataset source (see the module
     docstring). Raises :class:`ImportError` without ``datasets``, :class:`ValueError` for a
     source that cannot be read."""
@@ -150,14 +152,16 @@ def _resolve(mapping: Mapping[str, str], columns: list[str]) -> dict[str, str]:
     return full
 
 
-def records(rows: Iterable[Mapping[str, Any]], mapping: Mapping[str, str], columns: list[str]):
+def records(
+    rows: Iterable[Mapping[str, Any]], mapping: Mapping[str, str], columns: list[str]
+) -> Iterator[dict[str, Any]]:
     """JSONL bundle records, one per row (the map checked first; see :func:`_resolve`).
     A row without an ``id`` column is numbered from 0."""
     full = _resolve(mapping, columns)
     return _records(rows, full)
 
 
-def _records(rows: Iterable[Mapping[str, Any]], full: dict[str, str]) -> Iterator[dict]:
+def _records(rows: Iterable[Mapping[str, Any]], full: dict[str, str]) -> Iterator[dict[str, Any]]:
     for number, row in enumerate(rows):
         record: dict[str, Any] = {}
         for target, column in full.items():
@@ -172,7 +176,9 @@ def _records(rows: Iterable[Mapping[str, Any]], full: dict[str, str]) -> Iterato
         yield record
 
 
-def write_bundle(out, recs: Iterable[dict], study: Mapping[str, Any] | None = None) -> int:
+def write_bundle(
+    out: BinaryIO, recs: Iterable[dict[str, Any]], study: Mapping[str, Any] | None = None
+) -> int:
     """Write the records as JSONL bundle lines to the binary file ``out``; the count."""
     n = 0
     if study:
@@ -220,7 +226,7 @@ TEXT_TYPES: dict[str, Any] = {
 }
 
 
-def _feature(ds, spec: Any):
+def _feature(ds: Any, spec: Any) -> Any:
     """A type as kinds declare it (``Kind.export_types``) as a ``datasets`` feature."""
     if isinstance(spec, str):
         return ds.Value(spec)
@@ -229,13 +235,13 @@ def _feature(ds, spec: Any):
     return {key: _feature(ds, value) for key, value in spec.items()}
 
 
-def label_features(ds, kind_types: Mapping[str, Any]):
+def label_features(ds: Any, kind_types: Mapping[str, Any]) -> Any:
     """The features of the label rows: the export's columns, the kind's own, the texts."""
     types = {**LABEL_TYPES, **kind_types, **TEXT_TYPES}
     return ds.Features({name: _feature(ds, spec) for name, spec in types.items()})
 
 
-def _hf_rows(rows: Iterable[dict]) -> Iterator[dict]:
+def _hf_rows(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for row in rows:
         scores = row.get("scores")
         yield {**row, "scores": None if scores is None else json.dumps(scores, ensure_ascii=False)}
@@ -290,11 +296,11 @@ def dataset_card(settings: Mapping[str, Any], n_rows: int) -> str:
 
 
 def save_labels(
-    rows: Iterable[dict],
+    rows: Iterable[dict[str, Any]],
     directory: str | Path,
     settings: Mapping[str, Any],
     kind_types: Mapping[str, Any] | None = None,
-):
+) -> Any:
     """Write the label rows (label export rows with the texts, :data:`TEXT_TYPES`) as
     ``directory/data/*.parquet`` and the card ``directory/README.md``, the layout of a
     dataset on the Hub, which ``datasets.load_dataset(directory)`` reads back; returns the
@@ -312,7 +318,7 @@ def save_labels(
     return data
 
 
-def push_labels(data, repo: str, card: str) -> None:
+def push_labels(data: Any, repo: str, card: str) -> None:
     """Push the dataset and its card to the Hub repository ``repo`` (needs the network and
     a token; not exercised by the tests)."""
     from huggingface_hub import DatasetCard

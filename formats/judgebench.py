@@ -14,7 +14,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -34,7 +34,7 @@ _NON_FINITE = re.compile(rb"-?Infinity|NaN")
 _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
-def _json_backend():
+def _json_backend() -> Any:
     """ijson's C backend (yajl2_c), else the fastest one available."""
     try:
         return ijson.get_backend("yajl2_c")
@@ -42,7 +42,7 @@ def _json_backend():
         return ijson
 
 
-class _Sink(list):
+class _Sink(list[tuple[str, Any]]):
     """The events of one chunk, as ijson's push parser sends them."""
 
     send = list.append
@@ -56,7 +56,7 @@ class TooDeep(Exception):
     pass
 
 
-def _depth_guard():
+def _depth_guard() -> Generator[None, tuple[str, Any], None]:
     """A push target that refuses nesting deeper than ``MAX_DEPTH``."""
     depth = 0
     while True:
@@ -288,7 +288,9 @@ def _skip(event: str, events: Iterator[tuple[str, Any]]) -> None:
             depth -= 1
 
 
-def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int):
+def _build(
+    event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int
+) -> tuple[Any, str | None]:
     """The value that starts with ``event`` (inside ``depth`` containers), built from the
     events that follow, and the first key named twice in one of its objects (or ``None``).
     Non-integral numbers become ``float`` (``1e999``: ``inf``, refused later as
@@ -327,12 +329,12 @@ def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int
     raise BadJSON  # pragma: no cover - the parser ends every value it starts
 
 
-def judged_properties(properties: Any) -> tuple[dict[str, dict], list[str]]:
+def judged_properties(properties: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The judged properties declared in ``annotations``, by metric, and every fault of
     their declarations; :class:`ValueError` when the file declares none."""
     if not isinstance(properties, list) or not properties:
         raise ValueError("a Judge-Bench file declares its judged properties in 'annotations'")
-    specs: dict[str, dict] = {}
+    specs: dict[str, dict[str, Any]] = {}
     faults: list[str] = []
     for i, prop in enumerate(properties):
         where = f"annotations[{i}]"
@@ -360,7 +362,9 @@ def judged_properties(properties: Any) -> tuple[dict[str, dict], list[str]]:
     return specs, faults
 
 
-def human_scores(inst: dict, where: str, add: Callable[[str], None]) -> dict[str, tuple[Any, list]]:
+def human_scores(
+    inst: dict[str, Any], where: str, add: Callable[[str], None]
+) -> dict[str, tuple[Any, list[Any]]]:
     """An instance's human judgements: property → (majority, individual scores), the
     i-th score by annotator i; each fault goes to ``add`` (the one reader of the scores)."""
     raw = inst.get("annotations")
@@ -386,17 +390,17 @@ def human_scores(inst: dict, where: str, add: Callable[[str], None]) -> dict[str
     return judged
 
 
-def score_fits(score: Any, prop: dict) -> bool:
+def score_fits(score: Any, prop: dict[str, Any]) -> bool:
     """Whether a human score is one of the property's labels or on its scale."""
     if prop["category"] == "categorical":
         return str(score) in map(str, prop["labels_list"])
     if not isinstance(score, int | float) or isinstance(score, bool):
         return False
     low, high = sorted((prop["worst"], prop["best"]))
-    return low <= score <= high
+    return bool(low <= score <= high)
 
 
-def label_preferences(prop: dict) -> dict[str, str | None]:
+def label_preferences(prop: dict[str, Any]) -> dict[str, str | None]:
     """Each label of a categorical property -> the output it prefers (``A``/``B``/``tie``)."""
     return {str(label): preference_of(label) for label in prop["labels_list"]}
 

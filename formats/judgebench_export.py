@@ -128,7 +128,7 @@ def judgebench_chunks(
 PROGRESS_EVERY = 500
 
 
-def _item(item: Mapping[str, Any], scores: dict) -> _Instance:
+def _item(item: Mapping[str, Any], scores: dict[Any, Any]) -> _Instance:
     body = {k: v for k, v in item.items() if k != "id" and v is not None}
     _, by_metric = scores.pop(item["id"], (None, {}))
     return _Instance(str(item["id"]), body, by_metric)
@@ -137,7 +137,7 @@ def _item(item: Mapping[str, Any], scores: dict) -> _Instance:
 def _scores(
     properties: list[JudgeBenchProperty],
     labels: Iterable[tuple[Any, str, Mapping[str, Any]]],
-    known: set | None,
+    known: set[Any] | None,
 ) -> dict[Any, tuple[str, dict[str, dict[int, Any]]]]:
     """Per item id, (its first label's worker, {property: {place: score}})."""
     declared = {p.metric for p in properties}

@@ -116,7 +116,7 @@ def jsonl_rows(text: str) -> LabelRows:
     return LabelRows(pd.DataFrame.from_records(records), where, errors=errors)
 
 
-def list_rows(doc: list) -> LabelRows:
+def list_rows(doc: list[Any]) -> LabelRows:
     """The rows of a JSON array (``record I``); each element must be an object."""
     errors = [
         f"record {i}: not a JSON object" for i, r in enumerate(doc) if not isinstance(r, dict)
