@@ -20,6 +20,7 @@ centred at 0 and put on the Elo-like scale of :mod:`ranking.bradley_terry`.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -102,8 +103,10 @@ def style_bradley_terry(
 ) -> StyleFit:
     """Fit the style-controlled (``features`` from :func:`style_features`) or, with
     ``features=None``, the plain Bradley–Terry model. ``outcome``: 1 when ``a`` was
-    preferred, 0 when ``b``, ½ a tie (or the share of raters preferring ``a``)."""
+    preferred, 0 when ``b``, ½ a tie (or the share of raters preferring ``a``). Raises
+    :class:`ValueError` when the outcomes are separated perfectly (no finite estimate)."""
     import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
     a = np.asarray(system_a, dtype=object).astype(str)
     b = np.asarray(system_b, dtype=object).astype(str)
@@ -126,8 +129,18 @@ def style_bradley_terry(
                 z[:, c] = (z[:, c] - z[:, c].mean()) / z[:, c].std()
         cols.append(z)
     design = np.column_stack(cols)
-    fit = sm.GLM(y, design, family=sm.families.Binomial()).fit(cov_type="HC0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerfectSeparationWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            fit = sm.GLM(y, design, family=sm.families.Binomial()).fit(cov_type="HC0")
+        except PerfectSeparationWarning:
+            raise ValueError(
+                "perfect separation: the outcomes are predicted exactly, no finite scores"
+            ) from None
     params, cov = np.asarray(fit.params), np.asarray(fit.cov_params())
+    if not (np.all(np.isfinite(params)) and np.all(np.isfinite(cov))):
+        raise ValueError("the fit did not converge to finite scores")
     amat = np.vstack([np.eye(k - 1), np.zeros((1, k - 1))]) - 1.0 / k
     theta = amat @ params[: k - 1]
     cov_t = amat @ cov[: k - 1, : k - 1] @ amat.T
