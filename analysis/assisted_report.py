@@ -65,16 +65,23 @@ def assisted_section(
     prop: Property,
     *,
     confidence: float = 0.95,
+    human_items: pd.Index | None = None,
 ) -> dict[str, Any] | None:
     """The ``assisted`` block of one property, or ``None`` when there is nothing to assist
     (no judge, or no judge label on an item humans did not label: then the human-only
     figures are all there is). ``ann``/``jud``: the section's human and judge labels (the
     property's label set), ``items``: item metadata indexed by item (``system_a``,
-    ``system_b``)."""
+    ``system_b``); ``human_items``: the items with human labels when the caller has them
+    (the report's label counts), so that a large study without judge-only items costs one
+    look-up per judge label."""
     if jud is None or not len(jud) or prop.scale not in ("pairwise", "ordinal"):
         return None
+    if human_items is None:
+        human_items = pd.Index(pd.unique(ann["item"].to_numpy()))
+    labelled = human_items.get_indexer(jud["item"].to_numpy()) >= 0  # cheap test first
+    if labelled.all():
+        return None
     names = jud["judge"].astype(str).to_numpy() if "judge" in jud.columns else None
-    labelled = jud["item"].isin(ann["item"]).to_numpy()  # cheap test first (large studies)
     best, best_extra = None, 0
     for name in sorted(set(names)) if names is not None else [None]:
         mine = np.ones(len(jud), dtype=bool) if name is None else names == name

@@ -372,7 +372,9 @@ def _property_section(
     if prop.scale == "ordinal":
         section["likert"] = _likert(lc, items, binned)
     section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
-    assisted = assisted_section(ann, jud, items, prop, confidence=opts.confidence)
+    assisted = assisted_section(
+        ann, jud, items, prop, confidence=opts.confidence, human_items=lc.items
+    )
     if assisted is not None:  # a judge rated items no human labelled: PPI++ figures
         section["assisted"] = assisted
     pairwise = prop.scale == "pairwise"

@@ -110,3 +110,16 @@ def test_block_without_system_names_says_why():
     a = report["properties"][0]["assisted"]
     assert a["ranking"] == [] and "system names" in a["reason"]
     assert "undefined -- no system names" in render_text(report)
+
+
+def test_fine_score_of_error_spans_gets_assisted_means():
+    """An error-span study's 0-100 score (a fine ordinal scale) per output, like Likert."""
+    ann, items, jud = likert_frames(seed=8)
+    ann["label"] = ann["label"] * 20
+    jud["label"] = jud["label"] * 20
+    prop = Property("score", "ordinal", tuple(range(0, 101)))
+    report = build_report(ann, [prop], judges=jud, items=items, n_boot=0)
+    json.dumps(report, allow_nan=False)
+    rows = {r["system"]: r for r in report["properties"][0]["assisted"]["ranking"]}
+    assert rows["s1"]["rank_low"] == 1 and rows["s1"]["score"] > rows["s2"]["score"]
+    assert "Mean scores with rank-sets" in render_text(report)
