@@ -123,3 +123,51 @@ def test_fine_score_of_error_spans_gets_assisted_means():
     rows = {r["system"]: r for r in report["properties"][0]["assisted"]["ranking"]}
     assert rows["s1"]["rank_low"] == 1 and rows["s1"]["score"] > rows["s2"]["score"]
     assert "Mean scores with rank-sets" in render_text(report)
+
+
+def test_cli_on_a_judgebench_file_with_unlabelled_instances(tmp_path, capsys):
+    """``python -m analysis report``: a Judge-Bench file lists every instance, labelled or
+    not, so a judge file rating all of them gives the assisted block."""
+    from analysis.__main__ import main as cli_main
+
+    ann, items, jud = pairwise_frames(n_items=300, n_human=90)
+    labels = ann.groupby("item")["label"].apply(list)
+    to_jb = {"A": "model_a", "B": "model_b"}
+    instances = []
+    for r in items.itertuples():
+        inst = {
+            "id": f"i{r.item}",
+            "instance": {
+                "input": f"question {r.item}",
+                "output_a": "a",
+                "output_b": "b",
+                "system_a": r.system_a,
+                "system_b": r.system_b,
+            },
+        }
+        if r.item in labels.index:
+            scores = [to_jb[x] for x in labels[r.item]]
+            inst["annotations"] = {"pref": {"individual_human_scores": scores}}
+        instances.append(inst)
+    doc = {
+        "dataset": "assisted",
+        "annotations": [
+            {"metric": "pref", "category": "categorical", "labels_list": ["model_a", "model_b"]}
+        ],
+        "instances": instances,
+    }
+    data, judge = tmp_path / "jb.json", tmp_path / "judge.jsonl"
+    data.write_text(json.dumps(doc))
+    judge.write_text(
+        "\n".join(
+            json.dumps({"judge": "llm", "item": f"i{r.item}", "label": to_jb[r.label]})
+            for r in jud.itertuples()
+        )
+    )
+    assert cli_main(["report", str(data), "--judge", str(judge), "--json", "--n-boot", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    a = report["properties"][0]["assisted"]
+    assert a["n_human_items"] == 90 and a["n_judge_only_items"] == 210
+    assert len(a["ranking"]) == 3 and a["effective_sample_gain"] is not None
+    assert cli_main(["report", str(data), "--judge", str(judge), "--n-boot", "0"]) == 0
+    assert "Judge-assisted estimates (PPI++)" in capsys.readouterr().out
