@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis import charts
 from analysis.formatting import interval, num, pct, plain, short
+from analysis.render_assisted import assisted_context, assisted_text, style_context, style_text
 from charts.ranking import ranking_chart
 
 if TYPE_CHECKING:
@@ -239,6 +240,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
             out.append(f"  Win rates: undefined -- {pw.get('pairs_reason', '')}")
     if "ranking" in prop:
         out.extend(_text_ranking(prop))
+    out.extend(assisted_text(prop) + style_text(prop))
     if "likert" in prop:
         lk = prop["likert"]
         out.append("")
@@ -682,6 +684,7 @@ def _property(prop: dict[str, Any], anchor: str, conf: float) -> dict[str, Any]:
         out["ranking"] = _ranking(prop, conf)
     if "likert" in prop:
         out["likert"] = _likert(prop["likert"])
+    out["assisted"], out["style"] = assisted_context(prop), style_context(prop)
     out["judges"] = _judges(prop, conf)
     out["judges_extra"] = _judges_extra(prop, conf)
     out["workers"] = _workers(prop)

@@ -40,7 +40,9 @@ from analysis.aggregation import (
     prioritisation_check,
     soft_vote,
 )
+from analysis.assisted_report import assisted_section
 from analysis.properties import Property
+from analysis.style_report import style_section
 from ranking.bradley_terry import bradley_terry
 
 __all__ = ["REPORT_SCHEMA", "Property", "build_report", "estimate_dict", "json_safe"]
@@ -370,6 +372,15 @@ def _property_section(
     if prop.scale == "ordinal":
         section["likert"] = _likert(lc, items, binned)
     section["judges"] = [_judge(lc, name, prop, opts) for name in sorted(lc.judges)]
+    assisted = assisted_section(
+        ann, jud, items, prop, confidence=opts.confidence, human_items=lc.items
+    )
+    if assisted is not None:  # a judge rated items no human labelled: PPI++ figures
+        section["assisted"] = assisted
+    pairwise = prop.scale == "pairwise"
+    styled = style_section(ann, jud, items, confidence=opts.confidence) if pairwise else None
+    if styled is not None:  # the items carry the answers' style counts
+        section["style"] = styled
     if binned is None:  # exact-match baselines: not for a fine score (FINE_SCALE_NOTE)
         section["judges_extra"] = _judges_extra(lc, jud if samples is None else samples, prop, opts)
     section["workers"] = _workers(ann, lc, opts) if binned is None else {"reason": FINE_WORKERS}

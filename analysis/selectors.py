@@ -2,7 +2,8 @@
 the pure :mod:`analysis.report`).
 
 The frames are the ones :mod:`analysis.loaders` builds from a label export, so a report
-computed here equals the report of ``python -m analysis report`` on that study's export:
+computed here equals the report of ``python -m analysis report`` on that study's export
+(but for the style-controlled ranking, which needs the outputs' texts, :func:`with_style_counts`):
 
 * one annotation row per (annotation, property), as the study's kind reads its answers
   (``annotator.selectors.report_rows``): pairwise labels under the property ``preference``
@@ -26,8 +27,16 @@ from django.db.models import Count
 from analysis.loaders import Dataset, attach_judges
 from analysis.report import Property, build_report
 from analysis.sections import kind_sections
+from analysis.style import markdown_counts
+from analysis.style_report import STYLE_COLUMNS
 from annotator.models import JudgeRating, Study
-from annotator.selectors import answer_rows, report_items, report_properties, report_rows
+from annotator.selectors import (
+    answer_rows,
+    item_texts,
+    report_items,
+    report_properties,
+    report_rows,
+)
 
 __all__ = [
     "study_dataset",
@@ -169,6 +178,28 @@ def study_kind_sections(
     return kind_sections(names, frame, n_boot=n_boot, seed=seed, confidence=confidence)
 
 
+def with_style_counts(study: Study, dataset: Dataset) -> pd.DataFrame:
+    """The items with their answers' style counts (:mod:`analysis.style_report`) when the
+    study has a pairwise property: the style-controlled ranking needs the outputs' texts,
+    which a label export does not carry (so only the platform's report shows it)."""
+    items = dataset.items
+    if not len(items) or not any(p.scale == "pairwise" for p in dataset.properties):
+        return items
+    counts = {(i, pos): markdown_counts(text) for i, pos, text in item_texts(study)}
+    rows = []
+    for key in items["item"]:
+        if isinstance(key, str) and ":" in key:  # "pk:i-j", a pair of a ranking item
+            pk, pair = key.split(":", 1)
+            i, j = (int(x) for x in pair.split("-"))
+            ca, cb = counts.get((int(pk), i)), counts.get((int(pk), j))
+        else:
+            ca, cb = counts.get((key, 0)), counts.get((key, 1))
+        if ca is not None and cb is not None:
+            rows.append((key, *ca, *cb))
+    style = pd.DataFrame(rows, columns=["item", *STYLE_COLUMNS])
+    return items.merge(style, on="item", how="left") if len(style) else items
+
+
 def study_report(
     study: Study,
     *,
@@ -188,7 +219,7 @@ def study_report(
         dataset.annotations,
         dataset.properties,
         judges=judges if len(judges) else None,
-        items=dataset.items,
+        items=with_style_counts(study, dataset),
         threshold=threshold,
         include_flagged=include_flagged,
         n_boot=n_boot,

@@ -570,6 +570,12 @@ def item_systems(study: Study) -> dict[int, list[int]]:
     return systems
 
 
+def item_texts(study: Study) -> Iterator[tuple[int, int, str]]:
+    """``(item id, position, output text)`` of every output every item shows (streamed)."""
+    links = ItemOutput.objects.filter(item__study=study).order_by("item_id", "position")
+    yield from links.values_list("item_id", "position", "output__text").iterator(2000)
+
+
 def _answers(study: Study, include_flagged: bool, include_gold: bool):
     """(annotation, item, input, annotator, answer, flagged, gold, complete) per label;
     the answer as the kind reads it (an imported label's from its value and scores)."""

@@ -82,8 +82,9 @@ def pairwise(make_study, researcher):
 
 
 def comparable(report: dict) -> list[dict]:
-    """The figures of a report, without what names its origin (title, source, notes)."""
-    drop = {"title", "notes", "labels_inferred"}
+    """The figures of a report, without what names its origin (title, source, notes) and
+    the style-controlled ranking (it needs the outputs' texts, which an export lacks)."""
+    drop = {"title", "notes", "labels_inferred", "style"}
     return [{k: v for k, v in p.items() if k not in drop} for p in report["properties"]]
 
 
