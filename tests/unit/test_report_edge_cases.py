@@ -98,3 +98,27 @@ def test_judge_ratings_without_human_labels_are_named_not_none(make_study, resea
     assert "judges: none" not in meta and "gpt (ratings stored" in meta
     assert "judge ratings (gpt: 2) are stored" in html
     assert "judges: gpt (ratings stored" in render_text(report)
+
+
+def test_judges_rated_reads_distinct_names_not_every_row(monkeypatch):
+    """The judges with a label, sorted, found from the distinct names (a 1 M-row frame is not
+    walked row by row in Python: issue 30)."""
+    import pandas as pd
+
+    from analysis.report import _judges_rated
+
+    judges = pd.DataFrame(
+        {
+            "item": range(6),
+            "judge": ["b", "a", "b", "c", 7, "a"],
+            "label": [1, None, 2, None, 3, 4],
+        }
+    )
+
+    def no_row_walk(self):
+        raise AssertionError("iterated the judge column row by row")
+
+    monkeypatch.setattr(pd.Series, "__iter__", no_row_walk)
+    assert _judges_rated(judges) == ["7", "a", "b"]
+    assert _judges_rated(judges.astype({"judge": str}).iloc[[1, 3]]) == []
+    assert _judges_rated(None) == []
