@@ -81,7 +81,8 @@ def job_page(request: HttpRequest, public_id, context: dict) -> HttpResponse:
         jobs.job_cancel(job)
         return redirect(job_url(job))
     active = job.status in jobs.ACTIVE
-    of = job.size if job.operation == ImportJob.Operation.IMPORT else job.total
+    of = job.total
+    storing = job.operation == ImportJob.Operation.IMPORT and job.progress > job.size
     percent = min(100, round(100 * job.progress / of)) if of else (0 if active else 100)
     download = jobs.export_job_file(job) is not None
     context = {
@@ -90,6 +91,7 @@ def job_page(request: HttpRequest, public_id, context: dict) -> HttpResponse:
         "job": job,
         "active": active,
         "progress_of": of,
+        "phase": "stored" if storing else "checked",
         "percent": percent,
         "export_format": exports.FORMATS[jobs.export_format(job)][0]
         if job.operation == ImportJob.Operation.EXPORT

@@ -81,15 +81,26 @@ class _Progress:
 
 
 class _Counting:
-    """A binary file that reports the position each read reaches (the import's progress)."""
+    """A binary file whose import reports its progress in bytes of twice its size: the
+    position each read of the checking pass reaches (up to ``size``), then the inputs stored
+    (:func:`services.study_import`'s ``progress``) as the rest of the way (up to
+    ``2 * size``). Reads after the checking pass reached the end are not reported."""
 
-    def __init__(self, file, report: _Progress) -> None:
-        self._file, self._report = file, report
+    def __init__(self, file, report: _Progress, size: int) -> None:
+        self._file, self._report, self._size = file, report, size
+        self._checked = False
 
     def read(self, size: int = -1) -> bytes:
         data = self._file.read(size)
-        self._report(self._file.tell())
+        if not self._checked:
+            position = self._file.tell()
+            self._checked = position >= self._size
+            self._report(min(position, self._size))
         return data
+
+    def stored(self, done: int, inputs: int) -> None:
+        self._checked = True
+        self._report(self._size + (self._size * done // inputs if inputs else self._size))
 
     def __getattr__(self, name: str):
         return getattr(self._file, name)
@@ -100,7 +111,8 @@ def import_job_create(
 ) -> ImportJob:
     """Keep ``upload`` as a job file (moved, not copied, when Django spooled it to disk)
     and queue its import once the job row is committed."""
-    job = ImportJob(owner=owner, filename=upload.name[:300], size=upload.size or 0)
+    size = upload.size or 0
+    job = ImportJob(owner=owner, filename=upload.name[:300], size=size, total=2 * size)
     job.overrides = overrides
     path = job_file(job)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,11 +147,13 @@ def import_job_run(job_id: int) -> ImportJob:
             return job
         try:
             with path.open("rb") as data:
+                counting = _Counting(data, _Progress(job), job.size)
                 study = services.study_import(
-                    _Counting(data, _Progress(job)),
+                    counting,
                     filename=job.filename,
                     overrides=job.overrides,
                     owner=job.owner,
+                    progress=counting.stored,
                 )
         except JobCancelled:
             job.refresh_from_db()
@@ -153,7 +167,7 @@ def import_job_run(job_id: int) -> ImportJob:
             job.status, job.errors = ImportJob.Status.FAILED, ["the import failed on the server"]
         else:
             # the study exists: recorded even if a cancel came too late to stop it
-            job.status, job.study, job.progress = ImportJob.Status.DONE, study, job.size
+            job.status, job.study, job.progress = ImportJob.Status.DONE, study, job.total
             job.errors = []
         job.finished_at = timezone.now()
         fields = ["status", "errors", "study", "finished_at", "progress"]

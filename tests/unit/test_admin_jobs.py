@@ -56,7 +56,7 @@ def test_a_large_admin_upload_is_imported_as_a_job_with_its_page(job_dir, settin
     job = ImportJob.objects.get()
     assert response.status_code == 302
     assert response.url == f"/admin/annotator/study/jobs/{job.public_id}/"
-    assert job.status == "done" and job.progress == job.size == len(data)
+    assert job.status == "done" and job.progress == job.total == 2 * job.size == 2 * len(data)
     study = Study.objects.get()
     assert study.name == "Big one" and study.inputs.count() == 40
     page = client.get(response.url)
