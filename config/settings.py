@@ -412,6 +412,9 @@ HUMEVAL_JUDGE_MAX_ANSWER_BYTES = int(
     os.environ.get("HUMEVAL_JUDGE_MAX_ANSWER_BYTES", str(1024 * 1024))
 )
 HUMEVAL_JUDGE_RUN_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_RUN_SECONDS", str(4 * 3600)))
+# A running judge run writes a heartbeat every few seconds; one silent this long lost its
+# worker: shown stale, cancelled at the first ask, and the study can be rated again.
+HUMEVAL_JUDGE_STALE_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_STALE_SECONDS", "60"))
 
 LOGGING = {
     "version": 1,
