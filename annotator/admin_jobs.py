@@ -87,7 +87,8 @@ def job_page(request: HttpRequest, public_id, context: dict) -> HttpResponse:
     download = jobs.export_job_file(job) is not None
     context = {
         **context,
-        "title": f"{job.get_operation_display()} of {job.filename}",
+        "title": f"{'Import' if job.operation == ImportJob.Operation.IMPORT else 'Export'} of "
+        f"{job.filename}",
         "job": job,
         "active": active,
         "progress_of": of,
