@@ -18,7 +18,7 @@ from django.urls import path
 
 import kinds
 
-from . import admin_judge, admin_workspace, selectors, services
+from . import admin_jobs, admin_judge, admin_workspace, importers, selectors, services
 from .errors import ConfigRefused, ImportRejected, ServiceError
 from .models import (
     Annotation,
@@ -330,6 +330,21 @@ class StudyAdmin(StudyScopedAdmin):
                 name="annotator_study_import",
             ),
             path(
+                "jobs/<uuid:public_id>/",
+                self.admin_site.admin_view(self.job_view),
+                name="annotator_study_job",
+            ),
+            path(
+                "jobs/<uuid:public_id>/download/",
+                self.admin_site.admin_view(admin_jobs.job_download),
+                name="annotator_study_job_download",
+            ),
+            path(
+                "<int:pk>/export/",
+                self.admin_site.admin_view(self.export_view),
+                name="annotator_study_export",
+            ),
+            path(
                 "<int:pk>/invites/",
                 self.admin_site.admin_view(self.invites_view),
                 name="annotator_study_invites",
@@ -358,6 +373,7 @@ class StudyAdmin(StudyScopedAdmin):
             extra_context = {
                 **(extra_context or {}),
                 **admin_workspace.workspace_context(request, study, checks_action=checks_action),
+                "export_formats": admin_jobs.export_formats(study),
             }
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -366,6 +382,17 @@ class StudyAdmin(StudyScopedAdmin):
         if study is None or not self.has_view_permission(request, study):
             raise Http404("No such study.")
         return admin_workspace.preview(request, study, item_id)
+
+    def export_view(self, request, pk: int):
+        """A label export, always as a background job (:mod:`annotator.admin_jobs`)."""
+        study = self.get_object(request, str(pk))
+        if study is None or not self.has_view_permission(request, study):
+            raise Http404("No such study.")
+        return admin_jobs.export_start(request, study)
+
+    def job_view(self, request, public_id):
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta}
+        return admin_jobs.job_page(request, public_id, context)
 
     def invites_view(self, request, pk: int):
         """Signed invitation links let workers in: making them needs change permission."""
@@ -382,6 +409,8 @@ class StudyAdmin(StudyScopedAdmin):
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():
             data, filename = form.source()
+            if admin_jobs.import_needs_job(data) and data.size <= importers.max_import_bytes():
+                return admin_jobs.import_start(request, data, form.overrides())
             try:
                 study = services.study_import(  # an upload: refused unread when too large
                     data, filename=filename, overrides=form.overrides(), owner=request.user

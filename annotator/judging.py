@@ -27,11 +27,13 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.template import Context, Engine, TemplateDoesNotExist, TemplateSyntaxError
 from django.utils import timezone
 
@@ -780,6 +782,10 @@ def run_key(run: JudgeRun) -> tuple[str | None, str]:
     return key, f"the operator's key {key_env}"
 
 
+#: A running judge run writes ``JudgeRun.heartbeat_at`` this often.
+HEARTBEAT_SECONDS = 5.0
+
+
 def judge_run_execute(run_id: int) -> str:
     """Carry out a queued run (the ``run_judge`` task): its counts, failures and state are
     kept on the row as it goes; a researcher's own key is erased however it ends."""
@@ -791,8 +797,9 @@ def judge_run_execute(run_id: int) -> str:
             _finish(run, JudgeRun.State.CANCELLED, "cancelled before it started")
             return run.message
         run.state, run.started_at = JudgeRun.State.RUNNING, timezone.now()
-        run.save(update_fields=["state", "started_at"])
-    last = [0.0]
+        run.heartbeat_at = run.started_at
+        run.save(update_fields=["state", "started_at", "heartbeat_at"])
+    last, beat = [0.0], [time.monotonic()]
 
     def progress(result: RunResult) -> None:
         if time.monotonic() - last[0] >= 1.0:
@@ -800,6 +807,11 @@ def judge_run_execute(run_id: int) -> str:
             JudgeRun.objects.filter(pk=run.pk).update(**_counts(result))
 
     def should_stop() -> bool:
+        """Asked about once a second by the run, also while a call is under way: writes
+        the heartbeat every :data:`HEARTBEAT_SECONDS`."""
+        if time.monotonic() - beat[0] >= HEARTBEAT_SECONDS:
+            beat[0] = time.monotonic()
+            JudgeRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
         return JudgeRun.objects.filter(pk=run.pk, cancel_requested=True).exists()
 
     try:
@@ -853,9 +865,24 @@ def judge_runs_cancel(studies) -> int:
     """Stop every queued or running run of the studies; how many were stopped. A queued one
     is cancelled at once (its task then does nothing; a researcher's key is erased); a
     running one stops within about a second, its calls under way ended; one still running
-    when asked again (its worker died) is marked cancelled."""
+    when asked again, or stale (no heartbeat for ``HUMEVAL_JUDGE_STALE_SECONDS``: its
+    worker died), is marked cancelled at once."""
     runs = JudgeRun.objects.filter(study__in=studies)
+    silent = timezone.now() - timedelta(seconds=settings.HUMEVAL_JUDGE_STALE_SECONDS)
     with transaction.atomic():
+        stale = (
+            runs.filter(state=JudgeRun.State.RUNNING)
+            .filter(
+                Q(heartbeat_at__lt=silent) | Q(heartbeat_at__isnull=True, started_at__lt=silent)
+            )
+            .update(
+                state=JudgeRun.State.CANCELLED,
+                cancel_requested=True,
+                own_key="",
+                message="marked cancelled: its worker had stopped (no heartbeat)",
+                finished_at=timezone.now(),
+            )
+        )
         queued = runs.filter(state=JudgeRun.State.QUEUED).update(
             state=JudgeRun.State.CANCELLED,
             cancel_requested=True,
@@ -873,4 +900,4 @@ def judge_runs_cancel(studies) -> int:
         running = runs.filter(state=JudgeRun.State.RUNNING, cancel_requested=False).update(
             cancel_requested=True
         )
-    return queued + gone + running
+    return stale + queued + gone + running

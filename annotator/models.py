@@ -4,6 +4,7 @@ import hashlib
 import hmac
 import secrets
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 import kinds
 from kinds import conversation
@@ -892,12 +894,24 @@ class JudgeRun(models.Model):
     message = models.TextField(blank=True)
     #: The failed calls, one line per item (the first 200).
     errors = models.JSONField(default=list, blank=True)
+    #: Written every few seconds while the run runs; a running run whose worker died stops
+    #: writing it and is shown stale (``is_stale``) after ``HUMEVAL_JUDGE_STALE_SECONDS``.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
 
     def __str__(self) -> str:
         return f"{self.model} on {self.study_id} ({self.state})"
+
+    @property
+    def is_stale(self) -> bool:
+        """Running, but no heartbeat for ``HUMEVAL_JUDGE_STALE_SECONDS``: its worker died."""
+        if self.state != self.State.RUNNING:
+            return False
+        last = self.heartbeat_at or self.started_at or self.created_at
+        limit = timedelta(seconds=settings.HUMEVAL_JUDGE_STALE_SECONDS)
+        return last is not None and timezone.now() - last > limit
 
 
 class ImportJob(models.Model):

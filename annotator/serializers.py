@@ -161,9 +161,10 @@ REJECTED_FILE_SCHEMA = {
 
 class ImportJobSerializer(serializers.ModelSerializer):
     """A background job: ``status`` queued → running → done or failed (``errors``). An
-    import (``operation`` ``import``) gives its ``study`` when done, its ``progress`` the byte
-    reached in the file's current pass (the file is read in several: checked, then stored)
-    of ``size``; an export (``operation`` ``export``) reports instances written in ``progress``
+    import (``operation`` ``import``) gives its ``study`` when done, its ``progress`` in
+    bytes of ``total``, twice the file's ``size``: the file is read whole to be checked
+    (up to ``size``), then the inputs stored (up to ``total``); an export (``operation``
+    ``export``) reports instances written in ``progress``
     of ``total`` and, when done, a ``download`` URL served until ``expires_at``."""
 
     id = serializers.UUIDField(source="public_id", read_only=True)

@@ -6,7 +6,7 @@ import logging
 import random
 import secrets
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -76,6 +76,7 @@ def study_import(
     filename: str = "",
     overrides: dict[str, Any] | None = None,
     owner: AbstractBaseUser | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Study:
     """Validate a study file whole, then create the study in one transaction.
 
@@ -86,14 +87,15 @@ def study_import(
     :class:`~annotator.errors.ImportTooLarge` before it is read. Raises
     :class:`~annotator.errors.ImportRejected` naming every fault of the options and of
     every record at once (up to ``importers.MAX_ERRORS``) before anything is written.
-    ``owner`` (who imports it) becomes its researcher.
+    ``owner`` (who imports it) becomes its researcher; ``progress(stored, inputs)`` is told
+    after each batch of inputs stored (:func:`study_create`).
     """
     spec = importers.scan_study_file(
         data, filename, overrides, check_options=_study_option_problems
     )
     spec.options.setdefault("source", filename[:300])
     try:
-        return study_create(spec, owner=owner)
+        return study_create(spec, owner=owner, progress=progress)
     except ValidationError as exc:  # an option outside the model's range; nothing written
         raise ImportRejected(_option_messages(exc)) from None
 
@@ -136,7 +138,12 @@ def study_researcher_add(study: Study, user: AbstractBaseUser | None) -> None:
 
 
 @transaction.atomic
-def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = None) -> Study:
+def study_create(
+    spec: importers.StudySpec,
+    *,
+    owner: AbstractBaseUser | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Study:
     """Create a validated study: its inputs, outputs and items are written ``BULK`` inputs
     at a time, and no model instance is kept beyond its batch (``spec.inputs`` may read
     the file again as it goes)."""
@@ -166,6 +173,7 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
     kind, kind_opts = study.kind_impl, study.kind_options()
     labelled = {a.input_id for a in spec.annotations}
     first_item: dict[str, int] = {}  # input id → its first item, for the imported labels
+    stored, n_inputs = 0, len(spec.inputs)
     for batch in _batches(spec.inputs, BULK):
         inputs = Input.objects.bulk_create(
             Input(
@@ -198,6 +206,9 @@ def study_create(spec: importers.StudySpec, *, owner: AbstractBaseUser | None = 
             external = {inp.pk: inp.external_id for inp in inputs}
             for item in items:
                 first_item.setdefault(external[item.input_id], item.pk)
+        stored += len(batch)
+        if progress is not None:
+            progress(stored, n_inputs)
         del batch, inputs, outputs, by_input, items
     if spec.annotations:
         _import_annotations(study, spec, first_item)

@@ -28,7 +28,8 @@ def import_study_job(job_id: int) -> str:
 
 @shared_task(name="annotator.export_judgebench_job", acks_late=True)
 def export_judgebench_job(job_id: int) -> str:
-    """Write a large Judge-Bench export to its job file (:func:`annotator.jobs.export_job_run`)."""
+    """Write an export job's file, in its format (:func:`annotator.jobs.export_job_run`; the
+    name is kept from when only Judge-Bench exports ran as jobs)."""
     from . import jobs
 
     return jobs.export_job_run(job_id).status

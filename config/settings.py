@@ -359,6 +359,9 @@ HUMEVAL_JOB_DIR = Path(os.environ.get("HUMEVAL_JOB_DIR", VAR_DIR / "jobs"))
 # job's owner for HUMEVAL_EXPORT_KEEP_SECONDS, then the periodic sweep deletes it.
 HUMEVAL_EXPORT_JOB_LABELS = int(os.environ.get("HUMEVAL_EXPORT_JOB_LABELS", "20000"))
 HUMEVAL_EXPORT_KEEP_SECONDS = int(os.environ.get("HUMEVAL_EXPORT_KEEP_SECONDS", str(24 * 3600)))
+# A job still queued or running this long after it was created lost its worker (a crash, an
+# OOM kill): the sweep fails it and deletes its files (annotator/jobs.py).
+HUMEVAL_JOB_STALE_SECONDS = int(os.environ.get("HUMEVAL_JOB_STALE_SECONDS", "3600"))
 HUMEVAL_THROTTLE_SUBMIT = os.environ.get("HUMEVAL_THROTTLE_SUBMIT", "120/min")
 # A worker page that meets a dropped database connection (a PostgreSQL restart) waits up
 # to this long for a fresh one and runs again once (annotator/resilience.py).
@@ -409,6 +412,9 @@ HUMEVAL_JUDGE_MAX_ANSWER_BYTES = int(
     os.environ.get("HUMEVAL_JUDGE_MAX_ANSWER_BYTES", str(1024 * 1024))
 )
 HUMEVAL_JUDGE_RUN_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_RUN_SECONDS", str(4 * 3600)))
+# A running judge run writes a heartbeat every few seconds; one silent this long lost its
+# worker: shown stale, cancelled at the first ask, and the study can be rated again.
+HUMEVAL_JUDGE_STALE_SECONDS = float(os.environ.get("HUMEVAL_JUDGE_STALE_SECONDS", "60"))
 
 LOGGING = {
     "version": 1,

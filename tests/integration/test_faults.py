@@ -172,7 +172,7 @@ def field(page: str, name: str) -> str | None:
 
 
 @contextlib.contextmanager
-def gunicorn_server(tmp_path, workers: int = 2, **env):
+def gunicorn_server(tmp_path, workers: int = 2, args: tuple[str, ...] = (), **env):
     port = free_port()
     full_env = {
         **os.environ,
@@ -183,7 +183,7 @@ def gunicorn_server(tmp_path, workers: int = 2, **env):
     log = tmp_path / "gunicorn.log"
     web = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind",
-         f"127.0.0.1:{port}", "--workers", str(workers)],
+         f"127.0.0.1:{port}", "--workers", str(workers), *args],
         cwd=ROOT, env=full_env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

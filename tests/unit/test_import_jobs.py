@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator import services
-from annotator.models import ImportJob, Study
+from annotator.models import ImportJob, Input, Study
 from tests.conftest import pairwise_bundle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,7 +105,7 @@ def test_a_job_that_crashes_leaves_no_file(researcher, dirs, monkeypatch):
     assert leftovers(dirs) == []
 
 
-def test_an_import_job_reports_the_bytes_read_of_its_size(researcher, dirs, monkeypatch):
+def test_an_import_job_reports_progress_through_checking_and_storing(researcher, dirs, monkeypatch):
     from annotator import jobs
 
     monkeypatch.setattr(jobs, "PROGRESS_SECONDS", 0)
@@ -117,11 +117,24 @@ def test_an_import_job_reports_the_bytes_read_of_its_size(researcher, dirs, monk
         seen.append(value)
 
     monkeypatch.setattr(jobs._Progress, "__call__", record)
-    data = pairwise_bundle(n_inputs=40)
+    stored = []  # the progress when each batch of inputs is written
+    create = Input.objects.bulk_create
+
+    def bulk_create(objs, *args, **kwargs):
+        stored.append(seen[-1])
+        return create(objs, *args, **kwargs)
+
+    monkeypatch.setattr(Input.objects, "bulk_create", bulk_create)
+    monkeypatch.setattr(services, "BULK", 100)
+    data = pairwise_bundle(n_inputs=1000)
     client = client_of(researcher)
     response = client.post("/api/studies/import/", {"file": upload(data)}, format="multipart")
     polled = client.get(response.json()["url"]).json()
     assert polled["operation"] == "import" and polled["status"] == "done"
-    assert polled["progress"] == polled["size"] == len(data)
-    assert seen and max(seen) == len(data) and all(0 <= v <= len(data) for v in seen)
+    size = len(data)
+    assert polled["size"] == size and polled["progress"] == polled["total"] == 2 * size
+    assert seen == sorted(seen) and all(0 <= v <= 2 * size for v in seen)  # never back
+    # checked whole before the first batch is written; then each batch stored moves it on
+    assert len(stored) == 10 and stored[0] == size
+    assert stored == sorted(set(stored)) and stored[-1] == size + size * 9 // 10
     assert polled["download"] is None

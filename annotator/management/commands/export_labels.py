@@ -1,4 +1,3 @@
-import json
 import sys
 from pathlib import Path
 
@@ -6,15 +5,10 @@ from django.core.management.base import BaseCommand, CommandError
 from rest_framework.exceptions import ValidationError
 
 from annotator.errors import NoJudgeBenchForm
+from annotator.exports import export_chunks
 from annotator.filters import LabelFilter
 from annotator.models import Study
-from annotator.renderers import csv_text, jsonl_lines
-from annotator.selectors import (
-    annotations_for_export,
-    export_rows,
-    study_judgebench_chunks,
-    study_settings,
-)
+from annotator.selectors import annotations_for_export, export_rows, study_settings
 
 
 class Command(BaseCommand):
@@ -62,20 +56,10 @@ class Command(BaseCommand):
         try:
             if format == "hf":
                 return self._hf(study_obj, filterset.qs, directory or output, push_to_hub)
-            rows = export_rows(filterset.qs.iterator(chunk_size=2000))
-            if format == "csv":
-                criteria = list(study_obj.criteria.values_list("name", flat=True))
-                own = study_obj.kind_impl.export_fields(study_obj.kind_options())
-                chunks = csv_text(rows, criteria, own)
-            elif format == "jsonl":
-                chunks = jsonl_lines(rows)
-            elif format == "judgebench":
-                try:
-                    chunks = study_judgebench_chunks(study_obj, filterset.qs)
-                except NoJudgeBenchForm as exc:
-                    raise CommandError(exc.message) from None
-            else:
-                chunks = _json_array(rows)
+            try:
+                chunks = export_chunks(study_obj, format, filterset.qs)
+            except NoJudgeBenchForm as exc:
+                raise CommandError(exc.message) from None
             out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
             try:
                 for chunk in chunks:
@@ -113,10 +97,3 @@ class Command(BaseCommand):
         if repo:  # needs the network and a Hub token (HF_TOKEN); not exercised by the tests
             hf.push_labels(data, repo, (target / "README.md").read_text(encoding="utf-8"))
         self.stderr.write(f"wrote {len(data)} labels to {target}")
-
-
-def _json_array(rows):
-    yield "["
-    for i, row in enumerate(rows):
-        yield ("," if i else "") + "\n" + json.dumps(row, ensure_ascii=False)
-    yield "\n]\n"
