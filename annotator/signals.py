@@ -12,7 +12,10 @@
 - ``study_reconfiguring`` (inside ``services.study_configure``; ``study``, ``edited``,
   ``apply``): a receiver carries the edit to what it keeps when ``apply``, returns notes
   (strings), or raises :class:`~annotator.errors.ConfigRefused` (nothing is saved); with
-  ``apply`` false it only checks.
+  ``apply`` false it only checks;
+- ``collection_changed`` (after commit; ``study_id``): the work released changed, e.g. the
+  protocol decided a round and opened the next or found no more work (the crowd app grows
+  or stops the study's places).
 """
 
 from django.dispatch import Signal
@@ -23,3 +26,4 @@ work_expected = Signal()
 work_imminent = Signal()
 round_summary = Signal()
 study_reconfiguring = Signal()
+collection_changed = Signal()

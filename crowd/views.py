@@ -1,0 +1,98 @@
+"""The hook endpoint Prolific calls, and the admin's Crowd panel."""
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods, require_POST
+
+from . import hooks, services
+from .client import CrowdError
+from .models import CrowdStudy, LedgerEntry
+
+#: Largest hook body accepted.
+MAX_HOOK_BYTES = 64 * 1024
+
+
+@csrf_exempt
+@require_POST
+def prolific_hook(request: HttpRequest, study_id) -> HttpResponse:
+    crowd = get_object_or_404(CrowdStudy, study__public_id=study_id)
+    body = request.body
+    if len(body) > MAX_HOOK_BYTES:
+        return JsonResponse({"error": "too large"}, status=413)
+    try:
+        outcome = hooks.receive(
+            crowd,
+            request.headers.get("X-Prolific-Request-Timestamp", ""),
+            request.headers.get("X-Prolific-Request-Signature", ""),
+            body,
+        )
+    except hooks.Refused as exc:
+        return JsonResponse({"error": str(exc)}, status=exc.status)
+    return JsonResponse({"ok": outcome})
+
+
+ACTIONS = ("publish", "pause", "resume", "sync", "review", "confirm", "bonus", "settle")
+
+
+@staff_member_required
+@require_http_methods(["GET", "POST"])
+def panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """One study's Crowd panel: the remote study, places, spend against the budget,
+    submissions awaiting review with their proposals, the bonus preview, the ledger."""
+    crowd = get_object_or_404(CrowdStudy.objects.select_related("study"), pk=pk)
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action not in ACTIONS:
+            return HttpResponse("Unknown action", status=400)
+        try:
+            _act(request, crowd, action)
+        except CrowdError as exc:
+            messages.error(request, f"{action}: {exc}")
+        return redirect("crowd:panel", pk=crowd.pk)
+    awaiting = crowd.submissions.filter(status=services.AWAITING)
+    return render(
+        request,
+        "crowd/panel.html",
+        {
+            "crowd": crowd,
+            "status": services.status(crowd),
+            "awaiting": awaiting,
+            "submissions": crowd.submissions.exclude(status=services.AWAITING),
+            "preview": services.bonus_preview(crowd),
+            "ledger": crowd.ledger.order_by("-id")[:50],
+            "title": f"Crowd: {crowd.study}",
+        },
+    )
+
+
+def _act(request: HttpRequest, crowd: CrowdStudy, action: str) -> None:
+    if action == "publish":
+        services.publish(crowd, request.build_absolute_uri("/"))
+        messages.success(request, f"Published with {crowd.places} places.")
+    elif action in ("pause", "resume"):
+        services.transition(crowd, "PAUSE" if action == "pause" else "START")
+        messages.success(request, f"Study {crowd.remote_status.lower()}.")
+    elif action == "sync":
+        result = services.sync(crowd)
+        messages.success(request, f"Places {result['places']}.")
+    elif action == "review":
+        n = services.poll(crowd)
+        messages.success(request, f"{n} submissions read; proposals updated.")
+    elif action == "confirm":
+        chosen = request.POST.getlist("submission")
+        subs = crowd.submissions.filter(status=services.AWAITING, pk__in=chosen)
+        done = services.decide(crowd, list(subs))
+        messages.success(request, ", ".join(f"{v} {k}" for k, v in done.items()))
+    elif action == "bonus":
+        entry = services.bonus_pay(crowd)
+        messages.success(
+            request,
+            "No bonuses due." if entry is None else f"Bonuses: {entry.get_state_display()}.",
+        )
+    elif action == "settle":
+        entry = get_object_or_404(LedgerEntry, crowd=crowd, pk=request.POST.get("entry"))
+        services.settle(entry, paid=request.POST.get("paid") == "1")
+        messages.success(request, "Settled.")
