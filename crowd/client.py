@@ -93,6 +93,7 @@ class ProlificClient:
         backoff: Backoff | None = None,
         timeout: float = 20.0,
         sleep=time.sleep,
+        transport: httpx.BaseTransport | None = None,
     ):
         if not token:
             raise CrowdError("No Prolific API token (set HUMEVAL_PROLIFIC_TOKEN or the study's)")
@@ -100,6 +101,7 @@ class ProlificClient:
             base_url=base_url or api_url(),
             headers={"Authorization": f"Token {token}"},
             timeout=timeout,
+            transport=transport,
         )
         self._backoff = backoff or Backoff()
         self._sleep = sleep
