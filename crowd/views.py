@@ -1,6 +1,6 @@
 """The hook endpoint Prolific calls, and the admin's Crowd panel."""
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -57,6 +57,7 @@ def panel(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         "crowd/panel.html",
         {
+            **admin.site.each_context(request),
             "crowd": crowd,
             "status": services.status(crowd),
             "awaiting": awaiting,
