@@ -369,7 +369,6 @@ def record(
     )
     if sub.status == RETURN_REQUESTED and status == AWAITING:
         status = RETURN_REQUESTED  # still awaiting the participant's return
-    changed = sub.status != status
     sub.participant_id = participant or sub.participant_id
     sub.status, sub.study_code = status, code or sub.study_code
     if status == AWAITING and not sub.proposal:
@@ -382,7 +381,7 @@ def record(
             Participation.Status.QUALIFYING,
         ):
             annotator_services.participation_stop(part)
-    if changed and status == AWAITING and crowd.auto_approve and sub.proposal == "approve":
+    if status == AWAITING and crowd.auto_approve and sub.proposal == "approve":
         decide(crowd, [sub])
     return sub
 
@@ -483,7 +482,40 @@ def decide(crowd: CrowdStudy, subs, client: ProlificClient | None = None) -> dic
         if part is not None and sub.proposal in ("approve", "reject"):
             annotator_services.participation_review(part, approved=sub.proposal == "approve")
         done[sub.proposal] += 1
+    group_workers(crowd, client)
     return done
+
+
+def group_workers(crowd: CrowdStudy, client: ProlificClient | None = None) -> list[str]:
+    """Add the study's approved workers to its participant group (``worker_group``), so a
+    later study can exclude them ("no one who did wave 1"); returns those added now."""
+    if not crowd.worker_group:
+        return []
+    grouped = set()
+    for entry in crowd.ledger.filter(action="group", state=LedgerEntry.State.DONE):
+        grouped |= set(entry.detail.get("participants", []))
+    approved = crowd.submissions.filter(status="APPROVED").values_list("participant_id", flat=True)
+    new = sorted(set(approved) - grouped)
+    if not new:
+        return []
+    client = client or client_factory(crowd)
+    digest = hashlib.sha256(",".join(new).encode()).hexdigest()[:32]
+    _ledgered(
+        crowd,
+        "group",
+        f"group:{crowd.pk}:{digest}",
+        lambda d: client.group_add(crowd.worker_group, new),
+        detail={"participants": new},
+    )
+    return new
+
+
+def add_places(crowd: CrowdStudy, extra: int, client: ProlificClient | None = None) -> int:
+    """The researcher's own "add places" (beyond what the protocol asked), within budget."""
+    if extra < 1:
+        raise CrowdError("Add at least one place")
+    set_places(crowd, crowd.places + extra, client)
+    return crowd.places
 
 
 # --- bonuses ---------------------------------------------------------------------------------

@@ -34,7 +34,17 @@ def prolific_hook(request: HttpRequest, study_id) -> HttpResponse:
     return JsonResponse({"ok": outcome})
 
 
-ACTIONS = ("publish", "pause", "resume", "sync", "review", "confirm", "bonus", "settle")
+ACTIONS = (
+    "publish",
+    "pause",
+    "resume",
+    "sync",
+    "add_places",
+    "review",
+    "confirm",
+    "bonus",
+    "settle",
+)
 
 
 @staff_member_required
@@ -49,9 +59,15 @@ def panel(request: HttpRequest, pk: int) -> HttpResponse:
             return HttpResponse("Unknown action", status=400)
         try:
             _act(request, crowd, action)
-        except CrowdError as exc:
+        except CrowdError as exc:  # refused (bad input, budget, the platform): said, 400
             messages.error(request, f"{action}: {exc}")
+            crowd.refresh_from_db()
+            return _panel(request, crowd, status=400)
         return redirect("crowd:panel", pk=crowd.pk)
+    return _panel(request, crowd)
+
+
+def _panel(request: HttpRequest, crowd: CrowdStudy, status: int = 200) -> HttpResponse:
     awaiting = crowd.submissions.filter(status=services.AWAITING)
     return render(
         request,
@@ -66,6 +82,7 @@ def panel(request: HttpRequest, pk: int) -> HttpResponse:
             "ledger": crowd.ledger.order_by("-id")[:50],
             "title": f"Crowd: {crowd.study}",
         },
+        status=status,
     )
 
 
@@ -79,6 +96,12 @@ def _act(request: HttpRequest, crowd: CrowdStudy, action: str) -> None:
     elif action == "sync":
         result = services.sync(crowd)
         messages.success(request, f"Places {result['places']}.")
+    elif action == "add_places":
+        try:
+            extra = int(request.POST.get("extra", ""))
+        except ValueError:
+            raise CrowdError("Give the number of places to add") from None
+        messages.success(request, f"Places {services.add_places(crowd, extra)}.")
     elif action == "review":
         n = services.poll(crowd)
         messages.success(request, f"{n} submissions read; proposals updated.")

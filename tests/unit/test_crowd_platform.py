@@ -237,3 +237,78 @@ def test_the_command_shows_status_and_previews_without_spending(study):
     call_command("crowd", str(study.pk), "bonus", stdout=out)
     assert json.loads(out.getvalue())["amounts"] == {}
     assert not LedgerEntry.objects.exists()
+
+
+class FakeProlific:
+    """Records the calls the services make; answers as Prolific would."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args):
+            self.calls.append((name, *args))
+            return {"id": f"{name}-1", "status": "ACTIVE"}
+
+        return call
+
+
+def test_auto_approve_approves_what_passes_and_groups_the_workers(study):
+    crowd = crowd_of(study, auto_approve=True, worker_group="g-wave1")
+    crowd.remote_id = "s1"
+    crowd.save()
+    fake = FakeProlific()
+    services.client_factory, saved = (lambda c: fake), services.client_factory
+    try:
+        submit(study, "good", 3, ms=20_000)
+        submit(study, "fast", 3, ms=300)
+        services.record(crowd, "sub-good", "good", "AWAITING REVIEW")
+        services.record(crowd, "sub-fast", "fast", "AWAITING REVIEW")
+        services.record(crowd, "sub-good", "good", "AWAITING REVIEW")  # seen again
+    finally:
+        services.client_factory = saved
+    assert fake.calls == [
+        ("submission_approve", "sub-good"),
+        ("group_add", "g-wave1", ["good"]),
+    ]  # the speeder waits for the researcher
+    assert Submission.objects.get(remote_id="sub-fast").status == "AWAITING REVIEW"
+
+
+def test_a_later_wave_excludes_the_earlier_group_and_keeps_prolifics_placeholders(study):
+    crowd = crowd_of(study, exclude_groups=["g-wave1"], device_compatibility=["desktop"])
+    body = services.study_body(crowd, "https://eval.example.org/")
+    assert body["filters"] == [
+        {"filter_id": "participant_group_blocklist", "selected_values": ["g-wave1"]}
+    ]
+    assert body["external_study_url"] == (
+        f"https://eval.example.org/w/{study.public_id}/prolific/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
+        "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+    )
+    assert body["completion_codes"][0] == {
+        "code": "DONE1",
+        "code_type": "COMPLETED",
+        "actions": [{"action": "MANUALLY_REVIEW"}],
+    }
+    assert body["reward"] == 150 and body["estimated_completion_time"] == 5
+
+
+def test_adding_places_beyond_the_budget_is_refused_and_changes_nothing(study):
+    from django.contrib.auth.models import User
+
+    crowd = crowd_of(study, money_budget_cents=1000)  # 200 a place: 5 places
+    crowd.remote_id, crowd.places = "s1", 4
+    crowd.save()
+    User.objects.create_superuser("r", "r@example.org", "pw")
+    web = Client()
+    web.force_login(User.objects.get())
+    url = f"/crowd/panel/{crowd.pk}/"
+    for extra, said in [
+        ("2", "6 places cost more than the money budget"),
+        ("zero", "Give the number of places to add"),
+        ("0", "Add at least one place"),
+    ]:
+        page = web.post(url, {"action": "add_places", "extra": extra})
+        assert page.status_code == 400 and said in page.content.decode()
+        crowd.refresh_from_db()
+        assert crowd.places == 4 and not LedgerEntry.objects.exists()
+    assert web.post(url, {"action": "drop_tables"}).status_code == 400
