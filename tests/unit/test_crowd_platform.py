@@ -312,3 +312,42 @@ def test_adding_places_beyond_the_budget_is_refused_and_changes_nothing(study):
         crowd.refresh_from_db()
         assert crowd.places == 4 and not LedgerEntry.objects.exists()
     assert web.post(url, {"action": "drop_tables"}).status_code == 400
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"kind": "pairwise"},
+        {"kind": "likert"},
+        {"kind": "ranking", "per_item": 3, "allow_tie": False},
+        {"kind": "error_spans", "categories": ["Accuracy"]},
+    ],
+    ids=lambda o: o["kind"],
+)
+def test_places_follow_the_released_work_of_every_kind(options):
+    """Static and adaptive studies of each kind: places = ⌈annotations ÷ items per worker⌉
+    (redundancy 2, 3 items per worker), the adaptive ones from the protocol's ledger."""
+    from protocol.models import ProtocolConfig
+
+    for collection in ("all", "adaptive"):
+        study = annotator_services.study_import(
+            adaptive_bundle(
+                n_inputs=8,
+                systems=("s1", "s2", "s3"),
+                collection=collection,
+                redundancy=2,
+                budget=60,
+                items_per_worker=3,
+                completion_code="C",
+                **options,
+            ),
+            filename="k.jsonl",
+        )
+        crowd = crowd_of(study)
+        if collection == "adaptive":
+            released = ProtocolConfig.objects.get(study=study).committed
+        else:
+            released = 2 * study.items.filter(is_gold=False).count()
+        assert released > 0
+        assert services.wanted_places(crowd) == -(-released // 3), (options, collection)
