@@ -181,6 +181,9 @@ class ProlificClient:
             path, params = (nxt.get("href"), None) if nxt.get("href") else (None, None)
         return results
 
+    def submission(self, submission_id: str) -> dict:
+        return self._call("GET", f"/api/v1/submissions/{submission_id}/")
+
     def submission_approve(self, submission_id: str) -> dict:
         """Prolific makes a repeated transition a no-op."""
         return self._call(

@@ -22,7 +22,7 @@ from annotator.choices import AnnotationSource
 from annotator.invites import PROLIFIC_QUERY
 from annotator.models import Annotation, Item, Participation
 
-from .client import CrowdError, ProlificClient, Uncertain
+from .client import Backoff, CrowdError, ProlificClient, Uncertain
 from .models import CrowdStudy, LedgerEntry, Submission
 
 #: Submission statuses after which the participant holds no work any more.
@@ -42,6 +42,12 @@ RETURN_REQUESTED = "RETURN REQUESTED"
 #: Builds the client for a crowd study (tests swap it; the token never leaves the client).
 client_factory: Callable[[CrowdStudy], ProlificClient] = lambda crowd: ProlificClient(  # noqa: E731
     crowd.token()
+)
+
+
+#: The client of the entry check: one quick try (a worker is waiting for the page).
+entry_client_factory: Callable[[CrowdStudy], ProlificClient] = lambda crowd: ProlificClient(  # noqa: E731
+    crowd.token(), backoff=Backoff(attempts=1), timeout=5.0
 )
 
 
@@ -384,6 +390,34 @@ def record(
     if status == AWAITING and crowd.auto_approve and sub.proposal == "approve":
         decide(crowd, [sub])
     return sub
+
+
+def entry_vouched(crowd: CrowdStudy, participant: str, session: str) -> bool | None:
+    """Whether Prolific knows ``session`` as ``participant``'s submission in the study
+    (answers cached an hour); ``None`` when Prolific cannot be asked (entry goes ahead)."""
+    from django.core.cache import cache
+
+    if not session:
+        return False
+    key = (
+        "crowd-entry:" + hashlib.sha256(f"{crowd.pk}:{participant}:{session}".encode()).hexdigest()
+    )
+    known = cache.get(key)
+    if known is not None:
+        return known
+    try:
+        row = entry_client_factory(crowd).submission(session)
+    except CrowdError as exc:
+        if exc.status in (400, 404):
+            cache.set(key, False, 3600)
+            return False
+        return None  # unreachable or failing: do not lock real participants out
+    vouched = row.get("participant_id") == participant and row.get("study_id") in (
+        None,
+        crowd.remote_id,
+    )
+    cache.set(key, vouched, 3600)
+    return vouched
 
 
 def participation_of(crowd: CrowdStudy, sub: Submission) -> Participation | None:

@@ -239,6 +239,9 @@ def make_handler(token: str, hook_secret: str):
                         {"bulk": bulk["id"], "participant_id": pid, "amount": amount}
                     )
                 return 202, {}
+            if len(parts) == 2 and parts[0] == "submissions" and method == "GET":
+                sub = subs.get(parts[1])
+                return (200, sub) if sub else (404, {"error": {"detail": "Not found."}})
             if len(parts) == 3 and parts[0] == "submissions":
                 sub = subs.get(parts[1])
                 if sub is None:

@@ -351,3 +351,46 @@ def test_places_follow_the_released_work_of_every_kind(options):
             released = 2 * study.items.filter(is_gold=False).count()
         assert released > 0
         assert services.wanted_places(crowd) == -(-released // 3), (options, collection)
+
+
+def test_a_prolific_entry_must_be_the_participants_own_submission(study):
+    """With the study live on Prolific, an entry whose SESSION_ID is not that participant's
+    submission in the study (a guessed or leaked id) is refused and stores nothing; when
+    Prolific cannot be asked, the entry goes ahead."""
+    from django.core.cache import cache
+
+    crowd = crowd_of(study)
+    crowd.remote_id, crowd.remote_status = "s-live", "ACTIVE"
+    crowd.save()
+    known = {"S1": {"id": "S1", "participant_id": "P1", "study_id": "s-live"}}
+    down = {"flag": False}
+
+    class Entry:
+        def submission(self, session):
+            if down["flag"]:
+                raise CrowdError("cannot connect")
+            if session not in known:
+                raise CrowdError("404 Not found", 404)
+            return known[session]
+
+    saved = services.entry_client_factory
+    services.entry_client_factory = lambda c: Entry()
+    cache.clear()
+    try:
+        web = Client()
+        base = f"/w/{study.public_id}/prolific/?STUDY_ID=s-live"
+        for pid, session in [("P1", "forged"), ("P2", "S1"), ("P1", "")]:
+            page = web.get(f"{base}&PROLIFIC_PID={pid}&SESSION_ID={session}")
+            assert page.status_code == 403 and "no such submission" in page.content.decode()
+        assert not Participation.objects.exists()
+        assert web.get(f"{base}&PROLIFIC_PID=P1&SESSION_ID=S1").status_code == 302
+        down["flag"] = True
+        assert Client().get(f"{base}&PROLIFIC_PID=P3&SESSION_ID=S3").status_code == 302
+        ids = set(Participation.objects.values_list("annotator__external_id", flat=True))
+        assert ids == {"P1", "P3"}
+        crowd.remote_status = "COMPLETED"  # a study no longer live on Prolific: no check
+        crowd.save()
+        down["flag"] = False
+        assert Client().get(f"{base}&PROLIFIC_PID=P4&SESSION_ID=x").status_code == 302
+    finally:
+        services.entry_client_factory = saved
