@@ -1,5 +1,6 @@
 """A study's presence on a crowd platform, its spend ledger, its submissions and hooks."""
 
+import math
 from decimal import Decimal
 
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -8,6 +9,7 @@ from django.db import models
 from annotator.models import Study
 
 from . import secrets
+from .client import CrowdError
 
 
 class CrowdStudy(models.Model):
@@ -24,10 +26,17 @@ class CrowdStudy(models.Model):
         default=0, editable=False, help_text="Places last set on the platform."
     )
     reward_cents = models.PositiveIntegerField(
-        help_text="Pay per place (per submission), in cents of the study's currency."
+        null=True,
+        blank=True,
+        help_text="Pay per place (per submission), in cents of the study's currency. Empty: "
+        "from the study's pay per hour and the estimated time.",
     )
     estimated_minutes = models.PositiveIntegerField(
-        validators=[MinValueValidator(1)], help_text="Estimated completion time per place."
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Estimated completion time per place. Empty: items per worker × the "
+        "study's time per item (measured, else expected), rounded up.",
     )
     money_budget_cents = models.PositiveIntegerField(
         help_text="Most the study may spend on the platform, in cents: rewards + bonuses + "
@@ -82,6 +91,27 @@ class CrowdStudy(models.Model):
         return secrets.unseal(self.hook_secret_sealed) or os.environ.get(
             "HUMEVAL_PROLIFIC_HOOK_SECRET", ""
         )
+
+    def terms(self) -> tuple[int, int]:
+        """(estimated minutes, reward in cents) per place: as set, else from the study's
+        cost estimate (time per item × items per worker, at the pay per hour)."""
+        from annotator.workspace import estimate
+
+        minutes, reward = self.estimated_minutes, self.reward_cents
+        if minutes is None or reward is None:
+            study, guess = self.study, estimate(self.study)
+            if minutes is None:
+                if not (guess.seconds_per_item and study.items_per_worker):
+                    raise CrowdError(
+                        "Set the estimated minutes, or the study's expected "
+                        "seconds per item and items per worker"
+                    )
+                minutes = math.ceil(guess.seconds_per_item * study.items_per_worker / 60)
+            if reward is None:
+                if study.pay_per_hour is None:
+                    raise CrowdError("Set the reward, or the study's pay per hour")
+                reward = math.ceil(Decimal(str(study.pay_per_hour)) * 100 * minutes / 60)
+        return minutes, reward
 
     @property
     def fee_rate(self) -> Decimal:

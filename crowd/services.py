@@ -124,7 +124,7 @@ def bonus_cents(crowd: CrowdStudy) -> int:
 
 
 def place_cents(crowd: CrowdStudy) -> int:
-    return crowd.with_fee(crowd.reward_cents)
+    return crowd.with_fee(crowd.terms()[1])
 
 
 def _over_budget(crowd: CrowdStudy, *, extra: int, besides: int | None = None) -> bool:
@@ -198,6 +198,7 @@ def study_done(crowd: CrowdStudy) -> bool:
 def study_body(crowd: CrowdStudy, base_url: str) -> dict:
     """The draft study Prolific is asked to create (its ``POST /api/v1/studies/`` body)."""
     study = crowd.study
+    minutes, reward = crowd.terms()
     url = base_url.rstrip("/") + reverse("annotator:prolific", args=[study.public_id])
     codes = [
         {
@@ -237,8 +238,8 @@ def study_body(crowd: CrowdStudy, base_url: str) -> dict:
         "external_study_url": url + "?" + PROLIFIC_QUERY,
         "prolific_id_option": "url_parameters",
         "completion_codes": codes,
-        "estimated_completion_time": crowd.estimated_minutes,
-        "reward": crowd.reward_cents,
+        "estimated_completion_time": minutes,
+        "reward": reward,
         "total_available_places": 0,
         "device_compatibility": crowd.device_compatibility or ["desktop"],
         "filters": filters,

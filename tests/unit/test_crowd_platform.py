@@ -394,3 +394,22 @@ def test_a_prolific_entry_must_be_the_participants_own_submission(study):
         assert Client().get(f"{base}&PROLIFIC_PID=P4&SESSION_ID=x").status_code == 302
     finally:
         services.entry_client_factory = saved
+
+
+def test_time_and_reward_come_from_the_study_estimate_when_not_set(study):
+    """3 items per worker × 45 s expected = 135 s → 3 minutes; at 12.00 an hour, 60 cents;
+    with neither set, publishing says what to set."""
+    crowd = CrowdStudy.objects.create(study=study, money_budget_cents=10_000)
+    with pytest.raises(CrowdError, match="expected seconds per item"):
+        crowd.terms()
+    study.expected_seconds_per_item = 45
+    study.save()
+    with pytest.raises(CrowdError, match="pay per hour"):
+        crowd.terms()
+    study.pay_per_hour = Decimal("12.00")
+    study.save()
+    assert crowd.terms() == (3, 60)
+    assert services.study_body(crowd, "https://h/")["reward"] == 60
+    assert services.place_cents(crowd) == 80  # 60 + 33 %, rounded up
+    crowd.reward_cents, crowd.estimated_minutes = 150, 5
+    assert crowd.terms() == (5, 150)
