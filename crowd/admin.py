@@ -3,7 +3,9 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from .models import CrowdStudy, LedgerEntry
+from annotator.admin import StudyScopedAdmin
+
+from .models import CrowdStudy
 
 
 class CrowdStudyForm(forms.ModelForm):
@@ -51,7 +53,7 @@ class CrowdStudyForm(forms.ModelForm):
 
 
 @admin.register(CrowdStudy)
-class CrowdStudyAdmin(admin.ModelAdmin):
+class CrowdStudyAdmin(StudyScopedAdmin):
     form = CrowdStudyForm
     list_display = ("study", "platform", "remote_status", "places", "panel_link")
     readonly_fields = ("remote_id", "remote_status", "places", "token_set", "panel_link")
@@ -65,16 +67,3 @@ class CrowdStudyAdmin(admin.ModelAdmin):
         if not obj.pk:
             return "-"
         return format_html('<a href="{}">Crowd panel</a>', reverse("crowd:panel", args=[obj.pk]))
-
-
-@admin.register(LedgerEntry)
-class LedgerEntryAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "crowd", "action", "state", "cents", "key")
-    list_filter = ("action", "state")
-    readonly_fields = [f.name for f in LedgerEntry._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

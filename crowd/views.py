@@ -7,6 +7,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotator.selectors import studies_visible_to
+
 from . import hooks, services
 from .client import CrowdError
 from .models import CrowdStudy, LedgerEntry
@@ -52,8 +54,13 @@ ACTIONS = (
 def panel(request: HttpRequest, pk: int) -> HttpResponse:
     """One study's Crowd panel: the remote study, places, spend against the budget,
     submissions awaiting review with their proposals, the bonus preview, the ledger."""
-    crowd = get_object_or_404(CrowdStudy.objects.select_related("study"), pk=pk)
+    visible = studies_visible_to(request.user)  # being staff grants no study
+    crowd = get_object_or_404(
+        CrowdStudy.objects.select_related("study"), pk=pk, study__in=visible.values("pk")
+    )
     if request.method == "POST":
+        if not request.user.has_perm("crowd.change_crowdstudy"):
+            return HttpResponse("You may not act on this study's crowd platform.", status=403)
         action = request.POST.get("action", "")
         if action not in ACTIONS:
             return HttpResponse("Unknown action", status=400)

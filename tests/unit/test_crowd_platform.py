@@ -413,3 +413,23 @@ def test_time_and_reward_come_from_the_study_estimate_when_not_set(study):
     assert services.place_cents(crowd) == 80  # 60 + 33 %, rounded up
     crowd.reward_cents, crowd.estimated_minutes = 150, 5
     assert crowd.terms() == (5, 150)
+
+
+def test_the_panel_shows_only_the_researchers_own_studies(study):
+    from django.contrib.auth.models import Permission, User
+
+    crowd = crowd_of(study)
+    url = f"/crowd/panel/{crowd.pk}/"
+    stranger = User.objects.create_user("stranger", password="pw", is_staff=True)
+    reader = User.objects.create_user("reader", password="pw", is_staff=True)
+    study.researchers.add(reader)
+    web = Client()
+    web.force_login(stranger)
+    assert web.get(url).status_code == 404  # staff, but not one of the study's researchers
+    web.force_login(reader)
+    assert web.get(url).status_code == 200
+    assert web.post(url, {"action": "publish"}).status_code == 403  # may read, not act
+    reader.user_permissions.add(Permission.objects.get(codename="change_crowdstudy"))
+    web.force_login(User.objects.get(pk=reader.pk))
+    page = web.post(url, {"action": "add_places", "extra": "nope"})
+    assert page.status_code == 400
