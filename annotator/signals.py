@@ -12,7 +12,14 @@
 - ``study_reconfiguring`` (inside ``services.study_configure``; ``study``, ``edited``,
   ``apply``): a receiver carries the edit to what it keeps when ``apply``, returns notes
   (strings), or raises :class:`~annotator.errors.ConfigRefused` (nothing is saved); with
-  ``apply`` false it only checks.
+  ``apply`` false it only checks;
+- ``collection_changed`` (after commit; ``study_id``): the work released changed, e.g. the
+  protocol decided a round and opened the next or found no more work (the crowd app grows
+  or stops the study's places);
+- ``entry_check`` (``study``, ``platform``, ``external_id``, ``session``): a receiver
+  returns ``False`` when the platform does not vouch for the entry (the crowd app asks
+  Prolific whether the session is that participant's submission in the study); the entry
+  is refused and nothing is stored.
 """
 
 from django.dispatch import Signal
@@ -23,3 +30,5 @@ work_expected = Signal()
 work_imminent = Signal()
 round_summary = Signal()
 study_reconfiguring = Signal()
+collection_changed = Signal()
+entry_check = Signal()

@@ -27,6 +27,7 @@ from .errors import (
 from .invites import invite_worker
 from .models import Participation, Study
 from .resilience import retry_on_lost_database
+from .signals import entry_check
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
@@ -216,13 +217,19 @@ def prolific(request: HttpRequest, study_id) -> HttpResponse:
             "The link from Prolific lacks your Prolific ID. Open the study from Prolific again.",
             400,
         )
-    return _start(
-        request,
-        study,
-        platform="prolific",
-        external_id=pid,
-        session=request.GET.get("SESSION_ID", ""),
+    session = request.GET.get("SESSION_ID", "")
+    vouched = entry_check.send_robust(
+        sender=Study, study=study, platform="prolific", external_id=pid, session=session
     )
+    if any(answer is False for _, answer in vouched):  # the platform does not know it
+        return _message(
+            request,
+            "Unknown submission",
+            "Prolific has no such submission of yours in this study. Open the study from "
+            "Prolific again.",
+            403,
+        )
+    return _start(request, study, platform="prolific", external_id=pid, session=session)
 
 
 @require_http_methods(["GET"])

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "annotator",
     "protocol",
     "analysis",
+    "crowd",
 ]
 
 MIDDLEWARE = [
@@ -201,6 +202,8 @@ CELERY_BEAT_SCHEDULE = {
     "release-expired-leases": {"task": "annotator.release_expired_leases", "schedule": _sweep},
     "sweep-unused-entries": {"task": "annotator.sweep_unused_entries", "schedule": _sweep},
     "sweep-job-files": {"task": "annotator.sweep_job_files", "schedule": _sweep},
+    # crowd platforms: places, stop, submissions polled (the fallback for hooks)
+    "crowd-sync": {"task": "crowd.sync_all", "schedule": _sweep},
 }
 CELERY_ACCEPT_CONTENT = ["json"]
 # Queues (docs/reliability.md, "Queues"): round decisions and the lease sweep on "rounds",

@@ -23,6 +23,7 @@ urlpatterns = [
     path("api/", include("analysis.api_urls")),
     path("api/", include("protocol.api_urls")),
     path("api/", include("annotator.api_urls")),
+    path("", include("crowd.urls")),
     path("", include("analysis.urls")),
     path("", include("protocol.urls")),
     path("", include("annotator.urls")),

@@ -18,6 +18,7 @@ from django.utils import timezone
 from annotator.errors import ConfigRefused
 from annotator.models import Input, Item, Output, Study
 from annotator.services import items_create, items_resize
+from annotator.signals import collection_changed
 
 from . import rounds, selectors
 from .correlation import correlation_from_rows
@@ -359,6 +360,7 @@ def round_decide(study_id: int, number: int) -> bool:
         _decide_pairs(study, config, settings, rnd, pairs)
     Round.objects.filter(pk=rnd.pk).update(state=Round.State.DECIDED, decided_at=timezone.now())
     round_open(study, number + 1)
+    transaction.on_commit(lambda: collection_changed.send_robust(sender=Study, study_id=study_id))
     return True
 
 

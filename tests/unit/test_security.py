@@ -27,6 +27,7 @@ from annotator.models import (
     QualificationTest,
     Study,
 )
+from crowd.models import CrowdStudy
 from protocol.models import Decision, Round, SystemPair
 from tests.conftest import ROOT, bundle, pairwise_bundle
 from tests.protocol_sim import adaptive_bundle
@@ -43,7 +44,7 @@ ROLES = (
 )
 #: What a researcher is given in the admin (docs/reliability.md): every permission of the
 #: study apps, none of auth or authtoken.
-RESEARCHER_APPS = ("annotator", "protocol")
+RESEARCHER_APPS = ("annotator", "protocol", "crowd")
 
 
 @pytest.fixture
@@ -95,6 +96,10 @@ def world(db):
     other = services.study_import(
         pairwise_bundle(), filename="b.jsonl", owner=users["other_researcher"]
     )
+    for target in (study, other):  # each on Prolific (crowd/)
+        CrowdStudy.objects.create(
+            study=target, reward_cents=100, estimated_minutes=5, money_budget_cents=1000
+        )
     clients = {"anonymous": Client()}
     for role, name in (("worker", "good"), ("blocked", "bad")):
         client = Client()
@@ -238,6 +243,7 @@ STUDY_PATH = {
     "protocol.systempair": "study",
     "protocol.round": "study",
     "protocol.decision": "round__study",
+    "crowd.crowdstudy": "study",
 }
 #: Only superusers reach these (Django's model permissions, which researchers are not given).
 SUPERUSER_ONLY = {"auth.user", "auth.group", "authtoken.tokenproxy"}
