@@ -8,7 +8,7 @@ systems, systems far apart (the largest set whose every pair all data decide)
 and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
 
     nice -n 10 python bench/protocol_sweep.py [--repeats 4]
-        [--only synthetic|ende|futility|partial-null|bound]
+        [--only synthetic|eight|ende|futility|partial-null|bound]
 
 Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
 insertions / omissions / inversions of the default and of the paper's protocol
@@ -67,10 +67,12 @@ SHARES = (0.25, 0.5, 0.75, 1.0)
 POOLS = (50, 200, 527, 2000)
 
 
-def study_for(share: float, pool: int, seed: int = 1) -> tuple[PreferenceData, str]:
+def study_for(
+    share: float, pool: int, seed: int = 1, systems: tuple[int, ...] = (8, 6, 4, 3)
+) -> tuple[PreferenceData, str]:
     """The synthetic study closest to ``share`` of pairs significant on all data."""
     best: tuple[float, PreferenceData, str] | None = None
-    for n_systems in (8, 6, 4, 3):
+    for n_systems in systems:
         for spread in np.linspace(0.0025, 0.7 / (n_systems - 1), 60):
             data = preference_data_from_scores(synthetic_mqm(n_systems, pool, spread, seed))
             got = float(np.mean(reference_decisions(data) != 0))
@@ -221,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=4)
     p.add_argument(
         "--only",
-        choices=["synthetic", "ende", "futility", "partial-null", "bound"],
+        choices=["synthetic", "eight", "ende", "futility", "partial-null", "bound"],
         default=None,
     )
     p.add_argument("--mqm", default=str(MQM))
@@ -258,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
             null = preference_data_from_scores(synthetic_mqm(n_systems, pool, 0.0, 1))
             name = f"null study, pool {pool} (S={n_systems} s=0)"
             print(row(name, null, args.repeats, overrides), flush=True)
+    if args.only in (None, "eight"):
+        # eight systems at every pool, even where the share needs fewer (issue 29's targets)
+        for share in (1.0, 0.75):
+            for pool in (200, 527):
+                data, how = study_for(share, pool, systems=(8,))
+                name = f"{share:.0%} share, pool {pool}, eight systems ({how})"
+                print(row(name, data, args.repeats, overrides), flush=True)
     if args.only in (None, "ende"):
         wide = load_mqm(args.mqm, list(PAPER_SYSTEMS))
         full = preference_data_from_scores(wide)
