@@ -78,6 +78,7 @@ def test_an_implied_pair_is_closed_with_its_chain_in_the_page_json_and_admin(imp
     page = client.get(f"/studies/{implied_study.pk}/protocol/").content.decode()
     text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page)))
     assert "decided by implication: s1 is better" in text
+    assert "no real difference are decided at most γ = 0.05 of the time over all looks" in text
     assert f"from the decided pairs {chain_text}" in text
     api = client.get(f"/api/studies/{implied_study.pk}/protocol/").json()
     api_row = next(p for p in api["pairs"] if (p["system_a"], p["system_b"]) == (a, b))
