@@ -370,8 +370,8 @@ def partial_order(study: Study) -> dict[str, Any]:
             break
     return {
         "systems": [{"name": names[pk], "layer": layer[pk]} for pk in sorted(names, key=names.get)],
-        "edges": [
-            {"winner": names[w], "loser": names[lo], "implied": imp}
+        "edges": [  # "implied": decided by implication (only on such edges)
+            {"winner": names[w], "loser": names[lo], **({"implied": True} if imp else {})}
             for (w, lo), imp in zip(edges, implied, strict=True)
         ],
     }
