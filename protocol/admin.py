@@ -57,7 +57,9 @@ class SystemPairAdmin(ReadOnly):
     def status(self, obj: SystemPair) -> str:
         """The state in words with why the pair closed (``protocol.outcome.pair_status``)."""
         winner = obj.winner.name if obj.winner_id else None
-        return pair_status(obj.state, obj.evidence.get("outcome"), winner)
+        return pair_status(
+            obj.state, obj.evidence.get("outcome"), winner, obj.evidence.get("implied_by")
+        )
 
 
 @admin.register(Round)

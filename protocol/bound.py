@@ -16,8 +16,14 @@ bound). The inner minimum is exact: backward induction over the label counts (a 
 sequential test with those costs). With ``a`` the paper's own P1(A), a bound above the paper's
 E1[N] means no rule that keeps null pairs at γ matches the paper's Correct at its cost.
 
-``bench/protocol_sweep.py --only bound`` prints it for the paper's protocol
-(docs/protocol.md, "Sweep"). Pure: numpy and scipy only.
+The rule above is told which system is better, so it may spend all of γ in that direction.
+A rule that is not told — the paper's, the default, any real protocol — must keep null pairs
+at γ whichever system wins: :func:`direction_agnostic_bound` is the bound with γ/2 per
+direction, and :func:`prior_bound` the bound for a rule told only a prior over the effect
+(:class:`PriorPair`, H1 a mixture of effects), also at γ/2 per direction.
+
+``bench/protocol_sweep.py --only bound`` prints them for the paper's protocol and the
+default (docs/protocol.md, "Sweep"). Pure: numpy and scipy only.
 """
 
 from __future__ import annotations
@@ -30,7 +36,18 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import betainc, gammaln
 
-__all__ = ["GO_ON", "Pair", "dual_bound", "evaluate", "lagrangian", "optimal_rule", "paper_rule"]
+__all__ = [
+    "GO_ON",
+    "Pair",
+    "PriorPair",
+    "direction_agnostic_bound",
+    "dual_bound",
+    "evaluate",
+    "lagrangian",
+    "optimal_rule",
+    "paper_rule",
+    "prior_bound",
+]
 
 
 @dataclass(frozen=True)
@@ -200,3 +217,61 @@ def dual_bound(pair: Pair, a: float, gamma: float = 0.05) -> tuple[float, float,
     best = min(runs, key=lambda r: r.fun)
     lam, mu = np.exp(np.clip(best.x, -8.0, 25.0))
     return -float(best.fun), float(lam), float(mu)
+
+
+def direction_agnostic_bound(pair: Pair | PriorPair, a: float, gamma: float = 0.05) -> float:
+    """The least ``E1[N]`` of a rule that is not told which system is better, keeps null pairs
+    at γ and reaches Correct ``a`` whichever system wins (each equally likely).
+
+    Such a rule decides a null pair for A with some ``γ_A`` and for B with ``γ_B``, ``γ_A +
+    γ_B ≤ γ``; by symmetry its cost averaged over the two directions is at least
+    ``(B(γ_A) + B(γ_B)) / 2`` with ``B`` the one-sided bound (:func:`dual_bound`), and ``B`` is
+    convex in the level (randomising between two rules mixes their costs and errors), so at
+    least ``B(γ/2)``: the dual bound with γ/2 per direction."""
+    return dual_bound(pair, a, gamma / 2.0)[0]
+
+
+@dataclass(frozen=True)
+class PriorPair:
+    """H1 a mixture: the effect is one of ``pairs`` (same ``n``, draw rate, ``batch``) with
+    probabilities ``weights``; a rule sees the labels only, so it is told only this prior.
+    Has the interface :func:`optimal_rule`, :func:`evaluate` and :func:`dual_bound` use."""
+
+    pairs: tuple[Pair, ...]
+    weights: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        first = self.pairs[0]
+        if any((p.n, p.batch, p.probs[1]) != (first.n, first.batch, first.probs[1]) for p in
+               self.pairs):  # fmt: skip
+            raise ValueError("the effects of a prior need the same pool, batch and draw rate")
+        if len(self.weights) != len(self.pairs) or abs(sum(self.weights) - 1.0) > 1e-9:
+            raise ValueError("one weight per effect, summing to 1")
+
+    @classmethod
+    def over_z(cls, n: int, zs: tuple[float, ...], draw: float = 0.45, batch: int = 10):
+        """Effects with expected z on all data ``zs``, equally likely."""
+        return cls(tuple(Pair.with_z(n, z, draw, batch) for z in zs), (1.0 / len(zs),) * len(zs))
+
+    @property
+    def n(self) -> int:
+        return self.pairs[0].n
+
+    @property
+    def looks(self) -> NDArray[np.int64]:
+        return self.pairs[0].looks
+
+    def log_paths(self, k: int) -> tuple[NDArray, NDArray, NDArray]:
+        lp0, _, ok = self.pairs[0].log_paths(k)
+        parts = [np.log(w) + p.log_paths(k)[1] for p, w in zip(self.pairs, self.weights,
+                                                               strict=True)]  # fmt: skip
+        with np.errstate(divide="ignore"):
+            lp1 = np.logaddexp.reduce(np.stack(parts), axis=0)
+        return lp0, np.where(ok, lp1, -np.inf), ok
+
+
+def prior_bound(prior: PriorPair, a: float, gamma: float = 0.05) -> float:
+    """The least ``E1[N]`` averaged over ``prior`` of a rule told only the prior (not the
+    effect, not the direction) that keeps null pairs at γ and reaches Correct ``a`` averaged
+    over the prior: :func:`direction_agnostic_bound` with H1 the prior's mixture."""
+    return direction_agnostic_bound(prior, a, gamma)

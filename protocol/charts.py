@@ -27,6 +27,8 @@ def partial_order_chart(order: dict[str, Any], width: int = 640) -> dict | None:
     for edge in order["edges"]:
         (x1, y1), (x2, y2) = pos[edge["winner"]], pos[edge["loser"]]
         tip = f"{edge['winner']} beats {edge['loser']}"
+        if edge.get("implied"):
+            tip += " (by implication)"
         shapes.append(line(x1, y1 + box_h / 2, x2, y2 - box_h / 2, tip=tip, arrow=True))
     for name, (x, y) in pos.items():
         w = max(60, 8 * len(name) + 16)

@@ -23,12 +23,17 @@ _CLOSED_UNDECIDED = {
 }
 
 
-def pair_status(state: str, outcome: str | None, winner: str | None = None) -> str:
+def pair_status(
+    state: str, outcome: str | None, winner: str | None = None, chain: list[str] | None = None
+) -> str:
     """A pair's state in words with why it closed, as the dashboard, its JSON and the admin
     show it: ``state`` is ``SystemPair.state``, ``outcome`` the reason the protocol stored
-    (``SystemPair.evidence["outcome"]``), ``winner`` the decided winner's name."""
+    (``SystemPair.evidence["outcome"]``), ``winner`` the decided winner's name, ``chain`` the
+    systems of the decided pairs that imply the order (``evidence["implied_by"]``)."""
     if state == "open":
         return "open: collecting labels"
+    if state == "decided" and outcome == "implied" and winner and chain:
+        return f"decided by implication: {winner} is better ({' > '.join(chain)})"
     if state == "decided":
         return f"decided: {winner} is better" if winner else "decided"
     if state == "equivalent":
@@ -52,6 +57,7 @@ def protocol_outcome(data: dict[str, Any]) -> dict[str, Any] | None:
             {
                 "winner": p["winner"],
                 "loser": p["system_b" if p["winner"] == p["system_a"] else "system_a"],
+                **({"implied_by": p["implied_by"]} if p.get("implied_by") else {}),
             }
             for p in pairs
             if p["state"] == "decided"

@@ -26,6 +26,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import ndtr, ndtri
 
 from .decision import PosteriorDraws, decide, human_posterior, theta_human
+from .implied import null_false_decisions
 
 __all__ = [
     "PooledEffects",
@@ -544,13 +545,17 @@ def null_study_bounds(
     n_studies: int = 100,
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    per_look: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | tuple[NDArray, NDArray, NDArray]:
     """Simulated null studies of the given shape (every system equal; every pair a pool of
     ``n_max`` with ``p> = p< = (1 − draw_rate) / 2``, ``batch`` more labels per pair per look,
     pooling across the pairs on). Per simulated pair: the largest study level at which some
     interim look would decide it (under :func:`blended_level` with ``lone_level``; −inf if
     none, +inf if the lone level alone decides it) while futility has not retired it, and
-    whether the last look (Algorithm 1 on the whole pool) decides it. Shapes (n_studies·P,)."""
+    whether the last look (Algorithm 1 on the whole pool) decides it. Shapes (n_studies·P,).
+    With ``per_look``: that bound at every interim look while the pair is alive (−inf
+    otherwise) and the direction Algorithm 1 says there, shapes (looks, n_studies, P), and
+    the last look's direction for pairs alive to it (0 otherwise), (n_studies, P)."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     ps = np.asarray(pair_systems, dtype=np.int64).reshape(-1, 2)
     _, local = np.unique(ps, return_inverse=True)
@@ -567,6 +572,7 @@ def null_study_bounds(
     top = np.full((n_studies, n_pairs), -np.inf)
     alive = np.ones((n_studies, n_pairs), dtype=bool)
     z = ndtri(1.0 - gamma / 2.0)
+    bounds, directions = [], []
     for j, k in enumerate(looks):
         running += rng.multinomial(steps[j], [pw, draw_rate, pw], size=(n_studies, n_pairs))
         if k == n_max or k < first_early_look(n_max, min_annotations):
@@ -597,10 +603,23 @@ def null_study_bounds(
             )
         bound = np.where(now != 0, bound, -np.inf)
         top = np.where(alive, np.maximum(top, bound), top)
+        if per_look:
+            bounds.append(np.where(alive, bound, -np.inf))
+            directions.append(now.astype(np.int8))
         if n_max - k > batch:  # futility only with more than a batch left
             alive &= ~(p_u > 1.0 - futility)
     last = running.reshape(-1, 3).astype(float)
     final = alive.ravel() & (decide(theta_human(last), gamma) != 0)
+    if per_look:
+        shape = (0, n_studies, n_pairs)
+        last_dir = np.where(alive, decide(theta_human(last), gamma).reshape(alive.shape), 0)
+        return (
+            np.array(bounds).reshape(-1, n_studies, n_pairs) if bounds else np.zeros(shape),
+            np.array(directions, dtype=np.int8).reshape(-1, n_studies, n_pairs)
+            if directions
+            else np.zeros(shape, dtype=np.int8),
+            last_dir.astype(np.int8),
+        )
     return top.ravel(), final
 
 
@@ -617,19 +636,24 @@ def calibrate_study_level(
     n_studies: int = 100,
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
+    implied: bool = False,
 ) -> float:
     """The smallest study level (in [0.5, 1]) whose per-pair false decisions over all looks of
     simulated null studies of this shape (:func:`null_study_bounds`) stay ≤ γ. It is above
     ``lone_level`` where pooling over few systems makes null pairs' predictions overconfident,
-    below it where many pairs pin each other down."""
-    top, final = null_study_bounds(
-        pair_systems, n_max, batch, gamma, lone_level=lone_level, futility=futility,
-        min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=seed,
-        spending=spending,
+    below it where many pairs pin each other down. With ``implied``, pairs the decided pairs
+    order through a chain count as decided too (:func:`protocol.implied.null_false_decisions`)."""
+    kw = dict(
+        lone_level=lone_level, futility=futility, min_annotations=min_annotations,
+        draw_rate=draw_rate, n_studies=n_studies, seed=seed, spending=spending,
     )  # fmt: skip
+    if implied:
+        rate = _implied_rate(pair_systems, n_max, batch, gamma, kw)
+    else:
+        top, final = null_study_bounds(pair_systems, n_max, batch, gamma, **kw)
 
-    def rate(level: float) -> float:
-        return float(np.mean((top >= level) | final))
+        def rate(level: float) -> float:
+            return float(np.mean((top >= level) | final))
 
     lo, hi = 0.5, 1.0
     if rate(hi) > gamma:
@@ -643,3 +667,29 @@ def calibrate_study_level(
         else:
             lo = mid
     return float(hi)
+
+
+def _implied_rate(pair_systems: ArrayLike, n_max: int, batch: int, gamma: float, kw: dict):
+    """The per-pair false-decision rate of null studies at a study level, implied decisions
+    (through chains of direct ones, at any look, the last included) counted."""
+    bounds, directions, last = null_study_bounds(
+        pair_systems, n_max, batch, gamma, per_look=True, **kw
+    )
+    _, local = np.unique(np.asarray(pair_systems, dtype=np.int64), return_inverse=True)
+    local = local.reshape(-1, 2)
+    n_sys = int(local.max()) + 1
+    looks = bounds.shape[0]
+
+    def rate(level: float) -> float:
+        hit = bounds >= level  # (J, B, P)
+        any_hit = hit.any(axis=0) if looks else np.zeros(last.shape, dtype=bool)
+        first = hit.argmax(axis=0) if looks else np.zeros(last.shape, dtype=np.int64)
+        if looks:
+            direction = np.take_along_axis(directions, first[None], axis=0)[0]
+        else:
+            direction = np.zeros(last.shape, dtype=np.int8)
+        direction = np.where(any_hit, direction, last)
+        first_look = np.where(any_hit | (last != 0), first, -1)
+        return float(np.mean(null_false_decisions(first_look, direction, local, n_sys)))
+
+    return rate

@@ -44,7 +44,7 @@ from protocol import rounds
 from protocol.correlation import label_correlation, shared_input_correlation
 from protocol.decision import decide, human_posterior, preferences_from_scores, theta_human
 from protocol.settings import ProtocolSettings
-from protocol.simulation import OUTCOMES, PAPER_SYSTEMS, classify_outcomes, load_mqm
+from protocol.simulation import OUTCOMES, classify_outcomes, load_mqm
 
 __all__ = [
     "ScoreData",
@@ -361,7 +361,7 @@ def loop_once(
             st.pool,
             st.pairs,
             is_open,
-            rounds.ClosedPairs(effect_mean, effect_var, st.pairs),
+            rounds.ClosedPairs(effect_mean, effect_var, st.pairs, final),
             max(budget - spent, 0) * per_annotation,
             settings,
             level=level,
@@ -372,6 +372,7 @@ def loop_once(
         effect_mean[idx], effect_var[idx] = step.effect_mean, step.effect_var
         for outcome in (rounds.DECIDED, rounds.EQUIVALENT, rounds.FUTILE, rounds.EXHAUSTED):
             retired[outcome] += int(np.sum(step.outcome == outcome))
+        retired["decided"] += int(np.sum(step.outcome == rounds.IMPLIED))
         retired["budget"] += int(np.sum(step.outcome == rounds.BUDGET))
         is_open[idx[step.outcome != rounds.OPEN]] = False
     if is_open.any():  # budget spent or nothing more to collect: the last look
@@ -430,7 +431,10 @@ def decide_step(
         level=level,
         systems=pairs[idx],
         closed=rounds.ClosedPairs(
-            effects.effect_mean[shut], effects.effect_var[shut], effects.systems[shut]
+            effects.effect_mean[shut],
+            effects.effect_var[shut],
+            effects.systems[shut],
+            None if effects.decision is None else effects.decision[shut],
         ),
         correlation=corr,
     )
@@ -530,7 +534,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     src.add_argument("--rankings", help="JSONL of rankings: {input, annotator?, ranking}")
     src.add_argument("--null", type=int, metavar="SYSTEMS", help="synthetic equal systems")
     p.add_argument("--null-inputs", type=int, default=300, help="inputs of --null studies")
-    p.add_argument("--systems", nargs="+", default=None, help="MQM systems (default: eleven)")
+    p.add_argument(
+        "--systems", nargs="+", default=None, help="MQM systems (default: as replay --mqm)"
+    )
     how = p.add_mutually_exclusive_group()
     how.add_argument("--rank", type=int, default=None, metavar="K", help="rank K systems")
     how.add_argument("--likert", action="store_true", help="score one output per item")
@@ -564,7 +570,7 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
             out.append(_null_replay(args, settings, kw))
             continue
         if args.mqm:
-            wide = load_mqm(args.mqm, args.systems or list(PAPER_SYSTEMS))
+            wide = load_mqm(args.mqm, args.systems)
             data = score_data_from_wide(wide, args.dead_zone)
             if mode == "rank" and not args.rank:
                 raise ValueError("--mqm needs --rank K or --likert")

@@ -22,6 +22,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .correlation import pool_across_pairs_correlated
 from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
+from .implied import implied_orders
 from .predictive import (
     blended_level,
     calibrate_decision_level,
@@ -39,6 +40,8 @@ from .settings import ProtocolSettings
 OPEN, DECIDED, EQUIVALENT, FUTILE = "open", "decided", "equivalent", "futile"
 #: Closed undecided because the pair's inputs, or the study's budget, are used up.
 EXHAUSTED, BUDGET = "exhausted", "budget"
+#: Decided because decided pairs imply its order (:mod:`protocol.implied`).
+IMPLIED = "implied"
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ class RoundDecision:
     ``"open"``), ``θ``, the posterior mean of ``p``, the predicted outcome on all data
     (``p_a``, ``p_b``, ``p_u``: *a* wins, *b* wins, undecided), the pair's own evidence about
     its effect on the whole pool (``effect_mean``, ``effect_var``; kept for pooling once the
-    pair is closed) and the allocation weight of the next round."""
+    pair is closed) and the allocation weight of the next round; ``chains``: per pair decided
+    by implication (outcome ``"implied"``), the system ids from winner to loser of the
+    decided pairs that imply it (empty for the others)."""
 
     decision: NDArray[np.int8]
     outcome: NDArray[np.str_]
@@ -59,16 +64,20 @@ class RoundDecision:
     p_u: NDArray[np.float64]
     effect_mean: NDArray[np.float64]
     effect_var: NDArray[np.float64]
+    chains: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)
 class ClosedPairs:
     """What closed pairs still tell the pooling model: their own evidence about their pool
-    effect and their two systems (integer ids shared with the open pairs)."""
+    effect and their two systems (integer ids shared with the open pairs); and what was
+    decided (+1 first system wins, −1 second, 0 not decided; None: nothing), from which
+    :func:`decide_round` closes open pairs by implication."""
 
     effect_mean: NDArray[np.float64]
     effect_var: NDArray[np.float64]
     systems: NDArray[np.int64]
+    decision: NDArray[np.int8] | None = None
 
     @classmethod
     def empty(cls) -> ClosedPairs:
@@ -174,11 +183,12 @@ def _study_level(
     draw_rate: float,
     n_studies: int,
     spending: float,
+    implied: bool = False,
 ) -> float:
     return calibrate_study_level(
         np.array(pairs), n_max, batch, gamma, lone_level=lone, futility=futility,
         min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=0,
-        spending=spending,
+        spending=spending, implied=implied,
     )  # fmt: skip
 
 
@@ -223,6 +233,7 @@ def study_level(
         null_draw_rate(human, settings),
         settings.calibration_studies,
         settings.spending,
+        settings.implied,
     )
 
 
@@ -266,6 +277,10 @@ def decide_round(
     ``lone_level``: the level of a pair pooling does not inform — with it, ``level`` is the
     study level of :func:`study_level` and each pair needs
     :func:`~protocol.predictive.blended_level` of the two (None: ``level`` for every pair).
+    With ``settings.implied``, ``systems`` and the closed pairs' ``decision``, a pair not
+    decided now and not equivalent (open, or closing undecided now) whose order the decided
+    pairs (closed ones and those decided now) imply is decided by implication (outcome
+    ``"implied"``, its chain in ``chains``).
     """
     used = np.asarray(used, dtype=np.int64)
     pool = np.asarray(pool, dtype=np.int64)
@@ -325,6 +340,9 @@ def decide_round(
         futile = undecided & early & (remaining > settings.batch) & (p_u > 1.0 - futility)
         outcome[futile] = FUTILE
     weight = 1.0 - np.maximum(np.maximum(p_a, p_b), p_u)
+    chains: tuple[tuple[int, ...], ...] = ()
+    if settings.implied and systems is not None:
+        chains = _imply(decision, outcome, systems, closed)
     return RoundDecision(
         decision,
         outcome.astype(str),
@@ -336,7 +354,31 @@ def decide_round(
         p_u,
         eff_mean,
         eff_var,
+        chains,
     )
+
+
+def _imply(decision, outcome, systems, closed: ClosedPairs | None) -> tuple[tuple[int, ...], ...]:
+    """Decide by implication the pairs not decided now (open, or closing undecided; not
+    equivalent) that the decided pairs order, in place on ``decision`` and ``outcome``; the
+    chains, one per pair of the round (empty if not implied)."""
+    systems = np.asarray(systems, dtype=np.int64).reshape(-1, 2)
+    edges, directions = [systems[decision != 0]], [decision[decision != 0]]
+    if closed is not None and closed.decision is not None:
+        done = np.asarray(closed.decision) != 0
+        edges.append(closed.systems[done])
+        directions.append(np.asarray(closed.decision)[done])
+    chains: list[tuple[int, ...]] = [()] * decision.shape[0]
+    still = np.flatnonzero(np.isin(outcome, (OPEN, FUTILE, EXHAUSTED, BUDGET)))
+    if still.size == 0 or sum(e.shape[0] for e in edges) < 2:
+        return tuple(chains)
+    found = implied_orders(systems[still], np.concatenate(edges), np.concatenate(directions))
+    for j, k in enumerate(still):
+        if found.direction[j]:
+            decision[k] = found.direction[j]
+            outcome[k] = IMPLIED
+            chains[k] = found.chains[j]
+    return tuple(chains)
 
 
 def _effects(eff_mean, eff_var, systems, closed, settings: ProtocolSettings, correlation=None):

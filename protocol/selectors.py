@@ -354,10 +354,11 @@ def partial_order(study: Study) -> dict[str, Any]:
     """Systems and the decided ``winner → loser`` edges, with each system's layer (the
     longest chain of wins above it), for drawing the partial order."""
     names = dict(study.systems.values_list("pk", "name"))
-    edges = []
+    edges, implied = [], []
     for pair in SystemPair.objects.filter(study=study, state=SystemPair.State.DECIDED):
         loser = pair.system_b_id if pair.winner_id == pair.system_a_id else pair.system_a_id
         edges.append((pair.winner_id, loser))
+        implied.append(bool(pair.evidence.get("implied_by")))
     layer = dict.fromkeys(names, 0)
     for _ in range(len(names)):  # longest path in a DAG by relaxation
         changed = False
@@ -369,7 +370,10 @@ def partial_order(study: Study) -> dict[str, Any]:
             break
     return {
         "systems": [{"name": names[pk], "layer": layer[pk]} for pk in sorted(names, key=names.get)],
-        "edges": [{"winner": names[w], "loser": names[lo]} for w, lo in edges],
+        "edges": [  # "implied": decided by implication (only on such edges)
+            {"winner": names[w], "loser": names[lo], **({"implied": True} if imp else {})}
+            for (w, lo), imp in zip(edges, implied, strict=True)
+        ],
     }
 
 
@@ -408,7 +412,10 @@ def dashboard(study: Study) -> dict[str, Any]:
                     pair.state,
                     pair.evidence.get("outcome"),
                     pair.winner.name if pair.winner else None,
+                    pair.evidence.get("implied_by"),
                 ),
+                # decided by implication: the chain of decided pairs, winner first
+                "implied_by": pair.evidence.get("implied_by"),
                 "predicted": _predicted(pair),
                 "decided_in_round": pair.decided_in_round,
             }

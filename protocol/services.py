@@ -463,17 +463,20 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     state_of = {
         rounds.OPEN: SystemPair.State.OPEN,
         rounds.DECIDED: SystemPair.State.DECIDED,
+        rounds.IMPLIED: SystemPair.State.DECIDED,
         rounds.EQUIVALENT: SystemPair.State.EQUIVALENT,
         rounds.FUTILE: SystemPair.State.EXHAUSTED,
         rounds.EXHAUSTED: SystemPair.State.EXHAUSTED,
         rounds.BUDGET: SystemPair.State.EXHAUSTED,
     }
+    name_of = dict(study.systems.values_list("pk", "name"))
+    pk_of = {i: pk for pk, i in system_ids.items()}
     decisions = []
     for k, pair in enumerate(pairs):
         outcome = str(result.outcome[k])
         pair.state = state_of[outcome]
         pair.theta = float(result.theta[k])
-        if outcome == rounds.DECIDED:
+        if pair.state == SystemPair.State.DECIDED:
             pair.winner_id = pair.system_a_id if result.decision[k] > 0 else pair.system_b_id
         if pair.state != SystemPair.State.OPEN:
             pair.decided_in_round = rnd.number
@@ -491,6 +494,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
                 "undecided": round(float(result.p_u[k]), 4),
             },
             "outcome": outcome,
+            # decided by implication: the systems of the decided pairs implying it, winner first
+            **(
+                {"implied_by": [name_of[pk_of[i]] for i in result.chains[k]]}
+                if result.chains and result.chains[k]
+                else {}
+            ),
             "round": rnd.number,
             "used": int(used[k]),
             "pool": int(pool[k]),
@@ -536,7 +545,7 @@ def _closed_pairs(
         p
         for p in SystemPair.objects.filter(study=study)
         .exclude(state=SystemPair.State.OPEN)
-        .only("system_a_id", "system_b_id", "evidence", "decided_in_round")
+        .only("system_a_id", "system_b_id", "winner_id", "evidence", "decided_in_round")
         .order_by("pk")
         if "effect" in p.evidence
     ]
@@ -549,7 +558,11 @@ def _closed_pairs(
         ],
         dtype=float,
     )
-    return rounds.ClosedPairs(arr[:, 2], arr[:, 3], arr[:, :2].astype(np.int64)), closed
+    decided = np.array(
+        [(p.winner_id == p.system_a_id) - (p.winner_id == p.system_b_id) for p in closed],
+        dtype=np.int8,
+    )
+    return rounds.ClosedPairs(arr[:, 2], arr[:, 3], arr[:, :2].astype(np.int64), decided), closed
 
 
 def _correlation(

@@ -58,6 +58,10 @@ class ProtocolSettings:
     min_annotations: int = 30
     #: Predict from all pairs through δ_ab = q_a − q_b + e_ab; False: each pair on its own.
     pooling: bool = True
+    #: Close a pair whose order the decided pairs imply (A > B and B > C decided: A > C) as
+    #: decided by implication, with the chain; the study-level calibration counts such
+    #: decisions of null pairs as false ones. False: every pair needs its own labels.
+    implied: bool = True
     #: Retire as equivalent when P(|p> − p<| < rope_delta) > 1 − γ (0 disables).
     rope_delta: float = 0.05
     #: "adaptive": a round's batch × open pairs goes where outcomes are least settled;

@@ -51,6 +51,9 @@ __all__ = [
     "classify_outcomes",
     "frame_from_judgebench",
     "load_mqm",
+    "mqm_systems",
+    "null_decisions",
+    "null_like",
     "parse_mixture_matrix",
     "preference_data_from_frame",
     "preference_data_from_scores",
@@ -114,17 +117,42 @@ class PreferenceData:
         return np.array([[np.sum(lab == c) for c in LABELS] for lab in self.labels])
 
 
+#: ``mqm_systems``: a system is kept when rated on at least this share of the segments of the
+#: most-rated system (systems rated on a few segments would shrink the common pool).
+ENOUGH_SEGMENTS = 0.5
+
+
+def _read_mqm(path: str | Path) -> pd.DataFrame:
+    df = pd.read_csv(path, sep=r"\s+", na_values=["None"], dtype={"system": str})
+    return df.pivot_table(index="seg_id", columns="system", values="mqm_avg_score", aggfunc="mean")
+
+
+def mqm_systems(path: str | Path, share: float = ENOUGH_SEGMENTS) -> tuple[list[str], dict]:
+    """The systems a replay of an MQM file takes when none are named: the paper's eleven if
+    the file has them all (WMT21 en-de), else every system rated on at least ``share`` of
+    the segments of the most-rated one. Also the segments rated per system, every system."""
+    wide = _read_mqm(path)
+    rated = {str(k): int(v) for k, v in wide.notna().sum().items()}
+    if all(s in rated for s in PAPER_SYSTEMS):
+        return list(PAPER_SYSTEMS), rated
+    most = max(rated.values(), default=0)
+    chosen = sorted(s for s, n in rated.items() if n > 0 and n >= share * most)
+    if len(chosen) < 2:
+        raise ValueError(f"fewer than two systems rated on enough segments: {rated}")
+    return chosen, rated
+
+
 def load_mqm(path: str | Path, systems: Sequence[str] | None = None) -> pd.DataFrame:
     """Read the WMT21 MQM TSV (``system mqm_avg_score seg_id``, whitespace separated, ``None`` =
     not rated) into a wide frame ``seg_id x system`` holding only segments rated for every chosen
-    system (Appendix C.3)."""
-    df = pd.read_csv(path, sep=r"\s+", na_values=["None"], dtype={"system": str})
-    wide = df.pivot_table(index="seg_id", columns="system", values="mqm_avg_score", aggfunc="mean")
-    if systems:
-        missing = [s for s in systems if s not in wide.columns]
-        if missing:
-            raise ValueError(f"systems not in the data: {missing}; have {sorted(wide.columns)}")
-        wide = wide[list(systems)]
+    system (Appendix C.3); ``systems`` None: :func:`mqm_systems`."""
+    wide = _read_mqm(path)
+    if not systems:
+        systems = mqm_systems(path)[0]
+    missing = [s for s in systems if s not in wide.columns]
+    if missing:
+        raise ValueError(f"systems not in the data: {missing}; have {sorted(wide.columns)}")
+    wide = wide[list(systems)]
     return wide.dropna(axis=0, how="any").sort_index()
 
 
@@ -321,6 +349,8 @@ class ReplayResult:
     rounds: int
     retired: dict[str, int]
     used: NDArray[np.int64] | None = None
+    #: Pairs decided by implication: pair index → chain of system indices, winner first.
+    implied: dict[int, tuple[int, ...]] | None = None
 
     @property
     def fraction_used(self) -> float:
@@ -357,7 +387,10 @@ def replay_once(
     final = np.zeros(n_pairs, dtype=np.int8)
     p_prot = np.full((n_pairs, 3), 1.0 / 3.0)
     is_open = np.ones(n_pairs, dtype=bool)
-    retired = {"decided": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0}
+    retired = {
+        "decided": 0, "implied": 0, "equivalent": 0, "futile": 0, "exhausted": 0, "budget": 0
+    }  # fmt: skip
+    implied: dict[int, tuple[int, ...]] = {}
     level = settings.decision_level
     lone = None
     futility = None
@@ -390,7 +423,7 @@ def replay_once(
                 settings, systems, int(pools.max()), settings.batch, post.human_counts, lone
             )
         shut = np.flatnonzero(~is_open)
-        closed = rounds.ClosedPairs(effect_mean[shut], effect_var[shut], systems[shut])
+        closed = rounds.ClosedPairs(effect_mean[shut], effect_var[shut], systems[shut], final[shut])
         step = rounds.decide_round(
             post,
             used[idx],
@@ -408,8 +441,13 @@ def replay_once(
         weights[idx] = step.weight
         effect_mean[idx] = step.effect_mean
         effect_var[idx] = step.effect_var
-        for outcome in (rounds.DECIDED, rounds.EQUIVALENT, rounds.FUTILE, rounds.EXHAUSTED):
+        for outcome in (
+            rounds.DECIDED, rounds.IMPLIED, rounds.EQUIVALENT, rounds.FUTILE, rounds.EXHAUSTED
+        ):  # fmt: skip
             retired[outcome] += int(np.sum(step.outcome == outcome))
+        for j, chain in enumerate(step.chains):
+            if chain:
+                implied[int(idx[j])] = chain
         is_open[idx[step.outcome != rounds.OPEN]] = False
         retired["budget"] += int(np.sum(step.outcome == rounds.BUDGET))
 
@@ -417,7 +455,9 @@ def replay_once(
     outcomes = classify_outcomes(ref, final)
     p_hum = posterior_mode_p(data.counts())
     kld = float(np.mean(kl_divergence(p_prot, p_hum)))
-    return ReplayResult(final, outcomes, kld, int(used.sum()), total_pool, n_rounds, retired, used)
+    return ReplayResult(
+        final, outcomes, kld, int(used.sum()), total_pool, n_rounds, retired, used, implied
+    )
 
 
 def replay(
@@ -454,6 +494,8 @@ def replay(
     summary["annotations"] = float(np.mean([r.fraction_used for r in runs]))
     summary["annotations_sd"] = float(np.std([r.fraction_used for r in runs]))
     summary["correct_sd"] = float(np.std([np.mean(r.outcomes == "correct") for r in runs]))
+    # pairs decided by implication (decided pairs ordered them), a share of all pairs
+    summary["implied"] = float(np.mean([r.retired.get("implied", 0) / data.n_pairs for r in runs]))
     s = asdict(settings)
     return {
         "protocol": "paper" if settings.paper else "default",
@@ -476,6 +518,9 @@ def replay(
                 "annotations": r.fraction_used,
                 "rounds": r.rounds,
                 "retired": r.retired,
+                "implied": [
+                    [data.systems[i] for i in chain] for chain in (r.implied or {}).values()
+                ],
             }
             for r in runs
         ],
@@ -492,11 +537,47 @@ def replay(
     }
 
 
+def null_like(data: PreferenceData, seed: int) -> PreferenceData:
+    """A null study of the same shape: every pair's pool the same size, its labels drawn
+    with ``p> = p<`` and the data's share of draws (every system equal)."""
+    rng = np.random.default_rng(seed)
+    counts = data.counts()
+    draw = float(counts[:, 1].sum() / max(counts.sum(), 1))
+    p = [(1 - draw) / 2, draw, (1 - draw) / 2]
+    labels = tuple(
+        rng.choice(np.array(LABELS, dtype=np.int8), size=len(lab), p=p) for lab in data.labels
+    )
+    return PreferenceData(data.systems, data.pairs, labels, data.inputs)
+
+
+def null_decisions(
+    data: PreferenceData, settings: ProtocolSettings, *, repeats: int = 20, seed: int = 0
+) -> dict[str, float]:
+    """The protocol on ``repeats`` null studies of the data's shape (:func:`null_like`): the
+    share of null pairs it decides (every such decision is false; implied ones included),
+    with its standard error, and the share decided by implication."""
+    decided, implied = [], []
+    for r, child in enumerate(np.random.default_rng(seed).spawn(repeats)):
+        res = replay_once(null_like(data, seed * 1000 + r), settings, child)
+        decided.append(np.mean(res.decisions != 0))
+        implied.append(res.retired.get("implied", 0) / data.n_pairs)
+    rate = float(np.mean(decided))
+    n = repeats * data.n_pairs
+    return {
+        "decided": rate,
+        "decided_se": float(np.sqrt(max(rate * (1 - rate), 1e-12) / n)),
+        "implied": float(np.mean(implied)),
+        "repeats": repeats,
+    }
+
+
 def render_table(results: Sequence[dict[str, Any]] | dict[str, Any]) -> str:
     """The paper's table (Tables 3 and 5): Corr. Inv. Omi. Ins. KLD Ann., one row per result."""
     rows = [results] if isinstance(results, dict) else list(results)
     head = f"{'protocol':<10} {'batch':>5} {'metric':>6} {'Corr.':>6} {'Inv.':>6} {'Omi.':>6} "
-    head += f"{'Ins.':>6} {'KLD':>6} {'Ann.':>6}"
+    head += f"{'Ins.':>6} {'KLD':>6} {'Ann.':>6} {'Impl.':>6}"
+    if any("null" in r for r in rows):
+        head += f" {'Null':>6}"
     lines = [head, "-" * len(head)]
     for r in rows:
         s = r["summary"]
@@ -504,7 +585,8 @@ def render_table(results: Sequence[dict[str, Any]] | dict[str, Any]) -> str:
             f"{r['protocol']:<10} {r['settings']['batch']:>5} "
             f"{'yes' if r['metric_mu'] else 'no':>6} {s['correct']:>6.2f} "
             f"{s['inversion']:>6.2f} {s['omission']:>6.2f} {s['insertion']:>6.2f} "
-            f"{s['kld']:>6.3f} {s['annotations']:>6.2f}"
+            f"{s['kld']:>6.3f} {s['annotations']:>6.2f} {s.get('implied', 0.0):>6.2f}"
+            + (f" {r['null']['decided']:>6.3f}" if "null" in r else "")
         )
     return "\n".join(lines)
 
@@ -528,7 +610,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         "--systems",
         nargs="+",
         default=None,
-        help="systems to compare (MQM; default: the paper's eleven)",
+        help="systems to compare (MQM; default: the paper's eleven if the file has them, "
+        "else every system rated on at least half the segments of the most-rated one)",
     )
     p.add_argument(
         "--inputs",
@@ -565,6 +648,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument(
         "--no-pooling", action="store_true", help="predict each pair from its own labels only"
     )
+    p.add_argument(
+        "--null",
+        action="store_true",
+        help="also run the protocol on --repeats null studies of the data's shape and report "
+        "the share of null pairs it decides (false decisions, implied ones included)",
+    )
+    p.add_argument(
+        "--no-implied", action="store_true", help="do not close pairs the decided pairs order"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     return p
 
@@ -581,7 +673,7 @@ def _rate_or_off(value: str) -> float | str:
 
 def _load_from_args(args: argparse.Namespace) -> PreferenceData:
     if args.mqm:
-        wide = load_mqm(args.mqm, args.systems or list(PAPER_SYSTEMS))
+        wide = load_mqm(args.mqm, args.systems)
         data = preference_data_from_scores(wide, args.dead_zone)
     elif args.frame:
         data = preference_data_from_frame(pd.read_csv(args.frame))
@@ -628,8 +720,13 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
             overrides["decision_level"] = args.level
         if args.no_pooling:
             overrides["pooling"] = False
+        if args.no_implied:
+            overrides["implied"] = False
         settings = replace(base, **overrides)
-        out.append(replay(data, settings, repeats=args.repeats, seed=args.seed, mu=mu))
+        result = replay(data, settings, repeats=args.repeats, seed=args.seed, mu=mu)
+        if args.null:
+            result["null"] = null_decisions(data, settings, repeats=args.repeats, seed=args.seed)
+        out.append(result)
     return out
 
 

@@ -275,7 +275,9 @@ def test_a_futile_pair_reads_retired_in_the_page_its_json_and_the_admin(retired_
     assert (futile["state"], futile["outcome"]) == ("exhausted", "futile")
     assert futile["status"] == STOPPED
     for p in data["pairs"]:
-        assert p["status"] == pair_status(p["state"], p["outcome"], p["winner"])
+        assert p["status"] == pair_status(
+            p["state"], p["outcome"], p["winner"], p.get("implied_by")
+        )
     client = boss_client()
     page = client.get(f"/studies/{finished_study.pk}/protocol/").content.decode()
     cells = [

@@ -24,6 +24,7 @@ BIG = 10**12
 STATE = {
     rounds.OPEN: "open",
     rounds.DECIDED: "decided",
+    rounds.IMPLIED: "decided",
     rounds.EQUIVALENT: "equivalent",
     rounds.FUTILE: "exhausted",
     rounds.EXHAUSTED: "exhausted",
@@ -133,7 +134,8 @@ def assert_the_replay_decides_alike(
     row_of = {(p.system_a_id, p.system_b_id): j for j, p in enumerate(pairs)}
     is_open = np.ones(len(pairs), dtype=bool)
     closed_in = np.full(len(pairs), BIG)
-    effects = rounds.ClosedPairs(np.zeros(len(pairs)), np.ones(len(pairs)), systems)
+    decisions = np.zeros(len(pairs), dtype=np.int8)  # what was decided, for implications
+    effects = rounds.ClosedPairs(np.zeros(len(pairs)), np.ones(len(pairs)), systems, decisions)
     kept = {p.pk: p.evidence for p in pairs}  # each pair's last look, with its prediction
     compared = 0
     decided = Round.objects.filter(study=study, state="decided").order_by("number")
@@ -175,6 +177,7 @@ def assert_the_replay_decides_alike(
                 compared += 1
         effects.effect_mean[idx] = step.effect_mean
         effects.effect_var[idx] = step.effect_var
+        decisions[idx] = step.decision
         closing = idx[step.outcome != rounds.OPEN]
         is_open[closing] = False
         closed_in[closing] = rnd.number

@@ -53,7 +53,9 @@ class Command(BaseCommand):
         parser.add_argument("--likert", action="store_true",
                             help="MQM: each annotation scores one output")  # fmt: skip
         parser.add_argument("--systems", help="comma-separated systems (MQM; default: the "
-                            "paper's eleven)")  # fmt: skip
+                            "paper's eleven if the file has them, else every system rated "
+                            "on at least half the segments of the most-rated one, "
+                            "printed)")  # fmt: skip
         parser.add_argument("--inputs", type=int, default=None,
                             help="replay on N inputs drawn with --seed")  # fmt: skip
         parser.add_argument("--batch", type=int, nargs="+", default=[10], help="N per round")
@@ -67,9 +69,16 @@ class Command(BaseCommand):
                             f"rows ';', e.g. {simulation.PAPER_MU!r}")  # fmt: skip
         parser.add_argument("--dead-zone", type=float, default=0.0)
         parser.add_argument("--paper", action="store_true", help="Algorithm 2 exactly")
+        parser.add_argument("--null", action="store_true",
+                            help="also replay null studies of the data's shape: the share of "
+                            "null pairs decided (false decisions, implied too)")  # fmt: skip
+        parser.add_argument("--no-implied", action="store_true",
+                            help="do not close pairs that decided pairs order")  # fmt: skip
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
+        if options["mqm"] and not options["systems"] and not options["json"]:
+            self._say_systems(options["mqm"])
         if options["rankings"] or options["rank"] or options["likert"]:
             return self._loop(options)
         frame_path = options["frame"]
@@ -91,6 +100,18 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(results if len(results) > 1 else results[0], indent=2))
         else:
             self.stdout.write(simulation.render_table(results))
+
+    def _say_systems(self, path: str) -> None:
+        """Which systems a replay of an MQM file takes when none are named, and which not."""
+        try:
+            chosen, rated = simulation.mqm_systems(path)
+        except (OSError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        left = [f"{s} ({n} segments)" for s, n in sorted(rated.items()) if s not in chosen]
+        self.stdout.write(
+            f"Systems ({len(chosen)}): {', '.join(chosen)}"
+            + (f"; left out, rated on too few segments: {', '.join(left)}" if left else "")
+        )
 
     def _loop(self, options: dict) -> None:
         """Rankings or scores, one annotation serving several pairs (protocol.ranking_sim)."""
@@ -142,4 +163,8 @@ class Command(BaseCommand):
             argv += ["--mu", options["mu"]]
         if options["paper"]:
             argv.append("--paper")
+        if options["null"]:
+            argv.append("--null")
+        if options["no_implied"]:
+            argv.append("--no-implied")
         return argv

@@ -90,3 +90,99 @@ def test_no_rule_at_gamma_matches_the_papers_correct_at_its_cost_on_a_two_system
     clear = Pair.with_z(200, 8.0)
     clear_paper = evaluate(clear, paper_rule(clear))
     assert dual_bound(clear, clear_paper["p1_a"])[0] < 1.05 * clear_paper["e1_n"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the bound for rules not told the direction (γ/2 per direction) and told only a prior
+# ---------------------------------------------------------------------------------------------
+
+
+def _lp_least_cost(pair, gamma: float, a: float, *, both_directions: bool) -> float:
+    """The least E1[N] over all randomised rules on the label counts, by linear program:
+    per look and counts (W, L), the probability mass (under the average of H0 and H1, so
+    coefficients stay near 1) of the label sequences that decide A, decide B, retire or go
+    on. ``both_directions``: H1 is "A better" or its mirror "B better", equally likely, and
+    Correct is the chance of deciding the better one; otherwise H1 is "A better" only."""
+    from scipy.optimize import linprog
+    from scipy.sparse import lil_matrix
+
+    from protocol.bound import _sequences
+
+    looks = [int(k) for k in pair.looks]
+    index, n_var, probs = [], 0, []
+    for k in looks:
+        w, l = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+        states = [(int(i), int(j)) for i, j in zip(*np.nonzero(w + l <= k), strict=True)]
+        index.append({s: n_var + 4 * i for i, s in enumerate(states)})  # A, B, retire, go on
+        n_var += 4 * len(states)
+        lp0, lp1, _ = pair.log_paths(k)
+        p0, p1 = np.exp(lp0), np.exp(lp1)
+        p1_b = p1.T if both_directions else np.zeros_like(p1)
+        h1 = 0.5 * (p1 + p1_b) if both_directions else p1
+        probs.append((p0, p1, p1_b, h1, 0.5 * (p0 + h1)))  # per label sequence
+    cost, p0_row, p1_row = np.zeros(n_var), np.zeros(n_var), np.zeros(n_var)
+    eq = lil_matrix((sum(len(ix) for ix in index), n_var))
+    rhs, row = [], 0
+    half = 0.5 if both_directions else 1.0
+    for j, k in enumerate(looks):
+        p0, p1, p1_b, h1, mix = probs[j]
+        step_next = looks[j + 1] - k if j + 1 < len(looks) else 0
+        kernel = _sequences(k if j == 0 else k - looks[j - 1])
+        for (w, l), v in index[j].items():
+            m = mix[w, l]
+            p0_row[v] = p0_row[v + 1] = p0[w, l] / m
+            p1_row[v] = half * p1[w, l] / m
+            p1_row[v + 1] = 0.5 * p1_b[w, l] / m
+            cost[v + 3] = step_next * h1[w, l] / m
+            eq[row, v : v + 4] = 1.0
+            if j == 0:
+                rhs.append(kernel[w, l] * m)
+            else:
+                rhs.append(0.0)
+                before = probs[j - 1][4]
+                for dw, dl in zip(*np.nonzero(kernel), strict=True):
+                    src = index[j - 1].get((w - int(dw), l - int(dl)))
+                    if src is not None:
+                        ratio = m / before[w - dw, l - dl]
+                        eq[row, src + 3] -= kernel[dw, dl] * ratio
+            row += 1
+    bounds = [(0, None)] * n_var
+    for v in index[-1].values():
+        bounds[v + 3] = (0, 0)
+    res = linprog(
+        cost, A_ub=np.vstack([p0_row, -p1_row]), b_ub=[gamma, -a], A_eq=eq.tocsr(), b_eq=rhs,
+        bounds=bounds, method="highs",
+    )  # fmt: skip
+    assert res.status == 0, res.message
+    return looks[0] + res.fun
+
+
+@pytest.mark.parametrize("z", [2.5, 4.0])
+def test_the_direction_agnostic_bound_is_the_least_cost_of_rules_not_told_the_direction(z):
+    # pool 30, looks every 10: the linear program over every randomised rule that must serve
+    # "A better" and "B better" alike with γ in all equals the dual bound at γ/2 per direction
+    from protocol.bound import direction_agnostic_bound
+
+    pair = Pair(30, Pair.with_z(30, z).probs, 10)
+    a = evaluate(pair, paper_rule(pair))["p1_a"] * 0.97
+    agnostic = direction_agnostic_bound(pair, a)
+    lp = _lp_least_cost(pair, 0.05, a, both_directions=True)
+    assert agnostic == pytest.approx(lp, rel=2e-3)
+    # and told the direction, the rule may spend all of γ one way: the one-sided bound
+    one_sided = dual_bound(pair, a)[0]
+    lp_one_sided = _lp_least_cost(pair, 0.05, a, both_directions=False)
+    assert one_sided == pytest.approx(lp_one_sided, rel=2e-3)
+    assert one_sided < agnostic
+
+
+def test_the_prior_bound_is_the_least_cost_of_a_rule_told_only_a_prior_over_z():
+    from protocol.bound import PriorPair, prior_bound
+
+    prior = PriorPair.over_z(30, (2.5, 4.0, 6.0))
+    a = 0.9
+    bound = prior_bound(prior, a)
+    assert bound == pytest.approx(_lp_least_cost(prior, 0.05, a, both_directions=True), rel=2e-3)
+    # a rule told the direction too pays less: the one-sided bound of the same prior
+    assert dual_bound(prior, a)[0] < bound
+    with pytest.raises(ValueError):
+        PriorPair((Pair.with_z(30, 3.0), Pair.with_z(40, 3.0)), (0.5, 0.5))
