@@ -554,6 +554,7 @@ def judge_rating_record(
     score: float | None = None,
     label: str = "",
     parse_ok: bool = True,
+    proposal: dict | None = None,
 ) -> bool:
     """Store one rating made by ``run_judge`` (:mod:`annotator.judging`); ``False`` when the
     same (judge, input, systems, criterion, sample) is already stored, e.g. by a concurrent
@@ -579,6 +580,7 @@ def judge_rating_record(
                 score=score,
                 label=label,
                 parse_ok=parse_ok,
+                proposal=proposal,
             )
     except IntegrityError:
         if JudgeRating.objects.filter(**key).exists():

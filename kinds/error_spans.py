@@ -269,6 +269,8 @@ class ErrorSpans(Kind):
     scored = True
     adaptive = True
     answer_reads_outputs = True
+    #: ``run_judge`` asks a judge for proposed error spans (annotator.judging).
+    judge_proposes_spans = True
     export_scores = False  # the score is the export's own ``score`` column
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
