@@ -33,7 +33,7 @@ from django.utils import timezone
 
 import kinds
 
-from . import importers, ratings, selectors
+from . import importers, ratings, selectors, span_prefill
 from .choices import AnnotationSource, AssignmentState
 from .errors import (
     AssignmentExpired,
@@ -1361,7 +1361,7 @@ def _submit_locked(
             "your answer was not stored. Continue with the next task."
         )
     study = part.study
-    opts = study.kind_options()
+    opts = span_prefill.answer_options(study, assignment.item, study.kind_options())
     outputs = [o.text for o in assignment.item.output_list()] if kind.answer_reads_outputs else ()
     try:
         answer = kind.parse_answer(opts, assignment.display_order, data, outputs=outputs)
