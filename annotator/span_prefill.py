@@ -56,6 +56,7 @@ def answer_options(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, 
 
 
 def page_context(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any]:
-    """The task page's ``span_suggestions`` (a list; absent without prefill)."""
+    """The task page's ``span_prefill`` (true) and ``span_suggestions`` (a list; both absent
+    without prefill)."""
     what = shown(study, item, opts)
-    return {} if what is None else {"span_suggestions": what["spans"]}
+    return {} if what is None else {"span_prefill": True, "span_suggestions": what["spans"]}
