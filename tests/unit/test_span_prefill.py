@@ -133,3 +133,39 @@ def test_without_prefill_the_answer_is_unchanged():
     assert answer == {"spans": [span(4, 7, "minor", category=None)], "score": 60}
     with pytest.raises(AnswerError, match="unknown field"):
         parse(o, [span(4, 7, "minor", origin="worker")])
+
+
+def test_the_report_block_from_stored_answers():
+    """A worked example: 3 suggestions (1 accepted, 1 edited, 1 deleted), 2 spans the workers
+    added; F1 judge vs final 0.5 and 1 (mean 0.75); with suggestions 1.5 spans and score 55,
+    without (control) 0.5 spans and score 80."""
+    from analysis.prefill_report import prefill_block
+
+    def s(start, end, severity, origin, action):
+        return {"start": start, "end": end, "severity": severity, "origin": origin} | {
+            "action": action
+        }
+
+    answers = [
+        {
+            "spans": [s(0, 3, "minor", "judge", "accepted"), s(4, 7, "minor", "worker", "new")],
+            "deleted": [{"start": 19, "end": 22, "severity": "major"}],
+            "prefill": "shown",
+            "score": 60,
+        },
+        {"spans": [s(15, 18, "major", "judge", "edited")], "prefill": "shown", "score": 50},
+        {"spans": [s(0, 3, "minor", "worker", "new")], "prefill": "control", "score": 70},
+        {"spans": [], "prefill": "control", "score": 90},
+    ]
+    block = prefill_block([1, 2, 3, 4], answers)
+    assert block["labels"] == {"shown": 2, "control": 2, "none": 0}
+    rates = block["rates"]
+    assert rates["n_suggestions"] == 3 and rates["added_by_humans"] == 2
+    assert [rates[a]["n"] for a in ("accepted", "edited", "deleted")] == [1, 1, 1]
+    assert rates["accepted"]["value"] == pytest.approx(1 / 3)
+    assert block["judge_final_f1"] == pytest.approx(0.75)
+    effect = {row["figure"]: row for row in block["effect"]}
+    assert (effect["n_spans"]["with"], effect["n_spans"]["without"]) == (1.5, 0.5)
+    assert effect["n_spans"]["difference"] == pytest.approx(1.0)
+    assert effect["score"]["difference"] == pytest.approx(-25.0)
+    assert prefill_block([1], [{"spans": [], "score": 3}]) is None  # no prefill: no block
