@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.agreement import krippendorff_alpha
+from analysis.prefill_report import prefill_block
 from analysis.report import estimate_dict
 from analysis.spans import mean_char_f1, mqm_by_system, systems_by_score
 
@@ -115,13 +116,15 @@ def spans_section(
                 ],
             }
         )
-    return {
+    section = {
         "name": "error_spans",
         "title": "Error spans",
         "figures": figures,
         "tables": tables,
         "notes": notes,
     }
+    prefill = prefill_block(list(rows["item"]), answers, confidence)
+    return section if prefill is None else section | {"prefill": prefill}
 
 
 def _opt(x: float) -> float | None:

@@ -7,10 +7,12 @@ exponential backoff, honouring ``Retry-After``), parses the answer strictly
 (:func:`parse_answer`) and stores each rating through ``services.judge_rating_record``.
 Pairwise studies: one call per input and unordered pair of systems with outputs on it, the
 two outputs shown in an order drawn per call; Likert studies: one call per output and
-criterion. Calls already stored (same judge, prompt hash, input, systems, criterion, sample)
-are skipped. A call that fails is recorded with its item and the run goes on; a run stops at
-its deadline or when cancelled. The API key is sent as a Bearer header and never stored;
-which key may go to which URL is decided by :func:`endpoint_key`. See docs/analysis.md.
+criterion; error-span studies: one call per output, whose proposed spans are parsed strictly
+(:mod:`annotator.judge_spans`) and kept in ``JudgeRating.proposal``. Calls already stored
+(same judge, prompt hash, input, systems, criterion, sample) are skipped. A call that fails
+is recorded with its item and the run goes on; a run stops at its deadline or when cancelled.
+The API key is sent as a Bearer header and never stored; which key may go to which URL is
+decided by :func:`endpoint_key`. See docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kinds.likert import choices as likert_choices
 
 from . import services
 from .errors import ServiceError
+from .judge_spans import parse_judge_spans
 from .models import Criterion, JudgeRating, JudgeRun, Output, Study
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -53,7 +56,9 @@ RAW_ANSWER_MAX = 20_000
 #: Calls per item at most, whatever is asked (retries are bounded).
 MAX_TRIES = 10
 #: The default prompt of each item shape a judge can rate (``Kind.shape``).
-PROMPT_FILES = {"pair": "pairwise.txt", "rating": "likert.txt"}
+PROMPT_FILES = {"pair": "pairwise.txt", "rating": "likert.txt", "spans": "error_spans.txt"}
+#: The stored label of a parsed error-span answer: spans proposed, or none.
+LABEL_ERRORS, LABEL_ERROR_FREE = "errors", "error_free"
 
 # No loaders (so no {% include %} or {% extends %} of files), no autoescaping (a prompt is
 # not HTML): a template only reads the plain strings and lists it is given.
@@ -134,6 +139,9 @@ class Call:
     prompt: str
     allowed: Mapping[str, str | int]
     where: str = ""
+    #: Error-span calls: the output text the answer's spans point into (parsed strictly by
+    #: :func:`annotator.judge_spans.parse_judge_spans` instead of ``allowed``).
+    span_text: str | None = None
 
     @property
     def key(self) -> tuple:
@@ -279,10 +287,46 @@ def _likert_calls(
     return calls
 
 
+def _spans_calls(
+    study: Study, template: PromptTemplate, *, judge: str, criterion: str, samples: int, seed: int
+) -> list[Call]:
+    """One call per output: the judge proposes its error spans (ESA^AI)."""
+    if criterion:
+        raise JudgeRefused("an error-span study has no criteria: leave out the criterion")
+    calls = []
+    outputs = Output.objects.filter(input__study=study).select_related("input", "system")
+    for output in outputs.order_by("input_id", "system_id"):
+        if not isinstance(output.text, str):
+            continue  # conversations are refused for error spans at import
+        prompt = template.render(
+            {"input": output.input.text, "reference": output.input.reference, "output": output.text}
+        )
+        for sample in range(samples):
+            calls.append(
+                Call(
+                    output.input_id,
+                    output.system_id,
+                    None,
+                    "",
+                    sample,
+                    None,
+                    prompt,
+                    {},
+                    f"input {output.input.external_id}, {output.system.name}, sample {sample}",
+                    span_text=output.text,
+                )
+            )
+    return calls
+
+
 def judge_shape(study: Study) -> str:
     """The shape of the study's items as a judge rates them (``Kind.shape``: ``"pair"`` or
-    ``"rating"``); :class:`JudgeRefused` with the reason for a kind no judge can rate."""
+    ``"rating"``; ``"spans"`` for a kind whose judge proposes error spans,
+    ``Kind.judge_proposes_spans``); :class:`JudgeRefused` with the reason for a kind no judge
+    can rate."""
     kind = study.kind_impl
+    if getattr(kind, "judge_proposes_spans", False):
+        return "spans"
     if kind.shape not in STUDY_CALLS:
         raise JudgeRefused(
             f"an LLM judge cannot rate a {kind.noun} study: a judge compares two outputs "
@@ -328,7 +372,11 @@ def _likert_study_calls(
 
 #: The calls of a judge run, by the shape of the study's items (``Kind.shape``; a kind of
 #: another shape is refused).
-STUDY_CALLS = {"pair": _pairwise_study_calls, "rating": _likert_study_calls}
+STUDY_CALLS = {
+    "pair": _pairwise_study_calls,
+    "rating": _likert_study_calls,
+    "spans": _spans_calls,
+}
 
 
 class ChatClient:
@@ -692,7 +740,16 @@ def judge_run(
 def _store(
     study: Study, judge: str, prompt_hash: str, call: Call, answer: str, result: RunResult
 ) -> None:
-    value = parse_answer(answer, call.allowed)
+    proposal = None
+    if call.span_text is not None:
+        parsed = parse_judge_spans(answer, call.span_text)
+        if parsed.spans is None:
+            value, proposal = None, {"error": parsed.error}
+        else:
+            value = LABEL_ERROR_FREE if parsed.error_free else LABEL_ERRORS
+            proposal = {"spans": parsed.spans, "located": parsed.located}
+    else:
+        value = parse_answer(answer, call.allowed)
     is_score = isinstance(value, int)
     created = services.judge_rating_record(
         study,
@@ -708,6 +765,7 @@ def _store(
         score=float(value) if is_score else None,
         label="" if value is None or is_score else str(value),
         parse_ok=value is not None,
+        proposal=proposal,
     )
     if created:
         result.stored += 1

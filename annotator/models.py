@@ -787,7 +787,8 @@ class JudgeRating(models.Model):
     Ratings made by ``run_judge`` (:mod:`annotator.judging`) also keep the ``raw_answer``,
     the ``prompt_hash`` of the template, the system shown first (``shown_first``) and the
     ``sample`` index; an answer that could not be parsed is kept with ``parse_ok`` false and
-    neither score nor label. Reports and the protocol read sample 0 of the parsed ones.
+    neither score nor label. Reports and the protocol read sample 0 of the parsed ones. An
+    error-span run keeps the proposed spans in ``proposal`` (label ``errors`` or ``error_free``).
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_ratings")
@@ -815,6 +816,11 @@ class JudgeRating(models.Model):
         null=True,
         blank=True,
         help_text="Pairwise run_judge: the system whose output the prompt showed first.",
+    )
+    proposal = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Error-span run_judge: {'spans': [...]} as parsed, or {'error': why}.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

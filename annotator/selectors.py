@@ -15,6 +15,7 @@ from django.utils import timezone
 import kinds
 from kinds import conversation
 
+from . import span_prefill
 from .choices import AssignmentState
 from .errors import NoJudgeBenchForm
 from .models import (
@@ -365,6 +366,7 @@ def task_page(study: Study, item: Item, display_order: list[int]) -> dict[str, A
         # one form for all (a text beside conversations is shown as one turn): blinding
         "outputs": conversation.same_form([outputs[i].shown for i in display_order]),
         **kind.context(opts),
+        **span_prefill.page_context(study, item, opts),
     }
 
 

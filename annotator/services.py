@@ -33,7 +33,7 @@ from django.utils import timezone
 
 import kinds
 
-from . import importers, ratings, selectors
+from . import importers, ratings, selectors, span_prefill
 from .choices import AnnotationSource, AssignmentState
 from .errors import (
     AssignmentExpired,
@@ -565,6 +565,7 @@ def judge_rating_record(
     score: float | None = None,
     label: str = "",
     parse_ok: bool = True,
+    proposal: dict | None = None,
 ) -> bool:
     """Store one rating made by ``run_judge`` (:mod:`annotator.judging`); ``False`` when the
     same (judge, input, systems, criterion, sample) is already stored, e.g. by a concurrent
@@ -590,6 +591,7 @@ def judge_rating_record(
                 score=score,
                 label=label,
                 parse_ok=parse_ok,
+                proposal=proposal,
             )
     except IntegrityError:
         if JudgeRating.objects.filter(**key).exists():
@@ -1370,7 +1372,7 @@ def _submit_locked(
             "your answer was not stored. Continue with the next task."
         )
     study = part.study
-    opts = study.kind_options()
+    opts = span_prefill.answer_options(study, assignment.item, study.kind_options())
     outputs = [o.text for o in assignment.item.output_list()] if kind.answer_reads_outputs else ()
     try:
         answer = kind.parse_answer(opts, assignment.display_order, data, outputs=outputs)

@@ -34,6 +34,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kinds import span_prefill
 from kinds.base import AnswerError, Kind, OptionError, answer_json, once, shown
 
 __all__ = [
@@ -57,7 +58,7 @@ MAX_SPANS = 100
 MAX_CATEGORIES = 20
 CATEGORY_MAX_CHARS = 50
 SCORE_MIN, SCORE_MAX = 0, 100
-OPTION_KEYS = ("categories", "max_spans")
+OPTION_KEYS = ("categories", "max_spans", *span_prefill.OPTION_KEYS)
 SPAN_KEYS = ("start", "end", "severity", "category", "text")
 EXTRA_RULES = ("none", "minor", "any")
 DEFAULT_SCORE_TOLERANCE = 10
@@ -92,6 +93,10 @@ def _validate_categories(raw: object, errors: list[str]) -> list[str]:
         seen.add(c.casefold())
         out.append(c)
     return out
+
+
+def _prefilled(opts: Mapping[str, Any]) -> bool:
+    return opts.get("prefill_spans") == "on"
 
 
 def output_text(output: object) -> str:
@@ -269,6 +274,8 @@ class ErrorSpans(Kind):
     scored = True
     adaptive = True
     answer_reads_outputs = True
+    #: ``run_judge`` asks a judge for proposed error spans (annotator.judging).
+    judge_proposes_spans = True
     export_scores = False  # the score is the export's own ``score`` column
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
@@ -284,6 +291,7 @@ class ErrorSpans(Kind):
                 errors.append(f"max_spans must be an integer from 1 to {MAX_SPANS}")
             else:
                 out["max_spans"] = m
+        out.update(span_prefill.validate_options(opts, errors))
         if opts.get("criteria"):
             errors.append(
                 "an error_spans study has no criteria: its one rating is the 0-100 score "
@@ -330,13 +338,36 @@ class ErrorSpans(Kind):
         text = output_text(outputs[0])
         if "spans" not in data:
             raise AnswerError("the error spans are missing")
-        spans = _parse_spans(
-            data["spans"],
-            text,
-            opts.get("categories", []),
-            opts.get("max_spans", MAX_SPANS),
-        )
-        return {"spans": spans, "score": _parse_score(data.get("score", ""))}
+        shown_ = opts.get(span_prefill.SHOWN)
+        if shown_ is None:  # no prefill: the answer as always
+            spans = _parse_spans(
+                data["spans"],
+                text,
+                opts.get("categories", []),
+                opts.get("max_spans", MAX_SPANS),
+            )
+            return {"spans": spans, "score": _parse_score(data.get("score", ""))}
+        return self._parse_prefilled(opts, shown_, text, data)
+
+    def _parse_prefilled(
+        self, opts: Mapping[str, Any], shown_: Mapping[str, Any], text: str, data: Mapping
+    ) -> dict[str, Any]:
+        """Spans with their origin and action checked against the suggestions the item
+        showed (:mod:`kinds.span_prefill`); deleted suggestions kept apart."""
+        raw = _load_spans(data["spans"], 14 * len(text) + 400 * MAX_SPANS)
+        kept, meta, deleted, index = span_prefill.split(raw, shown_)
+        cats, limit = opts.get("categories", []), opts.get("max_spans", MAX_SPANS)
+        spans = _parse_spans(kept, text, cats, limit)
+        gone = _parse_spans(deleted, text, cats, MAX_SPANS)
+        # checked: spans do not overlap, so a start names one span (kept; deleted apart)
+        meta_at = {span["start"]: m for span, m in zip(kept, meta, strict=True)}
+        gone_at = {span["start"]: k for span, k in zip(deleted, index, strict=True)}
+        return {
+            "spans": [s | meta_at[s["start"]] for s in spans],
+            "deleted": [g | {"suggestion": gone_at[g["start"]]} for g in gone],
+            "prefill": shown_.get("state", "none"),
+            "score": _parse_score(data.get("score", "")),
+        }
 
     def simulate_answer(
         self,
@@ -417,17 +448,26 @@ class ErrorSpans(Kind):
         return {"spans": None, "score": _parse_score(scores.get("score", ""))}
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
-        return ["score", "spans", "minor_errors", "major_errors", "mqm_errors"]
+        """With ``prefill_spans`` on, also ``prefill`` (shown, control, none) and
+        ``deleted_spans`` (the suggestions the worker deleted)."""
+        fields = ["score", "spans", "minor_errors", "major_errors", "mqm_errors"]
+        return fields + (["prefill", "deleted_spans"] if _prefilled(opts) else [])
 
     def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         span = {"start": "int64", "end": "int64", "severity": "string", "category": "string"}
-        return {
+        out = {
             "score": "int64",
             "spans": [span | {"text": "string"}],
             "minor_errors": "int64",
             "major_errors": "int64",
             "mqm_errors": "float64",
         }
+        if _prefilled(opts):
+            marked = {"text": "string", "origin": "string", "action": "string"}
+            out["spans"] = [span | marked | {"suggestion": "int64"}]
+            out["prefill"] = "string"
+            out["deleted_spans"] = [span | {"text": "string", "suggestion": "int64"}]
+        return out
 
     def export_row(
         self,
@@ -442,13 +482,17 @@ class ErrorSpans(Kind):
         if answer.get("spans") is None:
             return {"score": answer["score"]} | dict.fromkeys(self.export_fields(opts)[1:])
         spans = [dict(s) for s in answer["spans"]]
-        return {
+        row = {
             "score": answer["score"],
             "spans": spans,
             "minor_errors": sum(s["severity"] == "minor" for s in spans),
             "major_errors": sum(s["severity"] == "major" for s in spans),
             "mqm_errors": mqm_weighted_errors(spans),
         }
+        if _prefilled(opts):
+            row["prefill"] = answer.get("prefill")
+            row["deleted_spans"] = [dict(s) for s in answer.get("deleted") or []]
+        return row
 
     def parse_expected(
         self,

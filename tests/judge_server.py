@@ -6,7 +6,8 @@ it prints its port on the first line of stdout and serves ``POST /v1/chat/comple
 
 * Answers derive from the prompt (the default templates of ``annotator/prompts``):
   pairwise, the longer of responses A and B (``tie`` when equally long); Likert, the
-  choice at index ``len(response) % len(choices)``.
+  choice at index ``len(response) % len(choices)``; error spans, every upper-case word
+  (two or more letters) of the response a major error and every ``teh`` a minor one, quoted.
 * An input whose text contains ``MALFORMED`` gets a chatty, unparseable answer.
 * The first ``--fail`` requests fail in turn with 503, then 429 with ``Retry-After: 1``.
 * A prompt containing ``BADREQUEST`` gets 400.
@@ -43,6 +44,11 @@ def section(prompt: str, start: str, end: str | None) -> str:
 def answer(prompt: str) -> str:
     if "MALFORMED" in prompt:
         return "Well, both have merits, but I lean towards the first one."
+    if "List every error in the response." in prompt:
+        response = section(prompt, "Response:", "\n\nList every error")
+        words = re.findall(r"\b(?:[A-Z]{2,}|teh)\b", response)
+        spans = [{"text": w, "severity": "minor" if w == "teh" else "major"} for w in words]
+        return json.dumps({"spans": spans})
     if "Response A:" in prompt:
         a = section(prompt, "Response A:", "Response B:")
         b = section(prompt, "Response B:", "Which response is better?")

@@ -89,19 +89,13 @@ def test_prompts_carry_the_text_as_written_for_every_kind_with_a_judge(
     ("data", "noun"),
     [
         (ranking_bundle(3, collection="all"), "ranking"),
-        (
-            bundle(
-                [{"id": "e", "input": "x", "outputs": {"s1": "one two"}}],
-                {"kind": "error_spans", "redundancy": 1},
-            ),
-            "error-span",
-        ),
+        # error spans: the judge proposes spans (issue 28, tests/unit/test_judge_prefill.py)
     ],
 )
 def test_a_kind_without_a_judge_form_is_refused_with_the_reason(
     make_study, judge_server, data, noun, db
 ):
-    """Issue 25 item 16: ``run_judge`` on a ranking or error-span study names the reason
+    """Issue 25 item 16: ``run_judge`` on a ranking study names the reason
     (not "cannot read the prompt …/ranking.txt"), in the command and the admin, and sends
     nothing."""
     study = make_study(data)

@@ -21,6 +21,11 @@
   var scoreRange = document.getElementById("esa-score-range");
   var maxSpans = parseInt(box.getAttribute("data-max-spans"), 10) || 100;
   var LABEL = { minor: "Minor", major: "Major" };
+  // Judge-prefilled suggestions (kinds/span_prefill.py): pre-marked spans the worker keeps
+  // (accepted), re-grades (edited) or removes (deleted); every span says where it came from.
+  var suggestedNode = document.getElementById("esa-suggestions");
+  var suggested = suggestedNode ? JSON.parse(suggestedNode.textContent) : null;
+  var deleted = [];      // suggestions removed: {start, end, severity, suggestion}
 
   // --- code points <-> UTF-16 -------------------------------------------------------------
   var cpToU16 = [];
@@ -92,7 +97,8 @@
       li.className = "esa-item esa-" + s.severity;
       var what = document.createElement("span");
       what.className = "esa-severity";
-      what.textContent = LABEL[s.severity] + (s.category ? " · " + s.category : "");
+      what.textContent = LABEL[s.severity] + (s.category ? " · " + s.category : "") +
+        (s.origin === "judge" ? " (suggested)" : "");
       var q = document.createElement("q");
       q.textContent = short(slice(s.start, s.end));
       var remove = document.createElement("button");
@@ -106,13 +112,31 @@
       li.appendChild(q);
       li.appendChild(document.createTextNode(" "));
       li.appendChild(remove);
+      if (s.origin === "judge") {
+        var other = s.severity === "minor" ? "major" : "minor";
+        var toggle = document.createElement("button");
+        toggle.type = "button";
+        toggle.className = "esa-toggle";
+        toggle.setAttribute("data-index", String(k));
+        toggle.textContent = "Make " + other;
+        li.appendChild(document.createTextNode(" "));
+        li.appendChild(toggle);
+      }
       list.appendChild(li);
     });
     count.textContent = String(spans.length);
-    hidden.value = JSON.stringify(spans.map(function (s) {
-      return { start: s.start, end: s.end, severity: s.severity, category: s.category || null,
-               text: slice(s.start, s.end) };
-    }));
+    var sent = spans.map(function (s) {
+      var out = { start: s.start, end: s.end, severity: s.severity, category: s.category || null,
+                  text: slice(s.start, s.end) };
+      if (suggested) { out.origin = s.origin; out.action = s.action; }
+      if (s.origin === "judge") out.suggestion = s.suggestion;
+      return out;
+    });
+    deleted.forEach(function (d) {
+      sent.push({ start: d.start, end: d.end, severity: d.severity, text: slice(d.start, d.end),
+                  origin: "judge", action: "deleted", suggestion: d.suggestion });
+    });
+    hidden.value = JSON.stringify(sent);
     save();
   }
 
@@ -207,6 +231,7 @@
     if (!pending || !pending.ok) return;
     var s = { start: pending.start, end: pending.end, severity: severity,
               category: category && category.value ? category.value : null };
+    if (suggested) { s.origin = "worker"; s.action = "new"; }
     spans.push(s);
     spans.sort(function (a, b) { return a.start - b.start; });
     kb = { start: s.end, end: s.end };
@@ -221,6 +246,10 @@
     var s = spans[k];
     if (!s) return;
     spans.splice(k, 1);
+    if (s.origin === "judge") {
+      var g = suggested[s.suggestion];
+      deleted.push({ start: g.start, end: g.end, severity: g.severity, suggestion: s.suggestion });
+    }
     render();
     say("Removed " + LABEL[s.severity].toLowerCase() + " error: " + short(slice(s.start, s.end)) + ".");
   }
@@ -351,6 +380,17 @@
     else if (button.id === "esa-cancel") { cancel(); clearDom(); }
   });
   list.addEventListener("click", function (event) {
+    var toggle = event.target.closest("button.esa-toggle");
+    if (toggle) {
+      var t = spans[parseInt(toggle.getAttribute("data-index"), 10)];
+      t.severity = t.severity === "minor" ? "major" : "minor";
+      t.action = t.severity === suggested[t.suggestion].severity ? "accepted" : "edited";
+      render();
+      say("Now a " + t.severity + " error: " + short(slice(t.start, t.end)) + ".");
+      var again = list.querySelector('button.esa-toggle[data-index="' + toggle.getAttribute("data-index") + '"]');
+      if (again) again.focus();
+      return;
+    }
     var button = event.target.closest("button.esa-remove");
     if (!button) return;
     removeAt(parseInt(button.getAttribute("data-index"), 10));
@@ -396,7 +436,7 @@
   function save() {
     var st = storage();
     if (!st || !storeKey) return;
-    try { st.setItem(storeKey, JSON.stringify({ text: text, spans: spans, score: scoreNumber.value })); }
+    try { st.setItem(storeKey, JSON.stringify({ text: text, spans: spans, deleted: deleted, score: scoreNumber.value })); }
     catch (e) { /* full or blocked: nothing kept */ }
   }
   function restore() {
@@ -411,13 +451,23 @@
       kept = JSON.parse(st.getItem(storeKey) || "null");
     } catch (e) { return; }
     if (!kept || kept.text !== text || !Array.isArray(kept.spans)) return;
+    if (suggested) { // the suggestions' state as left: kept only when every one is accounted for
+      var seen = {};
+      kept.spans.concat(kept.deleted || []).forEach(function (s) {
+        if (s && s.origin === "judge") seen[s.suggestion] = true;
+      });
+      if (Object.keys(seen).length !== suggested.length) return;
+      deleted = (kept.deleted || []).filter(function (d) { return suggested[d.suggestion]; });
+    }
     kept.spans.forEach(function (s) {
       var ok = s && Number.isInteger(s.start) && Number.isInteger(s.end) && s.start >= 0 &&
         s.start < s.end && s.end <= nCp && LABEL[s.severity] && !overlapping(s.start, s.end).length &&
         spans.length < maxSpans;
       var known = s.category && category &&
         Array.prototype.some.call(category.options, function (o) { return o.value === s.category; });
-      if (ok) spans.push({ start: s.start, end: s.end, severity: s.severity, category: known ? s.category : null });
+      var one = { start: s.start, end: s.end, severity: s.severity, category: known ? s.category : null };
+      if (suggested) { one.origin = s.origin; one.action = s.action; one.suggestion = s.suggestion; }
+      if (ok) spans.push(one);
     });
     spans.sort(function (a, b) { return a.start - b.start; });
     if (/^[0-9]{1,3}$/.test(kept.score || "") && parseInt(kept.score, 10) <= 100) {
@@ -428,6 +478,12 @@
   scoreRange.addEventListener("input", save);
 
   restore();
+  if (suggested && !spans.length && !deleted.length) {
+    suggested.forEach(function (g, k) {
+      spans.push({ start: g.start, end: g.end, severity: g.severity, category: null,
+                   origin: "judge", action: "accepted", suggestion: k });
+    });
+  }
   if (scoreNumber.value !== "") scoreRange.value = scoreNumber.value;
   scoreShown();
   render();

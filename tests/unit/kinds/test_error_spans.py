@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from kinds import span_prefill
 from kinds.base import AnswerError, OptionError
 from kinds.error_spans import KIND, parse_expected
 
@@ -63,7 +64,7 @@ def test_common_study_options_pass_through_and_are_not_kept():
     with pytest.raises(OptionError, match="at least two"):
         KIND.validate_options({"collection": "adaptive"}, 1)
     assert KIND.validate_options({"collection": "adaptive"}, 2) == PLAIN
-    assert KIND.extra_options == {"categories", "max_spans"}
+    assert KIND.extra_options == {"categories", "max_spans"} | set(span_prefill.OPTION_KEYS)
     assert KIND.scored
     assert KIND.context(CATS) == {"categories": ["Accuracy", "Fluency"], "max_spans": 100}
 

@@ -1,0 +1,62 @@
+"""The database side of judge-prefilled error spans (:mod:`kinds.span_prefill`): which
+suggestions an item shows. An item is in the control share (shown without suggestions) by a
+draw seeded by the study and item, so a reload or the submit sees the same; otherwise it
+shows sample 0 of the chosen judge's parsed proposal for the item's output. The judge's name
+never reaches the page: only offsets, severities and texts."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kinds.span_prefill import SHOWN
+
+from .models import Item, JudgeRating, Study
+
+
+def in_control(study: Study, item: Item, share: float) -> bool:
+    """Whether the item is in the control share (drawn per study and item)."""
+    return share > 0 and random.Random(f"prefill:{study.pk}:{item.pk}").random() < share
+
+
+def shown(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any] | None:
+    """``{"state": "shown"|"control"|"none", "spans": [...]}`` for a study with
+    ``prefill_spans`` on, else None."""
+    if opts.get("prefill_spans") != "on":
+        return None
+    if in_control(study, item, float(opts.get("prefill_control_share") or 0)):
+        return {"state": "control", "spans": []}
+    outputs = item.output_list()
+    if len(outputs) != 1:
+        return {"state": "none", "spans": []}
+    ratings = JudgeRating.objects.filter(
+        study=study,
+        input_id=item.input_id,
+        system_id=outputs[0].system_id,
+        other_system__isnull=True,
+        sample=0,
+        parse_ok=True,
+        proposal__has_key="spans",
+    )
+    if opts.get("prefill_judge"):
+        ratings = ratings.filter(judge=opts["prefill_judge"])
+    rating = ratings.order_by("judge", "id").first()
+    if rating is None:
+        return {"state": "none", "spans": []}
+    spans = [
+        {k: s[k] for k in ("start", "end", "severity", "text")} for s in rating.proposal["spans"]
+    ]
+    return {"state": "shown", "spans": spans}
+
+
+def answer_options(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any]:
+    """``opts`` with what the item showed, for the kind's ``parse_answer``."""
+    what = shown(study, item, opts)
+    return opts if what is None else {**opts, SHOWN: what}
+
+
+def page_context(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any]:
+    """The task page's ``span_prefill`` (true) and ``span_suggestions`` (a list; both absent
+    without prefill)."""
+    what = shown(study, item, opts)
+    return {} if what is None else {"span_prefill": True, "span_suggestions": what["spans"]}

@@ -1,0 +1,103 @@
+"""Judge-prefilled error spans (ESA^AI: Zouhar, Kocmi & Sachan 2025, arXiv 2406.12419): the
+study option ``prefill_spans`` (``"off"``, default, or ``"on"``) shows the spans a judge
+proposed (``run_judge``, kept in ``JudgeRating.proposal``) as pre-marked spans the worker
+accepts (leaves), edits (changes the severity) or deletes; ``prefill_control_share`` (0-1,
+default 0) is the share of items shown without suggestions, drawn per item, so the report can
+compare; ``prefill_judge`` names the judge whose spans are shown (default: the first by name).
+
+Pure: the server passes what the item showed as ``opts[SHOWN]`` (``{"state": ..., "spans":
+[...]}``; :mod:`annotator.span_prefill` reads it from the database). The form sends every
+span with ``origin`` (``judge`` or ``worker``) and ``action`` (``accepted``, ``edited``,
+``deleted`` or ``new``) and, for a suggestion, its index ``suggestion``. Stored answer::
+
+    {"spans": [{..., "origin": "judge", "action": "accepted", "suggestion": 0}, ...],
+     "deleted": [{"start", "end", "severity", "category", "text", "suggestion"}],
+     "prefill": "shown" | "control" | "none", "score": 70}
+
+``prefill``: ``shown`` (suggestions shown, possibly none: the judge found no error),
+``control`` (in the control share: none shown), ``none`` (the judge gave nothing usable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kinds.base import AnswerError
+
+OPTION_KEYS = ("prefill_spans", "prefill_control_share", "prefill_judge")
+#: The key of ``opts`` under which the server passes what the item showed.
+SHOWN = "_prefill_shown"
+ORIGINS = ("judge", "worker")
+JUDGE_ACTIONS = ("accepted", "edited", "deleted")
+STATES = ("shown", "control", "none")
+META = ("origin", "action", "suggestion")
+
+
+def validate_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    """The prefill options normalised (``{}`` when prefill is off); problems appended."""
+    mode = opts.get("prefill_spans", "off")
+    if mode not in ("off", "on"):
+        errors.append("prefill_spans must be off or on")
+        return {}
+    share = opts.get("prefill_control_share", 0)
+    ok_share = isinstance(share, int | float) and not isinstance(share, bool)
+    if not ok_share or not 0 <= share <= 1:
+        errors.append("prefill_control_share must be a number from 0 to 1")
+    judge = opts.get("prefill_judge", "")
+    if not isinstance(judge, str) or len(judge) > 100:
+        errors.append("prefill_judge must be a judge name (at most 100 characters)")
+    if mode == "off":
+        if "prefill_control_share" in opts or judge:
+            errors.append("prefill_control_share and prefill_judge need prefill_spans: on")
+        return {}
+    return {
+        "prefill_spans": "on",
+        "prefill_control_share": float(share) if ok_share else 0.0,
+        "prefill_judge": judge.strip() if isinstance(judge, str) else "",
+    }
+
+
+def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, list[int]]:
+    """The submitted spans without their prefill fields: ``(kept, meta, deleted, index)``:
+    ``meta`` per kept span and ``index`` (the suggestion) per deleted one, in order.
+    Checked: origins and actions, each suggestion accounted for exactly once, an accepted or
+    deleted one unchanged, none claimed when none was shown."""
+    suggested = list(shown.get("spans") or [])
+    kept, deleted, meta, index = [], [], [], []
+    used: set[int] = set()
+    for n, span in enumerate(raw, 1):
+        if not isinstance(span, Mapping):
+            raise AnswerError(f"span {n} must be an object")
+        origin = span.get("origin", "worker")
+        action = span.get("action", "new")
+        if origin not in ORIGINS:
+            raise AnswerError(f"span {n}: origin must be judge or worker")
+        plain = {k: v for k, v in span.items() if k not in META}
+        if origin == "worker":
+            if action != "new" or "suggestion" in span:
+                raise AnswerError(f"span {n}: a span the worker marked has action new")
+            kept.append(plain)
+            meta.append({"origin": "worker", "action": "new"})
+            continue
+        k = span.get("suggestion")
+        if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k < len(suggested)):
+            raise AnswerError(f"span {n}: no such suggestion")
+        if k in used:
+            raise AnswerError(f"span {n}: suggestion {k} is given twice")
+        used.add(k)
+        if action not in JUDGE_ACTIONS:
+            raise AnswerError(f"span {n}: a suggestion is accepted, edited or deleted")
+        s = suggested[k]
+        same = all(plain.get(f) == s[f] for f in ("start", "end", "severity"))
+        if action in ("accepted", "deleted") and not same:
+            raise AnswerError(f"span {n}: an {action} suggestion must be left as it was")
+        if action == "deleted":
+            deleted.append(plain)
+            index.append(k)
+            continue
+        kept.append(plain)
+        meta.append({"origin": "judge", "action": action, "suggestion": k})
+    if len(used) != len(suggested):
+        raise AnswerError("every suggested error must be kept, edited or deleted")
+    return kept, meta, deleted, index

@@ -1,0 +1,122 @@
+"""Judge-prefilled error spans in real Chromium (issue 28), at 1280 and 390 px: the worker's
+page shows the judge's proposed spans pre-marked (never the judge's name); the worker keeps
+one (accepted), re-grades one (edited), removes one (deleted) and marks one of their own
+(new, with the mouse); the stored answer and the export record each span's origin and action."""
+
+import json
+import urllib.request
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+from rest_framework.authtoken.models import Token
+
+from annotator import services
+from annotator.models import Annotation, Output
+from tests.conftest import bundle
+from tests.services import require_postgres_and_redis
+
+TEXT = "Teh cat sat on teh MAT today."
+JUDGE = "secret-judge-x"
+PROPOSED = [
+    {"start": 0, "end": 3, "severity": "minor", "text": "Teh"},
+    {"start": 15, "end": 18, "severity": "minor", "text": "teh"},
+    {"start": 19, "end": 22, "severity": "major", "text": "MAT"},
+]
+
+
+def drag_over(page, sub: str) -> None:
+    """A real mouse drag over ``sub`` in the text node after the last mark."""
+    box = page.evaluate(
+        """sub => {
+          const n = document.getElementById('esa-text').lastChild;
+          const i = n.data.indexOf(sub), r = document.createRange();
+          r.setStart(n, i); r.setEnd(n, i + 1); const a = r.getBoundingClientRect();
+          r.setStart(n, i + sub.length - 1); r.setEnd(n, i + sub.length);
+          const b = r.getBoundingClientRect();
+          return [a.left + 1, a.top + a.height / 2, b.right - 1, b.top + b.height / 2];
+        }""",
+        sub,
+    )
+    page.mouse.move(box[0], box[1])
+    page.mouse.down()
+    page.mouse.move(box[2], box[3], steps=5)
+    page.mouse.up()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [1280, 390])
+def test_worker_accepts_edits_and_deletes_suggestions(base_url, browser, make_study, width):
+    require_postgres_and_redis()
+    study = make_study(
+        bundle(
+            [{"id": "doc-1", "input": "Describe the scene.", "outputs": {"sys-hidden": TEXT}}],
+            {"kind": "error_spans", "redundancy": 1, "prefill_spans": "on"},
+        )
+    )
+    output = Output.objects.get(input__study=study)
+    services.judge_rating_record(
+        study,
+        judge=JUDGE,
+        input_id=output.input_id,
+        system_id=output.system_id,
+        raw_answer="{}",
+        label="errors",
+        proposal={"spans": PROPOSED, "located": 3},
+    )
+    researcher = User.objects.create_user("r", password="x" * 12)
+    study.researchers.add(researcher)
+    token = Token.objects.create(user=researcher)
+
+    context = browser.new_context(viewport={"width": width, "height": 900}, has_touch=True)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(f"{base_url}/w/{study.public_id}/?worker=prolific-prefill")
+    page.click("text=Start")
+    page.wait_for_selector("#esa-text")
+    assert JUDGE not in page.content() and "sys-hidden" not in page.content()
+    marks = page.locator("#esa-text mark.esa-span")
+    expect(marks).to_have_count(3)
+    expect(page.locator("#esa-count")).to_have_text("3")
+    expect(page.locator("#esa-list li").first).to_contain_text("(suggested)")
+    # edit: the second suggestion made major (a tap on its button)
+    page.locator('#esa-list button.esa-toggle[data-index="1"]').tap()
+    expect(page.locator('#esa-list button.esa-toggle[data-index="1"]')).to_have_text("Make minor")
+    # delete: the third suggestion, by the keyboard on its mark
+    page.locator('#esa-text mark.esa-span[data-index="2"]').focus()
+    page.keyboard.press("Delete")
+    expect(marks).to_have_count(2)
+    # new: the last word marked minor with the mouse
+    drag_over(page, "today")
+    expect(page.locator("#esa-quote")).to_have_text("today")
+    page.click("button.esa-add-minor")
+    expect(marks).to_have_count(3)
+    page.fill("#esa-score", "40")
+    page.click("button.submit")
+    page.wait_for_selector("text=You have finished")
+    assert problems == []
+    context.close()
+
+    answer = Annotation.objects.get().answer
+    got = [(s["text"], s["severity"], s["origin"], s["action"]) for s in answer["spans"]]
+    assert got == [
+        ("Teh", "minor", "judge", "accepted"),
+        ("teh", "major", "judge", "edited"),
+        ("today", "minor", "worker", "new"),
+    ]
+    assert [(d["text"], d["suggestion"]) for d in answer["deleted"]] == [("MAT", 2)]
+    assert answer["prefill"] == "shown" and answer["score"] == 40
+
+    request = urllib.request.Request(
+        f"{base_url}/api/studies/{study.pk}/annotations/?format=json",
+        headers={"Authorization": f"Token {token.key}"},
+    )
+    with urllib.request.urlopen(request) as response:  # noqa: S310 - the live test server
+        row = json.loads(response.read())["results"][0]
+    assert [(s["origin"], s["action"]) for s in row["spans"]] == [
+        ("judge", "accepted"),
+        ("judge", "edited"),
+        ("worker", "new"),
+    ]
+    assert row["prefill"] == "shown" and row["deleted_spans"][0]["text"] == "MAT"
