@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotator', '0021_job_operation_progress'),
+        ('annotator', '0022_judge_run_heartbeat'),
     ]
 
     operations = [
