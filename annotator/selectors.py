@@ -707,6 +707,12 @@ def report_rows(study: Study) -> Iterator[tuple]:
             yield pk, item, who, prop, label, own_raw[0] if own_raw else raw, source, flagged, gold
 
 
+def annotation_revisions(study: Study) -> dict[int, int]:
+    """Annotation id → the guideline revision it was made under (the report's split)."""
+    rows = Annotation.objects.filter(study=study).values_list("pk", "guideline_revision")
+    return dict(rows.iterator(5000))
+
+
 #: A pair preference of the first output over the second as a report label.
 PAIR_LABELS = {1.0: "A", 0.0: "B", 0.5: "tie"}
 
