@@ -143,6 +143,12 @@ def test_arabic_pairwise(browser, base_url, make_study, width, height):
     assert page.evaluate("getComputedStyle(document.querySelector('.output pre')).direction") == (
         "ltr"
     )
+    # "left" stays on the left on a right-to-left page (the labels and arrow keys say so)
+    left, right = (page.locator(f"#output-{side}").bounding_box() for side in ("left", "right"))
+    assert left["x"] < right["x"] if width > 700 else left["y"] < right["y"]
+    button_left = page.locator("button.answer-left").bounding_box()
+    button_right = page.locator("button.answer-right").bounding_box()
+    assert button_left["x"] < button_right["x"] or button_left["y"] < button_right["y"]
     page.locator("button.answer-tie").click()
     page.wait_for_selector("#outcome")
     check_page(page, "ar", "rtl", width, "ar-end")
