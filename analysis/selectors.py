@@ -25,12 +25,14 @@ import pandas as pd
 from django.db.models import Count
 
 from analysis.loaders import Dataset, attach_judges
-from analysis.report import Property, build_report
+from analysis.report import Property, build_report, json_safe
+from analysis.revisions import by_revision
 from analysis.sections import kind_sections
 from analysis.style import markdown_counts
 from analysis.style_report import STYLE_COLUMNS
 from annotator.models import JudgeRating, Study
 from annotator.selectors import (
+    annotation_revisions,
     answer_rows,
     item_texts,
     report_items,
@@ -215,7 +217,7 @@ def study_report(
     judges, notes = study_judges(study, dataset)
     if not len(dataset.annotations):
         notes = ["the study has no labels yet", *notes]
-    return build_report(
+    report = build_report(
         dataset.annotations,
         dataset.properties,
         judges=judges if len(judges) else None,
@@ -233,3 +235,17 @@ def study_report(
             study, include_flagged=include_flagged, n_boot=n_boot, seed=seed
         ),
     )
+    # agreement and position bias per guideline revision (analysis/revisions.py)
+    report["revisions"] = json_safe(
+        by_revision(
+            dataset.annotations,
+            dataset.properties,
+            annotation_revisions(study),
+            study.guideline_revision,
+            items=dataset.items,
+            threshold=threshold,
+            include_flagged=include_flagged,
+            seed=seed,
+        )
+    )
+    return report

@@ -18,13 +18,14 @@ from django.urls import path
 
 import kinds
 
-from . import admin_jobs, admin_judge, admin_workspace, importers, selectors, services
+from . import admin_jobs, admin_judge, admin_workspace, importers, revisions, selectors, services
 from .errors import ConfigRefused, ImportRejected, ServiceError
 from .models import (
     Annotation,
     Annotator,
     Assignment,
     Criterion,
+    GuidelineRevision,
     Item,
     JudgeRating,
     Participation,
@@ -200,7 +201,7 @@ class StudyAdmin(StudyScopedAdmin):
     inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
     actions = [prepare_checks, admin_judge.run_judge, admin_judge.cancel_judge_runs]
-    readonly_fields = ["public_id", "config_version", "source", "options"]
+    readonly_fields = ["public_id", "config_version", "guideline_revision", "source", "options"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
         (
@@ -213,6 +214,9 @@ class StudyAdmin(StudyScopedAdmin):
                     "allow_both_good",
                     "allow_both_bad",
                     "options",
+                    "language",
+                    "languages",
+                    "instructions_by_language",
                     "render_markdown",
                     "show_reference",
                 ]
@@ -269,6 +273,7 @@ class StudyAdmin(StudyScopedAdmin):
             {
                 "fields": [
                     "config_version",
+                    "guideline_revision",
                     "public_id",
                     "source",
                 ]
@@ -294,6 +299,8 @@ class StudyAdmin(StudyScopedAdmin):
         return f"{p['submitted']} / {p['target_annotations']}"
 
     def save_model(self, request, obj, form, change) -> None:
+        if change:
+            revisions.revision_baseline(obj.pk)
         try:
             notes = services.study_configure(obj, form.changed_data if change else [])
         except ConfigRefused as exc:  # the state changed since the form's check
@@ -306,6 +313,8 @@ class StudyAdmin(StudyScopedAdmin):
         super().save_related(request, form, formsets, change)
         if not change:  # after the form's researchers are stored, which would replace it
             services.study_researcher_add(form.instance, request.user)
+        # after the criteria inlines: a changed wording is a new guideline revision
+        revisions.revision_record(form.instance, by=request.user)
 
     def formfield_for_manytomany(self, db_field, request, **kwargs):
         if db_field.name == "researchers" and not request.user.is_superuser:
@@ -686,4 +695,30 @@ class QualificationTestAdmin(ScopedAdmin):
     def save_model(self, request, obj, form, change) -> None:
         if not change:
             obj.created_by = request.user
+        else:
+            for pk in revisions.studies_of_test(obj):
+                revisions.revision_baseline(pk)
         super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        for study in Study.objects.filter(qualification=form.instance):
+            revisions.revision_record(study, by=request.user)
+
+
+@admin.register(GuidelineRevision)
+class GuidelineRevisionAdmin(ReadOnlyAdmin):
+    """Each wording of a study's guidelines, who made it and when, and what changed from
+    the one before (``annotator.revisions``)."""
+
+    list_display = ["study", "number", "created_by", "created_at"]
+    list_filter = ["study"]
+    readonly_fields = ["study", "number", "created_by", "created_at", "text"]
+    change_form_template = "admin/annotator/guidelinerevision/change_form.html"
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        revision = self.get_object(request, object_id)
+        diff = revisions.revision_diff(revision) if revision is not None else ""
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), "diff": diff}
+        )

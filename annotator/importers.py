@@ -39,6 +39,7 @@ from kinds import conversation
 
 from .choices import Preference
 from .errors import ImportRejected, ImportTooLarge
+from .languages import LanguageError, language_list, supported
 
 MAX_ERRORS = 200
 #: Default of the setting ``HUMEVAL_IMPORT_MAX_BYTES``.
@@ -75,6 +76,9 @@ STUDY_OPTIONS = {
     "gold_rate_halflife": int,
     "max_strikes": int,
     "collection": str,
+    "language": str,
+    "languages": list,
+    "instructions_by_language": dict,
 }
 #: Study columns a kind may default differently (``Study.kind_options`` reads them back).
 ANSWER_SWITCHES = frozenset({"allow_tie", "allow_both_good", "allow_both_bad"})
@@ -574,6 +578,27 @@ def _config(overrides: dict[str, Any], errors: _Errors) -> _Config:
 
 
 # --- study options -------------------------------------------------------------------------
+def _languages(options: dict, where: str, errors: _Errors) -> None:
+    """The worker language (BCP 47), the others a worker may switch to, and instructions per
+    language, each code one with shipped catalogs (docs/languages.md); stored normalised."""
+    try:
+        codes = language_list(options.get("language", "en"), options.get("languages"))
+        own = {
+            supported(code): text
+            for code, text in (options.get("instructions_by_language") or {}).items()
+        }
+    except LanguageError as exc:
+        errors.add(f"{where}: {exc}")
+        return
+    if any(not isinstance(text, str) for text in own.values()):
+        errors.add(f"{where}: 'instructions_by_language' maps language codes to Markdown texts")
+        return
+    if "language" in options or "languages" in options:
+        options["language"], options["languages"] = codes[0], codes[1:]
+    if own:
+        options["instructions_by_language"] = own
+
+
 def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[CriterionSpec], list]:
     if not isinstance(raw, dict):
         errors.add(f"{where}: 'study' must be an object")
@@ -602,6 +627,7 @@ def _study_options(raw: Any, where: str, errors: _Errors) -> tuple[dict, list[Cr
         else:
             options[key] = value
             errors.bad_options.discard(key)
+    _languages(options, where, errors)
     raw_criteria = raw.get("criteria") or []
     if isinstance(raw_criteria, list) and raw_criteria:
         # a kind without Criterion rows (Kind.criterion_rows) validates the list as given

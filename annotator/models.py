@@ -169,6 +169,29 @@ class Study(models.Model):
         "(see your platform's pricing page), added to the cost estimate. Empty: no fee line.",
     )
     config_version = models.PositiveIntegerField(default=1, editable=False)
+    # --- languages and guideline revisions (annotator/languages.py, annotator/revisions.py)
+    language = models.CharField(
+        max_length=16,
+        default="en",
+        help_text="The worker pages' language, a BCP 47 code such as 'ar' (docs/languages.md).",
+    )
+    languages = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Other languages a worker may switch the pages to, e.g. ["en", "fr"].',
+    )
+    instructions_by_language = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Optional instructions per worker language, Markdown, e.g. {"de": "…"}; '
+        "a language without its own version shows the instructions above.",
+    )
+    guideline_revision = models.PositiveIntegerField(
+        default=1,
+        editable=False,
+        help_text="The revision of the instructions, criteria and qualification in force; "
+        "every label carries it.",
+    )
     source = models.CharField(max_length=300, blank=True, help_text="Imported file or dataset.")
     researchers = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
@@ -208,6 +231,15 @@ class Study(models.Model):
                     "screens its workers with a test of its own kind."
                 }
             )
+
+    def clean_fields(self, exclude=None) -> None:
+        super().clean_fields(exclude)
+        from .languages import LanguageError, language_list
+
+        try:
+            language_list(self.language, self.languages)
+        except LanguageError as exc:
+            raise ValidationError({"language": str(exc)}) from exc
 
     def kind_options(self) -> dict:
         """What the kind reads as ``opts``: ``options`` with the study's answer switches
@@ -761,6 +793,8 @@ class Annotation(models.Model):
     answer = models.JSONField(default=dict, blank=True)
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
     config_version = models.PositiveIntegerField()
+    #: ``Study.guideline_revision`` when the label was made (``GuidelineRevision.number``).
+    guideline_revision = models.PositiveIntegerField(default=1)
     submitted_at = models.DateTimeField()
     is_flagged = models.BooleanField(default=False)
 
@@ -959,3 +993,26 @@ class ImportJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.operation} of {self.filename} ({self.status})"
+
+
+class GuidelineRevision(models.Model):
+    """One wording of a study's guidelines: its instructions, criteria and qualification
+    test as workers saw them (``text``), who made it and when. A new one is made by
+    ``annotator.revisions.revision_record`` when that wording changes."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    text = models.TextField(help_text="The instructions, criteria and qualification, as text.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="guideline_revision_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study} · revision {self.number}"

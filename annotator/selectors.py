@@ -11,6 +11,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 import kinds
 from kinds import conversation
@@ -129,6 +131,7 @@ def label_row(annotation: Annotation) -> dict[str, Any]:
         "annotation_id": annotation.pk,
         "study_id": annotation.study_id,
         "study_config_version": annotation.config_version,
+        "guideline_revision": annotation.guideline_revision,
         "item_id": item.pk,
         "input_id": item.input.external_id,
         "round": item.round_number,
@@ -280,37 +283,64 @@ def participation_outcome(participation: Participation, *, now=None) -> dict[str
     if status == Participation.Status.FAILED:
         return outcome(
             "failed",
-            "You did not pass the qualification test, so you cannot take part in "
-            "this study. Thank you for your time.",
+            _(
+                "You did not pass the qualification test, so you cannot take part in "
+                "this study. Thank you for your time."
+            ),
         )
     if status == Participation.Status.BLOCKED or participation.annotator.is_blocked:
         return outcome(
             "failed",
-            "Too many of your answers to check questions were wrong, so your access "
-            "to this study has been withdrawn.",
+            _(
+                "Too many of your answers to check questions were wrong, so your access "
+                "to this study has been withdrawn."
+            ),
         )
     if status == Participation.Status.STOPPED:
-        return outcome("stopped", f"You stopped this study after {_items(done)}, without a code.")
+        return outcome(
+            "stopped",
+            ngettext(
+                "You stopped this study after %(n)d item, without a code.",
+                "You stopped this study after %(n)d items, without a code.",
+                done,
+            )
+            % {"n": done},
+        )
     if status == Participation.Status.QUALIFYING and _work_left(
         participation, now or timezone.now()
     ):
-        return outcome("unfinished", "Take the qualification test first.")
+        return outcome("unfinished", _("Take the qualification test first."))
     if done and (required is None or done >= required):
-        return outcome("completed", f"You have finished: {_items(done)}. Thank you!")
+        return outcome(
+            "completed",
+            ngettext(
+                "You have finished: %(n)d item. Thank you!",
+                "You have finished: %(n)d items. Thank you!",
+                done,
+            )
+            % {"n": done},
+        )
     if _work_left(participation, now or timezone.now()):
         if required is None:
-            return outcome("unfinished", "You have not done any items yet.")
-        return outcome("unfinished", f"You have done {done} of {required} items.")
+            return outcome("unfinished", _("You have not done any items yet."))
+        return outcome(
+            "unfinished",
+            _("You have done %(done)d of %(required)d items.")
+            % {"done": done, "required": required},
+        )
     if done:
         return outcome(
             "completed",
-            f"You have finished: {_items(done)}, all that was left for you. Thank you!",
+            ngettext(
+                "You have finished: %(n)d item, all that was left for you. Thank you!",
+                "You have finished: %(n)d items, all that was left for you. Thank you!",
+                done,
+            )
+            % {"n": done},
         )
-    return outcome("no_work", "There is no work left for you in this study. Thank you for coming.")
-
-
-def _items(n: int) -> str:
-    return f"{n} item" if n == 1 else f"{n} items"
+    return outcome(
+        "no_work", _("There is no work left for you in this study. Thank you for coming.")
+    )
 
 
 def work_left(participation: Participation) -> bool:
@@ -683,6 +713,12 @@ def report_rows(study: Study) -> Iterator[tuple]:
             continue
         for prop, label, *own_raw in kind.report_labels(opts, answer):
             yield pk, item, who, prop, label, own_raw[0] if own_raw else raw, source, flagged, gold
+
+
+def annotation_revisions(study: Study) -> dict[int, int]:
+    """Annotation id → the guideline revision it was made under (the report's split)."""
+    rows = Annotation.objects.filter(study=study).values_list("pk", "guideline_revision")
+    return dict(rows.iterator(5000))
 
 
 #: A pair preference of the first output over the second as a report label.

@@ -59,6 +59,9 @@ class LabelSerializer(serializers.Serializer):
     annotation_id = serializers.IntegerField()
     study_id = serializers.IntegerField()
     study_config_version = serializers.IntegerField()
+    guideline_revision = serializers.IntegerField(
+        help_text="The guideline revision in force when the label was made (docs/languages.md)."
+    )
     item_id = serializers.IntegerField()
     input_id = serializers.CharField()
     round = serializers.IntegerField(allow_null=True)

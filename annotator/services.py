@@ -306,6 +306,7 @@ def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
                 scores=a.scores,
                 answer=kind.answer_from_summary(opts, a.value, a.scores),
                 config_version=study.config_version,
+                guideline_revision=study.guideline_revision,
                 submitted_at=now,
             )
             for a in spec.annotations
@@ -1394,6 +1395,7 @@ def _submit_locked(
             answer=answer,
             time_spent_ms=time_spent_ms,
             config_version=study.config_version,
+            guideline_revision=study.guideline_revision,
             submitted_at=now,
         )
     )

@@ -14,4 +14,5 @@ urlpatterns = [
     path("w/<uuid:study_id>/task/", views.task, name="task"),
     path("w/<uuid:study_id>/renew/", views.renew, name="renew"),
     path("w/<uuid:study_id>/end/", views.end, name="end"),
+    path("w/jsi18n/<str:language>/", views.js_catalog, name="jsi18n"),
 ]

@@ -11,10 +11,14 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.utils import timezone, translation
+from django.utils.translation import get_language, gettext_lazy
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import cache_control
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.i18n import JavaScriptCatalog
 
 from . import selectors, services, throttle
 from .errors import (
@@ -25,6 +29,7 @@ from .errors import (
     WorkerBlocked,
 )
 from .invites import invite_worker
+from .languages import in_language, study_instructions, study_language_view
 from .models import Participation, Study
 from .resilience import retry_on_lost_database
 from .signals import entry_check
@@ -34,7 +39,7 @@ WAIT_SECONDS = 5
 IMMINENT_WAIT_SECONDS = 2
 #: How long the end page shows a Prolific worker their code before taking them back.
 PROLIFIC_RETURN_SECONDS = 3
-ALREADY_ANSWERED = (
+ALREADY_ANSWERED = gettext_lazy(
     "You had already answered that task (on another page or tab); the answer sent "
     "again was not stored. Here is your next task."
 )
@@ -101,7 +106,9 @@ def _framed(response: HttpResponse, participation: Participation | None = None) 
 
 
 def _too_many(request: HttpRequest) -> HttpResponse:
-    return _message(request, "Too many requests", "Please wait a minute before trying again.", 429)
+    return _message(
+        request, _("Too many requests"), _("Please wait a minute before trying again."), 429
+    )
 
 
 def _elsewhere(request: HttpRequest, study: Study, available_at=None) -> HttpResponse:
@@ -124,13 +131,25 @@ def participant_view(view):
     def wrapped(request: HttpRequest, study_id) -> HttpResponse:
         participation, held = _participation(request, study_id)
         if participation is None:
-            _study(study_id)  # an unknown study is a 404
-            return _message(
-                request, "Who are you?", "Open this study through the link you were given.", 403
+            study = _study(study_id)  # an unknown study is a 404
+            return in_language(
+                request,
+                study,
+                lambda: _message(
+                    request,
+                    _("Who are you?"),
+                    _("Open this study through the link you were given."),
+                    403,
+                ),
             )
+        study = participation.study
         if not held:
-            return _framed(_elsewhere(request, participation.study), participation)
-        return _framed(view(request, participation.study, participation), participation)
+            return in_language(
+                request, study, lambda: _framed(_elsewhere(request, study), participation)
+            )
+        return in_language(
+            request, study, lambda: _framed(view(request, study, participation), participation)
+        )
 
     return wrapped
 
@@ -144,7 +163,7 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
     if not throttle.allow_entry(request, study.pk, returning=returning):
         return _too_many(request)
     if not study.is_active:
-        return _message(request, "Study closed", "This study is not accepting workers.", 410)
+        return _message(request, _("Study closed"), _("This study is not accepting workers."), 410)
     try:
         participation = services.participation_enter(study=study, **entry)
         # the participation is bound to this browser; another one that may still be in
@@ -157,7 +176,7 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
     except OpenInAnotherBrowser as exc:
         return _elsewhere(request, study, exc.available_at)
     except ServiceError as exc:
-        return _message(request, "Incomplete link", exc.message, 400)
+        return _message(request, _("Incomplete link"), _(exc.message), 400)
     target = "annotator:task" if secret == presented else "annotator:instructions"
     if target == "annotator:instructions" and not selectors.work_left(participation):
         target = "annotator:end"  # nothing to do here: say so before any instructions
@@ -166,6 +185,7 @@ def _start(request: HttpRequest, study: Study, **entry) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @retry_on_lost_database
+@study_language_view(lambda study_id: _study(study_id))
 def enter(request: HttpRequest, study_id) -> HttpResponse:
     """``/w/<study>/?worker=<id>``: an open link, for demos and studies that allow it."""
     study = _study(study_id)
@@ -173,9 +193,11 @@ def enter(request: HttpRequest, study_id) -> HttpResponse:
     if not study.open_links:
         return _message(
             request,
-            "Use your own link",
-            "This study is entered through a personal invitation or a crowd "
-            "platform. Open the link you were given.",
+            _("Use your own link"),
+            _(
+                "This study is entered through a personal invitation or a crowd "
+                "platform. Open the link you were given."
+            ),
             403,
         )
     if not worker:
@@ -183,8 +205,8 @@ def enter(request: HttpRequest, study_id) -> HttpResponse:
             return redirect("annotator:task", study_id=study.public_id)
         return _message(
             request,
-            "Incomplete link",
-            "This link does not say who you are. Open the link you were given.",
+            _("Incomplete link"),
+            _("This link does not say who you are. Open the link you were given."),
             400,
         )
     return _start(request, study, platform="link", external_id=worker)
@@ -192,14 +214,15 @@ def enter(request: HttpRequest, study_id) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @retry_on_lost_database
+@study_language_view(lambda study_id: _study(study_id))
 def invite(request: HttpRequest, study_id, token: str) -> HttpResponse:
     study = _study(study_id)
     worker = invite_worker(study, token)
     if worker is None:
         return _message(
             request,
-            "Invalid invitation",
-            "This invitation link is not valid. Ask for a new one.",
+            _("Invalid invitation"),
+            _("This invitation link is not valid. Ask for a new one."),
             403,
         )
     return _start(request, study, platform="invite", external_id=worker)
@@ -207,14 +230,15 @@ def invite(request: HttpRequest, study_id, token: str) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @retry_on_lost_database
+@study_language_view(lambda study_id: _study(study_id))
 def prolific(request: HttpRequest, study_id) -> HttpResponse:
     study = _study(study_id)
     pid = request.GET.get("PROLIFIC_PID", "")
     if not PLATFORM_ID.fullmatch(pid):
         return _message(
             request,
-            "Incomplete link",
-            "The link from Prolific lacks your Prolific ID. Open the study from Prolific again.",
+            _("Incomplete link"),
+            _("The link from Prolific lacks your Prolific ID. Open the study from Prolific again."),
             400,
         )
     session = request.GET.get("SESSION_ID", "")
@@ -234,6 +258,7 @@ def prolific(request: HttpRequest, study_id) -> HttpResponse:
 
 @require_http_methods(["GET"])
 @retry_on_lost_database
+@study_language_view(lambda study_id: _study(study_id))
 def mturk(request: HttpRequest, study_id) -> HttpResponse:
     """MTurk's ExternalQuestion, shown in a frame on MTurk's site (so every answer here
     may be framed by MTurk)."""
@@ -250,11 +275,13 @@ def mturk(request: HttpRequest, study_id) -> HttpResponse:
     submit_to = request.GET.get("turkSubmitTo", "").rstrip("/")
     if not PLATFORM_ID.fullmatch(worker) or not PLATFORM_ID.fullmatch(assignment_id):
         return _framed(
-            _message(request, "Incomplete link", "The HIT link lacks your worker id.", 400)
+            _message(request, _("Incomplete link"), _("The HIT link lacks your worker id."), 400)
         )
     if submit_to not in settings.HUMEVAL_MTURK_SUBMIT_HOSTS:
         return _framed(
-            _message(request, "Incomplete link", "The HIT link has no valid turkSubmitTo.", 400)
+            _message(
+                request, _("Incomplete link"), _("The HIT link has no valid turkSubmitTo."), 400
+            )
         )
     return _framed(
         _start(
@@ -271,9 +298,12 @@ def mturk(request: HttpRequest, study_id) -> HttpResponse:
 @require_http_methods(["GET"])
 @participant_view
 def instructions(request: HttpRequest, study: Study, participation: Participation) -> HttpResponse:
-    return render(
-        request, "annotator/instructions.html", {"study": study, "participation": participation}
-    )
+    context = {
+        "study": study,
+        "participation": participation,
+        "instructions": study_instructions(study, get_language()),
+    }
+    return render(request, "annotator/instructions.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -294,10 +324,10 @@ def qualify(request: HttpRequest, study: Study, participation: Participation) ->
             )
             return redirect("annotator:qualify", study_id=study.public_id)
         except InvalidAnswer as exc:
-            messages.error(request, exc.message)
+            messages.error(request, _(exc.message))
             status = exc.status
         except ServiceError as exc:
-            messages.error(request, exc.message)
+            messages.error(request, _(exc.message))
             return redirect("annotator:qualify", study_id=study.public_id)
     step = services.qualification_next(participation)
     if step is None:
@@ -377,10 +407,10 @@ def _answer_or_next(
     except WorkerBlocked:
         raise
     except InvalidAnswer as exc:
-        messages.error(request, exc.message)
+        messages.error(request, _(exc.message))
         return _next(participation), exc.status
     except ServiceError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, _(exc.message))
         return _next(participation), 200
 
 
@@ -426,9 +456,9 @@ def renew(request: HttpRequest, study: Study, participation: Participation) -> J
     except AssignmentExpired as exc:
         # a page left open after its task was answered (a second tab, Back): an expected
         # answer, not an error; the page tells the worker where their task is now
-        return JsonResponse({"renewed": False, "error": exc.code, "detail": exc.message})
+        return JsonResponse({"renewed": False, "error": exc.code, "detail": _(exc.message)})
     except ServiceError as exc:
-        return JsonResponse({"error": exc.code, "detail": exc.message}, status=exc.status)
+        return JsonResponse({"error": exc.code, "detail": _(exc.message)}, status=exc.status)
     return JsonResponse({"renewed": True})
 
 
@@ -459,3 +489,17 @@ def end(request: HttpRequest, study: Study, participation: Participation) -> Htt
         context["mturk_action"] = participation.return_url + "/mturk/externalSubmit"
         context["mturk_assignment"] = participation.platform_session
     return render(request, "annotator/end.html", context)
+
+
+_JS_CATALOG = JavaScriptCatalog.as_view(packages=["annotator", "kinds"])
+
+
+@require_safe
+@cache_control(max_age=3600, public=True)
+def js_catalog(request: HttpRequest, language: str) -> HttpResponse:
+    """The worker pages' script strings in ``language`` (Django's JavaScript catalog, the
+    ``djangojs`` domain of ``locale/``): ``gettext``/``interpolate`` for the kinds' scripts."""
+    if language not in dict(settings.LANGUAGES):
+        raise Http404("no such language")
+    with translation.override(language):
+        return _JS_CATALOG(request)

@@ -116,6 +116,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -244,6 +245,21 @@ AXES_VERBOSE = False
 AXES_ENABLE_ADMIN = False
 AXES_DISABLE_ACCESS_LOG = True
 LANGUAGE_CODE = "en"
+# The worker pages' languages (docs/languages.md): a study names its own and the ones a
+# worker may switch to; the catalogs live in locale/ (.po and their compiled .mo).
+LANGUAGES = [
+    ("en", "English"),
+    ("de", "Deutsch"),
+    ("fr", "Français"),
+    ("es", "Español"),
+    ("zh-hans", "简体中文"),
+    ("ja", "日本語"),
+    ("ar", "العربية"),
+    ("he", "עברית"),
+    ("cs", "Čeština"),
+    ("ru", "Русский"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -200,6 +200,7 @@ LABEL_TYPES: dict[str, Any] = {
     "annotation_id": "int64",
     "study_id": "int64",
     "study_config_version": "int64",
+    "guideline_revision": "int64",
     "item_id": "int64",
     "input_id": "string",
     "round": "int64",

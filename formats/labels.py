@@ -27,6 +27,7 @@ LABEL_FIELDS = (
     "annotation_id",
     "study_id",
     "study_config_version",
+    "guideline_revision",
     "item_id",
     "input_id",
     "round",

@@ -55,7 +55,9 @@ def active_markup(html: str) -> list[str]:
 
     class Parser(HTMLParser):
         def handle_starttag(self, tag, attrs):
-            own_script = tag == "script" and (dict(attrs).get("src") or "").startswith("/static/")
+            own_script = tag == "script" and (dict(attrs).get("src") or "").startswith(
+                ("/static/", "/w/jsi18n/")  # the platform's files, its script catalog
+            )
             if tag in ("script", "iframe", "object", "embed") and not own_script:
                 found.append(f"<{tag}>")
             for name, value in attrs:

@@ -3,6 +3,7 @@ from functools import lru_cache
 from django import template
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
+from django.utils.translation import get_language, gettext, override
 
 from annotator.rendering import render_untrusted
 
@@ -19,12 +20,24 @@ def untrusted(text: str, markdown: bool = True) -> SafeString:
 def answer_buttons(answers, disabled: bool = False) -> SafeString:
     """``annotator/_answers.html`` for these answers: rendered once per process for each set
     of answers (every page of a study has the same), then reused. The fragment depends on
-    nothing but the answers' values and labels and ``disabled``, which form the key."""
+    nothing but the answers' values and labels, ``disabled`` and the language, which form
+    the key."""
     key = tuple((str(a.value), str(a.label)) for a in answers)
-    return _answer_buttons(key, bool(disabled))
+    return _answer_buttons(key, bool(disabled), get_language())
 
 
 @lru_cache(maxsize=64)
-def _answer_buttons(answers: tuple[tuple[str, str], ...], disabled: bool) -> SafeString:
+def _answer_buttons(
+    answers: tuple[tuple[str, str], ...], disabled: bool, language: str | None
+) -> SafeString:
     shown = [{"value": value, "label": label} for value, label in answers]
-    return render_to_string("annotator/_answers.html", {"answers": shown, "disabled": disabled})
+    with override(language):
+        return render_to_string("annotator/_answers.html", {"answers": shown, "disabled": disabled})
+
+
+@register.filter
+def worker_text(value):
+    """A text the platform may have put into the page (a kind's default caption) in the
+    worker's language when the catalog has it; anything else (a number, the researcher's
+    own wording) as it is."""
+    return gettext(value) if isinstance(value, str) and value else value

@@ -24,12 +24,12 @@
     notice.className = "messages stale-notice";
     notice.setAttribute("role", "alert");
     var text = document.createElement("p");
-    text.textContent = "This page is out of date: its task was already answered (on " +
-      "another page or tab) or its time ran out. Nothing you do here is recorded.";
+    var gettext = window.gettext || String;
+    text.textContent = gettext("This page is out of date: its task was already answered (on another page or tab) or its time ran out. Nothing you do here is recorded.");
     var link = document.createElement("a");
     link.className = "button button-primary";
     link.href = script.dataset.task;
-    link.textContent = "Go to your current task";
+    link.textContent = gettext("Go to your current task");
     notice.appendChild(text);
     notice.appendChild(link);
     form.parentNode.insertBefore(notice, form);

@@ -31,7 +31,8 @@
       if (more && !cue) {
         cue = document.createElement("p");
         cue.className = "more-below";
-        cue.textContent = "More below: scroll inside the response to read it all.";
+        var gettext = window.gettext || String;
+        cue.textContent = gettext("More below: scroll inside the response to read it all.");
         box.insertAdjacentElement("afterend", cue);
       }
       if (cue) cue.hidden = !more;

@@ -45,7 +45,7 @@ def render(opts: dict, question: str = "Which response is better?", disabled: bo
     engine = Engine(
         dirs=[str(ROOT / "kinds/templates")],
         autoescape=True,
-        libraries={"static": "django.templatetags.static"},
+        libraries={"static": "django.templatetags.static", "i18n": "django.templatetags.i18n"},
     )
     form = engine.get_template("kinds/_criteria.html").render(
         Context(crit.template_context(opts, question, disabled))

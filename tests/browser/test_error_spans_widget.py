@@ -34,7 +34,7 @@ def page_html() -> str:
 
     engine = Engine(
         dirs=[str(ROOT / "kinds" / "templates")],
-        libraries={"static": "django.templatetags.static"},
+        libraries={"static": "django.templatetags.static", "i18n": "django.templatetags.i18n"},
     )
     body = engine.get_template("kinds/error_spans.html").render(
         Context({"outputs": [OUTPUT], "preview": False, **KIND.context(OPTS)})

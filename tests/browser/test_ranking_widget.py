@@ -48,6 +48,7 @@ def task_page(outputs, allow_tie: bool) -> str:
         libraries={
             "static": "django.templatetags.static",
             "humeval": "annotator.templatetags.humeval",
+            "i18n": "django.templatetags.i18n",
         },
     )
     body = engine.get_template("kinds/ranking.html").render(

@@ -2,6 +2,7 @@
 // holding focus, else the first unanswered) and move focus on to the next unanswered one, then
 // to the reason box or the submit button; Enter submits; the reason's character counter.
 (function () {
+  var gettext = window.gettext || String; // Django's JavaScript catalog (annotator:jsi18n)
   "use strict";
   var box = document.querySelector("[data-criteria]");
   if (!box) return;
@@ -62,7 +63,7 @@
     var check = function () {
       count.textContent = String(reason.value.length);
       // "required" accepts spaces only; the server does not (it strips the text).
-      reason.setCustomValidity(reason.required && !reason.value.trim() ? "Please write a short reason." : "");
+      reason.setCustomValidity(reason.required && !reason.value.trim() ? gettext("Please write a short reason.") : "");
     };
     reason.addEventListener("input", check);
     check();

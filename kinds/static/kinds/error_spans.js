@@ -20,7 +20,11 @@
   var scoreNumber = document.getElementById("esa-score");
   var scoreRange = document.getElementById("esa-score-range");
   var maxSpans = parseInt(box.getAttribute("data-max-spans"), 10) || 100;
-  var LABEL = { minor: "Minor", major: "Major" };
+  // Worker-facing strings through Django's JavaScript catalog (annotator:jsi18n), English
+  // when it is absent.
+  var gettext = window.gettext || function (s) { return s; };
+  var fmt = function (s, o) { return window.interpolate ? window.interpolate(s, o, true) : s.replace(/%\((\w+)\)s/g, function (_, k) { return o[k]; }); };
+  var LABEL = { minor: gettext("Minor"), major: gettext("Major") };
   // Judge-prefilled suggestions (kinds/span_prefill.py): pre-marked spans the worker keeps
   // (accepted), re-grades (edited) or removes (deleted); every span says where it came from.
   var suggestedNode = document.getElementById("esa-suggestions");
@@ -98,15 +102,16 @@
       var what = document.createElement("span");
       what.className = "esa-severity";
       what.textContent = LABEL[s.severity] + (s.category ? " · " + s.category : "") +
-        (s.origin === "judge" ? " (suggested)" : "");
+        (s.origin === "judge" ? " " + gettext("(suggested)") : "");
       var q = document.createElement("q");
+      q.dir = "auto";
       q.textContent = short(slice(s.start, s.end));
       var remove = document.createElement("button");
       remove.type = "button";
       remove.className = "esa-remove";
       remove.setAttribute("data-index", String(k));
-      remove.textContent = "Remove";
-      remove.setAttribute("aria-label", "Remove " + LABEL[s.severity].toLowerCase() + " error " + q.textContent);
+      remove.textContent = gettext("Remove");
+      remove.setAttribute("aria-label", fmt(s.severity === "major" ? gettext("Remove major error %(quote)s") : gettext("Remove minor error %(quote)s"), { quote: q.textContent }));
       li.appendChild(what);
       li.appendChild(document.createTextNode(" "));
       li.appendChild(q);
@@ -118,7 +123,7 @@
         toggle.type = "button";
         toggle.className = "esa-toggle";
         toggle.setAttribute("data-index", String(k));
-        toggle.textContent = "Make " + other;
+        toggle.textContent = other === "major" ? gettext("Make major") : gettext("Make minor");
         li.appendChild(document.createTextNode(" "));
         li.appendChild(toggle);
       }
@@ -175,14 +180,14 @@
   function setPending(start, end) {
     pending = { start: start, end: end };
     var problemText = "";
-    if (overlapping(start, end).length) problemText = "It overlaps an error already marked: remove that one first.";
-    else if (spans.length >= maxSpans) problemText = "At most " + maxSpans + " errors can be marked.";
+    if (overlapping(start, end).length) problemText = gettext("It overlaps an error already marked: remove that one first.");
+    else if (spans.length >= maxSpans) problemText = fmt(gettext("At most %(n)s errors can be marked."), { n: maxSpans });
     pending.ok = !problemText;
     quote.textContent = short(slice(start, end));
     problem.textContent = problemText;
     bar.querySelectorAll("button.esa-add").forEach(function (b) { b.disabled = !pending.ok; });
     bar.hidden = false;
-    say("Selected " + quote.textContent + ". " + (problemText || "Press m for minor, M for major."));
+    say(fmt(gettext("Selected %(quote)s."), { quote: quote.textContent }) + " " + (problemText || gettext("Press m for minor, M for major.")));
   }
 
   function cancel() {
@@ -239,7 +244,7 @@
     cancel();
     clearDom();
     render();
-    say("Marked " + LABEL[severity].toLowerCase() + " error: " + short(slice(s.start, s.end)) + ".");
+    say(fmt(severity === "major" ? gettext("Marked major error: %(quote)s.") : gettext("Marked minor error: %(quote)s."), { quote: short(slice(s.start, s.end)) }));
   }
 
   function removeAt(k) {
@@ -251,7 +256,7 @@
       deleted.push({ start: g.start, end: g.end, severity: g.severity, suggestion: s.suggestion });
     }
     render();
-    say("Removed " + LABEL[s.severity].toLowerCase() + " error: " + short(slice(s.start, s.end)) + ".");
+    say(fmt(s.severity === "major" ? gettext("Removed major error: %(quote)s.") : gettext("Removed minor error: %(quote)s."), { quote: short(slice(s.start, s.end)) }));
   }
 
   // --- keyboard selection ----------------------------------------------------------------
@@ -278,7 +283,9 @@
     var w;
     if (!kb || key === "Home") { w = words[0]; kbSet(w.start, w.end); return true; }
     if (key === "End") { w = words[words.length - 1]; kbSet(w.start, w.end); return true; }
-    var right = key === "ArrowRight";
+    // "right" means forward in the text: in right-to-left text (the box's resolved direction,
+    // dir="auto") the left arrow goes forward, as the caret does
+    var right = (key === "ArrowRight") !== (window.getComputedStyle(box).direction === "rtl");
     if (kb.start === kb.end) { // after a mark: the caret sits at its end; take a whole word
       w = right ? nextWord(kb.end) : prevWord(kb.start);
       if (w) kbSet(w.start, w.end);
@@ -327,7 +334,7 @@
     } else if (event.key === "Escape" && pending) {
       cancel();
       clearDom();
-      say("Cancelled.");
+      say(gettext("Cancelled."));
       handled = true;
     } else if (event.key === "Delete" || event.key === "Backspace") {
       if (target && target.classList && target.classList.contains("esa-span")) {
@@ -344,7 +351,7 @@
       var n = parseInt(event.key, 10);
       if (n < category.options.length) {
         category.selectedIndex = n;
-        say("Category: " + category.options[n].text + ".");
+        say(fmt(gettext("Category: %(name)s."), { name: category.options[n].text }));
       }
       handled = true;
     }
@@ -386,7 +393,7 @@
       t.severity = t.severity === "minor" ? "major" : "minor";
       t.action = t.severity === suggested[t.suggestion].severity ? "accepted" : "edited";
       render();
-      say("Now a " + t.severity + " error: " + short(slice(t.start, t.end)) + ".");
+      say(fmt(t.severity === "major" ? gettext("Now a major error: %(quote)s.") : gettext("Now a minor error: %(quote)s."), { quote: short(slice(t.start, t.end)) }));
       var again = list.querySelector('button.esa-toggle[data-index="' + toggle.getAttribute("data-index") + '"]');
       if (again) again.focus();
       return;
@@ -404,11 +411,11 @@
   // without a score names what is missing.
   var scoreState = document.getElementById("esa-score-state");
   var scoreError = document.getElementById("esa-score-error");
-  var MISSING = "Give the response an overall score from 0 to 100: drag the slider or type a number.";
+  var MISSING = gettext("Give the response an overall score from 0 to 100: drag the slider or type a number.");
   function scoreShown() {
     var set = scoreNumber.value !== "";
     scoreRange.classList.toggle("unset", !set);
-    if (scoreState) scoreState.textContent = set ? "Score: " + scoreNumber.value : "Not scored yet";
+    if (scoreState) scoreState.textContent = set ? fmt(gettext("Score: %(score)s"), { score: scoreNumber.value }) : gettext("Not scored yet");
     scoreNumber.setCustomValidity(set || scoreNumber.disabled ? "" : MISSING);
     if (set && scoreError) scoreError.hidden = true;
   }
@@ -423,7 +430,7 @@
   });
   scoreNumber.addEventListener("invalid", function () {
     if (!scoreError) return;
-    scoreError.textContent = scoreNumber.value === "" ? MISSING : "A score is a whole number from 0 to 100.";
+    scoreError.textContent = scoreNumber.value === "" ? MISSING : gettext("A score is a whole number from 0 to 100.");
     scoreError.hidden = false;
   });
 

@@ -6,6 +6,10 @@
 // The hidden input "ranking" always holds the current order as JSON tiers of 0-based
 // display positions, e.g. [[1], [0, 2]]; kinds/ranking.py validates it on the server.
 (function () {
+  // Worker-facing strings through Django's JavaScript catalog (annotator:jsi18n), English
+  // when it is absent.
+  var gettext = window.gettext || function (s) { return s; };
+  var fmt = function (s, o) { return window.interpolate ? window.interpolate(s, o, true) : s.replace(/%\((\w+)\)s/g, function (_, k) { return o[k]; }); };
   "use strict";
   var widget = document.querySelector(".ranking-widget");
   if (!widget) return;
@@ -111,8 +115,9 @@
 
   function announce(card) {
     var all = cards();
-    live.textContent = card.getAttribute("data-label") + ": place " +
-      (all.indexOf(card) + 1) + " of " + all.length + ".";
+    live.textContent = fmt(gettext("%(label)s: place %(place)s of %(total)s."), {
+      label: card.getAttribute("data-label"), place: all.indexOf(card) + 1, total: all.length
+    });
   }
 
   function changed() {
@@ -149,8 +154,9 @@
     var above = card.previousElementSibling;
     card.setAttribute("data-tied-to", above ? above.getAttribute("data-display") : "");
     changed();
-    live.textContent = card.getAttribute("data-label") +
-      (event.target.checked ? ": tied with the one above." : ": not tied.");
+    live.textContent = fmt(event.target.checked ? gettext("%(label)s: tied with the one above.") : gettext("%(label)s: not tied."), {
+      label: card.getAttribute("data-label")
+    });
   });
 
   list.addEventListener("keydown", function (event) {
@@ -249,7 +255,7 @@
       confirmed = true;
       event.preventDefault();
       event.stopImmediatePropagation();
-      note.textContent = "You have not moved any response. If this order is your ranking, press Submit again.";
+      note.textContent = gettext("You have not moved any response. If this order is your ranking, press Submit again.");
       note.hidden = false;
     });
   }
