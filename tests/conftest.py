@@ -1,11 +1,45 @@
 import json
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LLMBAR = ROOT / "demo" / "llmbar_natural.judgebench.json"
-SHARED_DATA = ROOT.parent / "shared" / "data"
+DATA = ROOT / "data"
+MQM = DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
+JUDGEBENCH_EXAMPLE = DATA / "judgebench_schema_example.json"
+
+# Hermetic: a test reads nothing beside the repository (a clone elsewhere has nothing
+# there). An audit hook notes every file opened next to the repository but outside it (the
+# interpreter, its packages and the temporary directory excepted); the autouse fixture
+# ``_reads_nothing_beside_the_repo`` fails the test that did it.
+_BESIDE = os.path.realpath(ROOT.parent)
+_ALLOWED = tuple(
+    os.path.realpath(p) + os.sep
+    for p in {str(ROOT), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir()}
+)
+OUTSIDE_READS: list[str] = []
+
+
+def _outside_the_repo(path) -> bool:
+    if isinstance(path, int):
+        return False
+    path = os.fsdecode(path)
+    if not os.path.abspath(path).startswith(_BESIDE + os.sep):
+        return False  # cheap first: most opens are of the interpreter's own files
+    full = os.path.realpath(path) + os.sep  # a symlink in the repository may lead out of it
+    return full.startswith(_BESIDE + os.sep) and not full.startswith(_ALLOWED)
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and args and args[0] is not None and _outside_the_repo(args[0]):
+        OUTSIDE_READS.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
 
 
 def bundle(records: list[dict], study: dict | None = None) -> bytes:
@@ -68,6 +102,14 @@ def active_markup(html: str) -> list[str]:
 
     Parser().feed(html)
     return found
+
+
+@pytest.fixture(autouse=True)
+def _reads_nothing_beside_the_repo():
+    OUTSIDE_READS.clear()
+    yield
+    found, OUTSIDE_READS[:] = list(OUTSIDE_READS), []
+    assert not found, f"files read outside the repository: {found}"
 
 
 @pytest.fixture(autouse=True)

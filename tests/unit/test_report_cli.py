@@ -17,9 +17,8 @@ from analysis.__main__ import main as cli_main
 from analysis.aggregation import pairwise_win_rates, soft_vote
 from analysis.render import render_html, render_text
 from analysis.report import Property, build_report
-from tests.conftest import LLMBAR, ROOT, SHARED_DATA, active_markup
+from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, ROOT, active_markup
 
-JUDGEBENCH_EXAMPLE = SHARED_DATA / "judgebench_schema_example.json"
 HOSTILE = "<script>alert(1)</script>"
 PREF = Property("preference", "pairwise", ("A", "B", "tie"))
 
