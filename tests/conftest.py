@@ -1,10 +1,12 @@
 import json
 import os
+import random
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 LLMBAR = ROOT / "demo" / "llmbar_natural.judgebench.json"
@@ -41,6 +43,24 @@ def _audit(event: str, args: tuple) -> None:
 
 sys.addaudithook(_audit)
 
+# Deterministic: Hypothesis draws the same examples on every run (its "explore" profile,
+# HUMEVAL_HYPOTHESIS=explore, searches afresh each time), and keeps no example database.
+hypothesis_settings.register_profile("deterministic", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", database=None)
+hypothesis_settings.load_profile(os.environ.get("HUMEVAL_HYPOTHESIS", "deterministic"))
+
+FAST_HASHER = "tests.hashers.FastPBKDF2PasswordHasher"
+
+
+def pytest_configure(config):
+    """Passwords hashed with one PBKDF2 round, not a million (a login took a second): the
+    fast hasher first, and in place of Django's own for the ``pbkdf2_sha256`` hashes."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = [FAST_HASHER] + [
+        h for h in settings.PASSWORD_HASHERS if not h.endswith(".PBKDF2PasswordHasher")
+    ]
+
 
 def bundle(records: list[dict], study: dict | None = None) -> bytes:
     """A JSONL study bundle."""
@@ -60,6 +80,35 @@ def pairwise_bundle(n_inputs: int = 3, systems=("alpha", "beta"), **options) -> 
         for i in range(n_inputs)
     ]
     return bundle(records, study)
+
+
+#: The password of every user the tests make (hashed fast: tests/hashers.py).
+PASSWORD = "x" * 12
+
+
+def make_superuser(username: str = "boss"):
+    """A new superuser (password ``PASSWORD``)."""
+    from django.contrib.auth.models import User
+
+    return User.objects.create_superuser(username, f"{username}@example.org", PASSWORD)
+
+
+def boss_client():
+    """A test client logged in (through the login, not ``force_login``) as a new superuser
+    ``boss``."""
+    from django.test import Client
+
+    make_superuser()
+    client = Client()
+    assert client.login(username="boss", password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def admin_client(db):
+    """A client logged in as the superuser ``boss`` (pytest-django's own logs in ``admin``
+    with ``force_login``)."""
+    return boss_client()
 
 
 @pytest.fixture
@@ -110,6 +159,15 @@ def _reads_nothing_beside_the_repo():
     yield
     found, OUTSIDE_READS[:] = list(OUTSIDE_READS), []
     assert not found, f"files read outside the repository: {found}"
+
+
+@pytest.fixture(autouse=True)
+def _seeded_services_rng(request, monkeypatch):
+    """The services' draws (display and question orders, item groups) seeded per test: the
+    same test draws the same orders in any run, in any worker, in any order of tests."""
+    from annotator import services
+
+    monkeypatch.setattr(services, "_RNG", random.Random(request.node.nodeid))
 
 
 @pytest.fixture(autouse=True)
