@@ -16,7 +16,8 @@ JUDGEBENCH_EXAMPLE = DATA / "judgebench_schema_example.json"
 
 # Hermetic: a test reads nothing beside the repository (a clone elsewhere has nothing
 # there). An audit hook notes every file opened next to the repository but outside it (the
-# interpreter, its packages and the temporary directory excepted); the autouse fixture
+# interpreter, its packages, the temporary directory and hidden directories such as a
+# home's .cache excepted); the autouse fixture
 # ``_reads_nothing_beside_the_repo`` fails the test that did it.
 _BESIDE = os.path.realpath(ROOT.parent)
 _ALLOWED = tuple(
@@ -33,7 +34,10 @@ def _outside_the_repo(path) -> bool:
     if not os.path.abspath(path).startswith(_BESIDE + os.sep):
         return False  # cheap first: most opens are of the interpreter's own files
     full = os.path.realpath(path) + os.sep  # a symlink in the repository may lead out of it
-    return full.startswith(_BESIDE + os.sep) and not full.startswith(_ALLOWED)
+    if not full.startswith(_BESIDE + os.sep) or full.startswith(_ALLOWED):
+        return False
+    # a hidden directory (a repository cloned into a home: ~/.cache, ~/.config) is no data
+    return not full[len(_BESIDE) + 1 :].startswith(".")
 
 
 def _audit(event: str, args: tuple) -> None:

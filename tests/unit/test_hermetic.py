@@ -19,6 +19,8 @@ def test_a_read_beside_the_repository_is_caught():
 def test_reads_inside_the_repository_and_of_packages_are_not_caught(tmp_path):
     (ROOT / "data" / "README.md").read_text()
     (tmp_path / "x").write_text("x")
+    with pytest.raises(OSError):  # a hidden directory beside it (a home's .cache) is no data
+        open(ROOT.parent / ".cache" / "humeval-nothing-here")  # noqa: SIM115
     import numpy
 
     assert numpy.__file__
