@@ -417,21 +417,40 @@ def qualification_page(
 def participation_stats(participation: Participation) -> dict[str, float | int | None]:
     """What a researcher checks per worker: items done, median time on task, gold accuracy,
     strikes, and the share of left choices among left/right answers (position bias)."""
-    labels = Annotation.objects.filter(
-        study_id=participation.study_id,
-        annotator_id=participation.annotator_id,
+    return participations_stats([participation])[participation.pk]
+
+
+def participations_stats(
+    participations: Iterable[Participation],
+) -> dict[int, dict[str, float | int | None]]:
+    """:func:`participation_stats` of many participations (by id) in one query, whatever
+    their number: the admin's list of workers asks this once per page."""
+    participations = list(participations)
+    labels: dict[tuple[int, int], list[tuple[int | None, str]]] = {
+        (p.study_id, p.annotator_id): [] for p in participations
+    }
+    rows = Annotation.objects.filter(
+        study_id__in={p.study_id for p in participations},
+        annotator_id__in={p.annotator_id for p in participations},
         source="platform",
-    )
-    times = sorted(t for t in labels.values_list("time_spent_ms", flat=True) if t is not None)
-    sides = labels.filter(raw_answer__in=["left", "right"]).aggregate(
-        n=Count("id"), left=Count("id", filter=Q(raw_answer="left"))
-    )
+    ).values_list("study_id", "annotator_id", "time_spent_ms", "raw_answer")
+    for study_id, annotator_id, time_ms, raw in rows.iterator():
+        if (study_id, annotator_id) in labels:
+            labels[study_id, annotator_id].append((time_ms, raw))
+    return {p.pk: _stats_of(p, labels[p.study_id, p.annotator_id]) for p in participations}
+
+
+def _stats_of(
+    participation: Participation, labels: list[tuple[int | None, str]]
+) -> dict[str, float | int | None]:
+    times = sorted(t for t, _ in labels if t is not None)
+    sides = [raw for _, raw in labels if raw in ("left", "right")]
     median = None
     if times:
         mid = len(times) // 2
         median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
     return {
-        "done": labels.count(),
+        "done": len(labels),
         "median_time_ms": median,
         "gold_accuracy": (
             participation.gold_correct / participation.gold_seen
@@ -439,7 +458,7 @@ def participation_stats(participation: Participation) -> dict[str, float | int |
             else None
         ),
         "strikes": participation.strikes,
-        "left_rate": sides["left"] / sides["n"] if sides["n"] else None,
+        "left_rate": sides.count("left") / len(sides) if sides else None,
     }
 
 

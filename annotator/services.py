@@ -277,15 +277,6 @@ def items_create(
     return items
 
 
-def item_create(study: Study, inp: Input, outputs: Sequence[Output], **fields: Any) -> Item:
-    """One item showing ``outputs`` (system order) of ``inp``; ``fields`` set on the item."""
-    item = Item.objects.create(study=study, input=inp, **{"redundancy": study.redundancy, **fields})
-    ItemOutput.objects.bulk_create(
-        ItemOutput(item=item, output=out, position=n) for n, out in enumerate(outputs)
-    )
-    return item
-
-
 def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
     """The labels of the imported file, each on the first item of its input."""
     keys = sorted({a.annotator_key for a in spec.annotations})
@@ -805,12 +796,12 @@ def _attempt_start(
     attempt."""
     sizes = {pk: len(outputs) for pk, outputs in test.questions.values_list("pk", "outputs")}
     ids = list(sizes)
-    rng = random.SystemRandom()
+    rng = _RNG  # the module's one source of chance (tests replace it with a seeded one)
     rng.shuffle(ids)
     if previous is not None and len(ids) > 1 and previous.order:
         last = previous.order[-1]["question"]
         if ids[0] == last:
-            swap = 1 + secrets.randbelow(len(ids) - 1)
+            swap = rng.randrange(1, len(ids))
             ids[0], ids[swap] = ids[swap], ids[0]
     return QualificationAttempt.objects.create(
         test=test,
@@ -1249,6 +1240,8 @@ def _when(moment: datetime):
     return connection.ops.adapt_datetimefield_value(moment)
 
 
+#: Every draw of the services (display orders, question orders, item groups). Injectable:
+#: the tests replace it with a ``random.Random`` seeded per test (tests/conftest.py).
 _RNG = random.SystemRandom()
 
 

@@ -57,12 +57,7 @@ from protocol.simulation import (  # noqa: E402
 )
 from protocol.synthetic import PENALTIES, synthetic_mqm  # noqa: E402
 
-MQM = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "mqm_newstest2021_ende.avg_seg_scores.tsv"
-)
+MQM = Path(__file__).resolve().parents[1] / "data" / "mqm_newstest2021_ende.avg_seg_scores.tsv"
 SHARES = (0.25, 0.5, 0.75, 1.0)
 POOLS = (50, 200, 527, 2000)
 

@@ -1,11 +1,69 @@
 import json
+import os
+import random
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 LLMBAR = ROOT / "demo" / "llmbar_natural.judgebench.json"
-SHARED_DATA = ROOT.parent / "shared" / "data"
+DATA = ROOT / "data"
+MQM = DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
+JUDGEBENCH_EXAMPLE = DATA / "judgebench_schema_example.json"
+
+# Hermetic: a test reads nothing beside the repository (a clone elsewhere has nothing
+# there). An audit hook notes every file opened next to the repository but outside it (the
+# interpreter, its packages, the temporary directory and hidden directories such as a
+# home's .cache excepted); the autouse fixture
+# ``_reads_nothing_beside_the_repo`` fails the test that did it.
+_BESIDE = os.path.realpath(ROOT.parent)
+_ALLOWED = tuple(
+    os.path.realpath(p) + os.sep
+    for p in {str(ROOT), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir()}
+)
+OUTSIDE_READS: list[str] = []
+
+
+def _outside_the_repo(path) -> bool:
+    if isinstance(path, int):
+        return False
+    path = os.fsdecode(path)
+    if not os.path.abspath(path).startswith(_BESIDE + os.sep):
+        return False  # cheap first: most opens are of the interpreter's own files
+    full = os.path.realpath(path) + os.sep  # a symlink in the repository may lead out of it
+    if not full.startswith(_BESIDE + os.sep) or full.startswith(_ALLOWED):
+        return False
+    # a hidden directory (a repository cloned into a home: ~/.cache, ~/.config) is no data
+    return not full[len(_BESIDE) + 1 :].startswith(".")
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and args and args[0] is not None and _outside_the_repo(args[0]):
+        OUTSIDE_READS.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+# Deterministic: Hypothesis draws the same examples on every run (its "explore" profile,
+# HUMEVAL_HYPOTHESIS=explore, searches afresh each time), and keeps no example database.
+hypothesis_settings.register_profile("deterministic", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", database=None)
+hypothesis_settings.load_profile(os.environ.get("HUMEVAL_HYPOTHESIS", "deterministic"))
+
+FAST_HASHER = "tests.hashers.FastPBKDF2PasswordHasher"
+
+
+def pytest_configure(config):
+    """Passwords hashed with one PBKDF2 round, not a million (a login took a second): the
+    fast hasher first, and in place of Django's own for the ``pbkdf2_sha256`` hashes."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = [FAST_HASHER] + [
+        h for h in settings.PASSWORD_HASHERS if not h.endswith(".PBKDF2PasswordHasher")
+    ]
 
 
 def bundle(records: list[dict], study: dict | None = None) -> bytes:
@@ -26,6 +84,35 @@ def pairwise_bundle(n_inputs: int = 3, systems=("alpha", "beta"), **options) -> 
         for i in range(n_inputs)
     ]
     return bundle(records, study)
+
+
+#: The password of every user the tests make (hashed fast: tests/hashers.py).
+PASSWORD = "x" * 12
+
+
+def make_superuser(username: str = "boss"):
+    """A new superuser (password ``PASSWORD``)."""
+    from django.contrib.auth.models import User
+
+    return User.objects.create_superuser(username, f"{username}@example.org", PASSWORD)
+
+
+def boss_client():
+    """A test client logged in (through the login, not ``force_login``) as a new superuser
+    ``boss``."""
+    from django.test import Client
+
+    make_superuser()
+    client = Client()
+    assert client.login(username="boss", password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def admin_client(db):
+    """A client logged in as the superuser ``boss`` (pytest-django's own logs in ``admin``
+    with ``force_login``)."""
+    return boss_client()
 
 
 @pytest.fixture
@@ -70,6 +157,23 @@ def active_markup(html: str) -> list[str]:
 
     Parser().feed(html)
     return found
+
+
+@pytest.fixture(autouse=True)
+def _reads_nothing_beside_the_repo():
+    OUTSIDE_READS.clear()
+    yield
+    found, OUTSIDE_READS[:] = list(OUTSIDE_READS), []
+    assert not found, f"files read outside the repository: {found}"
+
+
+@pytest.fixture(autouse=True)
+def _seeded_services_rng(request, monkeypatch):
+    """The services' draws (display and question orders, item groups) seeded per test: the
+    same test draws the same orders in any run, in any worker, in any order of tests."""
+    from annotator import services
+
+    monkeypatch.setattr(services, "_RNG", random.Random(request.node.nodeid))
 
 
 @pytest.fixture(autouse=True)

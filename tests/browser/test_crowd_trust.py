@@ -8,11 +8,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
 import pytest
-from django.contrib.auth.models import User
 
 from annotator import services
 from annotator.models import Annotation, Assignment, Participation
-from tests.conftest import bundle
+from tests.conftest import bundle, make_superuser
 from tests.services import require_postgres_and_redis
 
 RECORDS = [
@@ -112,7 +111,7 @@ def test_researcher_pages_work_under_their_csp(base_url, page, study):
         part = services.participation_enter(study=study, platform="link", external_id=f"w{w}")
         while (a := services.assignment_next(participation=part)) is not None:
             services.annotation_submit(annotator=part.annotator, token=a.token, answer="left")
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    make_superuser()
     violations, errors = [], []
     page.context.add_init_script(
         "document.addEventListener('securitypolicyviolation', e => "

@@ -3,11 +3,10 @@ an editable field, the listed endpoints each saying which key they send, a run q
 the judge workers with the key it will send named, listed on the form page, then cancelled."""
 
 import pytest
-from django.contrib.auth.models import User
 
 from annotator import judging
 from annotator.models import JudgeRun
-from tests.conftest import pairwise_bundle
+from tests.conftest import PASSWORD, make_superuser, pairwise_bundle
 from tests.services import require_postgres_and_redis
 
 LISTED = "http://judge.invalid:8080/v1"
@@ -20,10 +19,10 @@ def test_researcher_queues_a_judge_run_and_cancels_it(base_url, page, settings):
 
     settings.HUMEVAL_JUDGE_ENDPOINTS = [(LISTED, "LAB_JUDGE_KEY")]
     study = services.study_import(pairwise_bundle(), filename="s.jsonl")
-    User.objects.create_superuser("researcher", "r@example.org", "pw-" + "x" * 10)
+    make_superuser("researcher")
     page.goto(f"{base_url}/admin/login/")
     page.fill("#id_username", "researcher")
-    page.fill("#id_password", "pw-" + "x" * 10)
+    page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
 
     def choose(action: str) -> None:

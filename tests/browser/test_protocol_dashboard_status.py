@@ -4,13 +4,13 @@ left) in the matrix and in the admin's pair list; every figure in a cell is labe
 ranking beside the partial order says where and why the two differ."""
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from annotator import services
 from config.celery import app
 from protocol.outcome import views_compared
 from protocol.selectors import dashboard, ranking
+from tests.conftest import make_superuser
 from tests.protocol_sim import adaptive_bundle, run_workers
 from tests.services import require_postgres_and_redis
 
@@ -35,7 +35,7 @@ def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager, width):
     run_workers(study)
     pairs = {(p["system_a"], p["system_b"]): p for p in dashboard(study)["pairs"]}
     assert pairs[("s3", "s4")]["outcome"] == "futile"  # equal systems: retired as futile
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    make_superuser()
     violations: list[str] = []
     page.on("console", lambda m: "Content Security Policy" in m.text and violations.append(m.text))
     page.goto(f"{base_url}/admin/login/")

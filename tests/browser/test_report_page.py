@@ -8,17 +8,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from annotator import services
-from tests.conftest import bundle, pairwise_bundle
+from tests.conftest import bundle, make_superuser, pairwise_bundle
 
 TEXTS = {"good": "All fine here.", "bad": "Wrong words everywhere."}
 
 
 def _login(page, base_url) -> list[str]:
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    make_superuser()
     errors: list[str] = []
     page.on(  # the favicon's 404 is issue 25 item 18, not this page's
         "console",

@@ -5,10 +5,10 @@ read the cost estimate after entering a pay rate."""
 import json
 
 import pytest
-from django.contrib.auth.models import User
 from django.utils import timezone
 
 from annotator.models import Annotation, Assignment, Participation, Study
+from tests.conftest import PASSWORD, make_superuser
 from tests.services import require_postgres_and_redis
 
 ROWS = "\n".join(
@@ -30,10 +30,10 @@ ROWS = "\n".join(
 @pytest.mark.django_db(transaction=True)
 def test_researcher_pastes_rows_checks_previews_and_reads_estimate(base_url, page):
     require_postgres_and_redis()
-    User.objects.create_superuser("researcher", "r@example.org", "pw-" + "x" * 10)
+    make_superuser("researcher")
     page.goto(f"{base_url}/admin/login/")
     page.fill("#id_username", "researcher")
-    page.fill("#id_password", "pw-" + "x" * 10)
+    page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
 
     page.goto(f"{base_url}/admin/annotator/study/")
@@ -80,10 +80,10 @@ def test_researcher_pastes_rows_checks_previews_and_reads_estimate(base_url, pag
 
 
 def _login(page, base_url) -> None:
-    User.objects.create_superuser("researcher", "r@example.org", "pw-" + "x" * 10)
+    make_superuser("researcher")
     page.goto(f"{base_url}/admin/login/")
     page.fill("#id_username", "researcher")
-    page.fill("#id_password", "pw-" + "x" * 10)
+    page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
     page.wait_for_selector("#user-tools")
 

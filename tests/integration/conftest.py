@@ -8,11 +8,33 @@ def _services(django_db_setup, django_db_blocker):
     require_postgres_and_redis()
 
 
-@pytest.fixture
-def celery_worker(django_db_setup, tmp_path):
+_SHARED: dict[str, CeleryWorker] = {}
+
+
+@pytest.fixture(scope="session")
+def _shared_celery_worker(django_db_setup, tmp_path_factory):
     from django.db import connection
 
-    worker = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "celery.log")
-    worker.start()
+    log = tmp_path_factory.mktemp("celery") / "celery.log"
+    worker = _SHARED["worker"] = CeleryWorker(connection.settings_dict["NAME"], log)
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def celery_worker(_shared_celery_worker):
+    """The session's one Celery worker on every queue, for tests that only need one running:
+    consecutive tests share it (a start costs seconds). A test that stops, kills or
+    configures its worker makes its own ``CeleryWorker``."""
+    if _shared_celery_worker.proc is None or _shared_celery_worker.proc.poll() is not None:
+        _shared_celery_worker.start()
+    return _shared_celery_worker
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_worker_unless_asked(request):
+    """A test that does not ask for ``celery_worker`` runs with the shared one stopped (it
+    may need no worker at all, e.g. a decision waiting in Redis)."""
+    worker = _SHARED.get("worker")
+    if "celery_worker" not in request.fixturenames and worker and worker.proc:
+        worker.stop()

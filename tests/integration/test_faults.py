@@ -199,6 +199,18 @@ def redis_url(db: int) -> str:
     return f"redis://127.0.0.1:{os.environ['HUMEVAL_REDIS_PORT']}/{db}"
 
 
+def broker_losses(worker: CeleryWorker) -> int:
+    """How many times the worker has logged losing (or failing to reach) its broker."""
+    return len(re.findall(r"Connection to broker lost|Cannot connect to", worker.log.read_text()))
+
+
+def sweeps_done(worker: CeleryWorker) -> int:
+    """How many periodic round recoveries the worker has finished."""
+    return len(
+        re.findall(r"Task protocol\.recover_rounds\[[^]]*\] succeeded", worker.log.read_text())
+    )
+
+
 def stop_redis() -> None:
     redis_cli("shutdown", "nosave")
     wait_for(lambda: redis_cli("ping").returncode != 0, timeout=10)
@@ -206,8 +218,8 @@ def stop_redis() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_redis_stopped_while_workers_submit_answers_every_request(make_study, tmp_path):
-    """Six workers submit through gunicorn (throttle counters in Redis) while Redis stops for
-    6 s: no 5xx, every answer the server accepted is stored once, none is lost."""
+    """Six workers submit through gunicorn (throttle counters in Redis) while Redis is stopped:
+    no 5xx, every answer the server accepted is stored once, none is lost."""
     study = make_study(pairwise_bundle(n_inputs=40), redundancy=6)
     outage = threading.Event()
     results: list[tuple[str, int, bool]] = []  # (token, status, during the outage)
@@ -239,7 +251,17 @@ def test_redis_stopped_while_workers_submit_answers_every_request(make_study, tm
             wait_for(lambda: len(results) >= 20 or not any(map(alive, threads)), timeout=40)
             stop_redis()
             outage.set()
-            time.sleep(6)
+            # the outage lasts until the server has said so and taken ten answers in it
+            wait_for(
+                lambda: (
+                    (
+                        sum(out for _, _, out in list(results)) >= 10
+                        and "Redis unreachable" in log.read_text()
+                    )
+                    or not any(map(alive, threads))
+                ),
+                timeout=60,
+            )
             outage.clear()
         finally:
             start_redis()
@@ -287,20 +309,24 @@ def test_redis_stopped_with_a_decision_in_flight_decides_it_once_without_a_resta
             stop_redis()
         finally:
             lock.release()
-        time.sleep(6)
+        wait_for(lambda: broker_losses(worker) >= 1, timeout=60)  # it knows Redis is gone
         assert worker.proc.poll() is None  # the worker outlives the outage
         start_redis()
         wait_for(lambda: Round.objects.get(study=study, number=1).state == "decided", 60)
         # round 2 is completed while Redis is down: its decision cannot even be queued
+        losses = broker_losses(worker)
         stop_redis()
         try:
             run_workers(study, n_workers=1, seed=1, per_worker=40)
             assert Round.objects.get(study=study, number=2).state == "closed"
-            time.sleep(3)
+            wait_for(lambda: broker_losses(worker) > losses, timeout=60)  # down for it too
         finally:
             start_redis()
         wait_for(lambda: Round.objects.get(study=study, number=2).state == "decided", 60)
-        time.sleep(3)  # redelivered and swept duplicates have had their chance
+        # redelivered and swept duplicates have had their chance: two more sweeps ran on the
+        # worker's one process after the decision
+        sweeps = sweeps_done(worker)
+        wait_for(lambda: sweeps_done(worker) >= sweeps + 2, timeout=60)
         assert worker.proc.poll() is None  # never restarted by hand, never exited
     finally:
         worker.stop()

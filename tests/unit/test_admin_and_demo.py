@@ -3,20 +3,11 @@
 import io
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
 from annotator.models import Annotation, Study
 from tests.conftest import pairwise_bundle
-
-
-@pytest.fixture
-def admin_client(db):
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
 
 
 def test_admin_import_creates_study_or_lists_errors(admin_client):

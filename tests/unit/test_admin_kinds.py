@@ -9,7 +9,6 @@ from html import unescape
 
 import pytest
 from django.apps import apps
-from django.contrib.auth.models import User
 from django.test import Client
 
 import kinds
@@ -26,14 +25,6 @@ OFFERED = {
     "ranking": ["allow_tie"],
     "error_spans": [],
 }
-
-
-@pytest.fixture
-def admin_client(db):
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
 
 
 def study_of(kind: str, **options) -> Study:

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from annotator import services
 from annotator.models import Annotation, Study
-from tests.conftest import bundle, pairwise_bundle
+from tests.conftest import bundle, make_superuser, pairwise_bundle
 
 
 def client_for(user=None) -> APIClient:
@@ -61,7 +61,7 @@ def test_researchers_see_only_their_studies(annotated, researcher, make_study):
     staff = User.objects.create_user("staff", password="x" * 12, is_staff=True)
     assert client_for(staff).get("/api/studies/").json()["results"] == []
     assert client_for(staff).get(f"/api/studies/{other.pk}/annotations/").status_code == 404
-    root = User.objects.create_superuser("root", password="x" * 12)
+    root = make_superuser("root")
     assert {s["id"] for s in client_for(root).get("/api/studies/").json()["results"]} == {
         annotated.pk,
         other.pk,

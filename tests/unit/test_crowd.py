@@ -8,7 +8,6 @@ from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.contrib.auth.models import User
 from django.core import signing
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
@@ -19,7 +18,7 @@ from annotator.errors import WorkerBlocked
 from annotator.invites import invite_token
 from annotator.models import Annotation, Assignment, Item, Participation, QualificationAttempt
 from annotator.views import COOKIE_SALT
-from tests.conftest import LLMBAR, bundle, pairwise_bundle
+from tests.conftest import LLMBAR, boss_client, bundle, pairwise_bundle
 
 
 @pytest.fixture(autouse=True)
@@ -408,6 +407,19 @@ def test_qualification_threshold(qualified_study, n_right, status):
     assert {tuple(a["display_order"]) for a in attempt.answers} == {(0, 1), (1, 0)}
 
 
+def test_question_and_display_orders_come_from_the_injectable_rng(qualified_study, monkeypatch):
+    """The draws of an attempt come from ``services._RNG``: seeded alike, two workers get the
+    same question order and display orders (the test above is then deterministic)."""
+    study, test = qualified_study
+    orders = []
+    for worker in ("s1", "s2"):
+        monkeypatch.setattr(services, "_RNG", random.Random(7))
+        part = services.participation_enter(study=study, platform="prolific", external_id=worker)
+        services.qualification_next(part)
+        orders.append(QualificationAttempt.objects.get(annotator=part.annotator).order)
+    assert orders[0] == orders[1] and len(orders[0]) == 10
+
+
 def test_a_failed_first_attempt_gets_a_second_in_a_fresh_order(qualified_study):
     study, test = qualified_study
     assert test.max_attempts == 2
@@ -629,9 +641,7 @@ def test_admin_participation_view_and_actions(make_study):
             now=a.issued_at + timedelta(seconds=10),
         )
     services.participation_finish(part)  # the end page records the code given
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     page = client.get("/admin/annotator/participation/").content.decode()
     assert "adm" in page and "100%" in page and "3.0" in page and "OK1" in page
     client.post(
@@ -643,6 +653,39 @@ def test_admin_participation_view_and_actions(make_study):
         "/admin/annotator/participation/", {"action": "approve", "_selected_action": [part.pk]}
     )
     assert Participation.objects.get().review == "approved"
+
+
+def test_admin_worker_list_costs_as_many_queries_for_12_workers_as_for_2(
+    make_study, django_assert_max_num_queries
+):
+    """The list of workers reads every row's statistics in one query (was: three per row)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    study = make_study(pairwise_bundle(n_inputs=12))
+    client, url = boss_client(), "/admin/annotator/participation/"
+
+    def workers(names) -> None:
+        for name in names:
+            part = services.participation_enter(study=study, platform="prolific", external_id=name)
+            a = services.assignment_next(participation=part)
+            services.annotation_submit(
+                annotator=part.annotator,
+                token=a.token,
+                answer="left",
+                time_spent_ms=2000,
+                now=a.issued_at + timedelta(seconds=10),
+            )
+
+    workers(["w0", "w1"])
+    with CaptureQueriesContext(connection) as two:
+        assert client.get(url).status_code == 200
+    workers([f"w{n}" for n in range(2, 12)])
+    with django_assert_max_num_queries(len(two.captured_queries)):
+        page = client.get(url).content.decode()
+    assert page.count('name="_selected_action"') == 12
+    assert page.count('<td class="field-median_time">2.0</td>') == 12
+    assert page.count('<td class="field-left_rate">100%</td>') == 12
 
 
 def test_prolific_redirect_keeps_code_encoded(make_study):

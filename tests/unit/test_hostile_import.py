@@ -20,9 +20,7 @@ from unittest import mock
 
 import pytest
 from django.apps import apps
-from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.parsers import MultiPartParser
 from rest_framework.test import APIClient
@@ -31,7 +29,7 @@ from annotator import importers, ratings, services
 from annotator.errors import ImportRejected, ImportTooLarge
 from annotator.models import Annotation, Input, JudgeRating, Output, Study
 from annotator.renderers import FORMULA_PREFIXES, csv_text
-from tests.conftest import LLMBAR, pairwise_bundle
+from tests.conftest import LLMBAR, boss_client, make_superuser, pairwise_bundle
 
 SYSTEMS = ("m1", "m2")
 
@@ -520,9 +518,7 @@ def test_cli_refuses_a_file_above_the_limit(existing, small_limit, tmp_path):
 
 
 def test_admin_refuses_a_file_above_the_limit(existing, small_limit):
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     upload = io.BytesIO(big_bundle(LIMIT + 1))
     upload.name = "big.jsonl"
     before = counts()
@@ -532,7 +528,7 @@ def test_admin_refuses_a_file_above_the_limit(existing, small_limit):
 
 
 def api_client() -> APIClient:
-    staff = User.objects.create_superuser("staff", password="x" * 12)
+    staff = make_superuser("staff")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff).key}")
     return client

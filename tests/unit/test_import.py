@@ -7,7 +7,7 @@ import pytest
 from annotator import services
 from annotator.errors import ImportRejected
 from annotator.models import Annotation, Annotator, Criterion, Input, Item, Output, Study, System
-from tests.conftest import LLMBAR, SHARED_DATA, bundle, pairwise_bundle
+from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, bundle, pairwise_bundle
 
 MODELS = (Study, System, Input, Output, Item, Annotation, Annotator, Criterion)
 
@@ -56,7 +56,7 @@ def test_llmbar_judgebench_import_creates_pairwise_study_with_expert_labels():
 
 @pytest.mark.django_db
 def test_judgebench_graded_schema_example_becomes_likert_with_scores():
-    path = SHARED_DATA / "judgebench_schema_example.json"
+    path = JUDGEBENCH_EXAMPLE
     study = services.study_import(path.read_bytes(), filename=path.name)
     assert study.kind == "likert"
     crits = {c.name: (c.scale_min, c.scale_max) for c in study.criteria.all()}

@@ -9,14 +9,13 @@ import json
 import tracemalloc
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator import importers, services
 from annotator.errors import ImportRejected
 from annotator.models import Input, Study
+from tests.conftest import boss_client, make_superuser
 from tests.unit.test_hostile_import import counts
 
 #: The file of issue 16: an empty output, a line that is not JSON, a duplicate id and
@@ -130,7 +129,7 @@ def test_the_cap_of_errors_holds():
 
 @pytest.mark.django_db
 def test_api_answers_400_naming_the_four_faults():
-    user = User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    user = make_superuser()
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     upload = io.BytesIO(FOUR_FAULTS)
@@ -147,9 +146,7 @@ def test_api_answers_400_naming_the_four_faults():
 
 @pytest.mark.django_db
 def test_admin_import_form_lists_the_four_faults():
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     upload = io.BytesIO(FOUR_FAULTS)
     upload.name = "four.jsonl"
     before = counts()

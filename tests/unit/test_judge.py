@@ -14,17 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 
 from analysis import selectors as report_selectors
 from annotator import judging
 from annotator.models import Input, JudgeRating, JudgeRun, Output, System
 from protocol.models import SystemPair
 from protocol.selectors import metric_labels
-from tests.conftest import bundle
+from tests.conftest import boss_client, bundle
 from tests.unit.test_report import annotate
 
 SERVER = Path(__file__).resolve().parent.parent / "judge_server.py"
@@ -296,18 +294,11 @@ def test_report_and_protocol_use_the_judges_ratings(pairwise, judge_server, monk
     assert by_input == {"in0": 2, "in2": 1}
 
 
-def admin_client() -> Client:
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
-
-
 def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db, settings):
     monkeypatch.setenv("ADMIN_JUDGE_KEY", KEY)
     server = judge_server()
     settings.HUMEVAL_JUDGE_ENDPOINTS = [(server.url, "ADMIN_JUDGE_KEY")]
-    client = admin_client()
+    client = boss_client()
     url = "/admin/annotator/study/"
     chosen = {"action": "run_judge", "_selected_action": [pairwise.pk]}
     page = client.post(url, chosen)
@@ -348,7 +339,7 @@ def test_admin_action_asks_then_rates(pairwise, judge_server, monkeypatch, db, s
 
 def test_the_admin_prompt_field_changes_what_is_sent(pairwise, judge_server, db, settings):
     server = judge_server()
-    client = admin_client()
+    client = boss_client()
     mine = (
         "MY PROMPT\nResponse A:\n{{ first }}\n\nResponse B:\n{{ second }}\n\n"
         "Which response is better? {{ labels|join:', ' }}"
@@ -384,7 +375,7 @@ def test_the_operators_key_never_goes_to_an_unlisted_url(
     monkeypatch.setenv("OPERATOR_KEY", "sk-operator-secret")
     listed, theirs = judge_server(), judge_server()
     settings.HUMEVAL_JUDGE_ENDPOINTS = [(listed.url, "OPERATOR_KEY")]
-    client = admin_client()
+    client = boss_client()
     form = {
         "action": "run_judge",
         "_selected_action": [pairwise.pk],
@@ -473,7 +464,7 @@ def test_the_admin_says_what_the_key_is_when_the_worker_sends_it(
     settings.CELERY_TASK_ALWAYS_EAGER = False
     queued = []
     monkeypatch.setattr("annotator.tasks.run_judge.delay", lambda run_id: queued.append(run_id))
-    client = admin_client()
+    client = boss_client()
     form = {
         "action": "run_judge",
         "_selected_action": [pairwise.pk],

@@ -9,13 +9,11 @@ import time
 import tracemalloc
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management.base import CommandError
-from django.test import Client
 
 from annotator import judging
 from annotator.models import JudgeRating, JudgeRun
-from tests.conftest import bundle
+from tests.conftest import boss_client, bundle
 from tests.protocol_sim import ranking_bundle
 from tests.unit.test_judge import KEY, MODEL, judge_servers, run
 
@@ -104,9 +102,7 @@ def test_a_kind_without_a_judge_form_is_refused_with_the_reason(
     with pytest.raises(CommandError, match=reason) as refused:
         run(study, server)
     assert "prompt" not in str(refused.value)
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     form = {
         "action": "run_judge",
         "_selected_action": [study.pk],
@@ -227,9 +223,7 @@ def test_cancel_action_marks_the_studys_active_runs_only(make_study, db):
         study, base_url="http://127.0.0.1:9/v1", model=MODEL, own_key="sk-researcher"
     )
     theirs = judging.judge_run_create(other, base_url="http://127.0.0.1:9/v1", model=MODEL)
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     done = client.post(
         "/admin/annotator/study/",
         {"action": "cancel_judge_runs", "_selected_action": [study.pk]},

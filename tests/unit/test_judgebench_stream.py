@@ -10,13 +10,13 @@ import json
 import tracemalloc
 
 import pytest
-from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotator import importers, services
 from annotator.errors import ImportRejected
 from annotator.models import Annotation, Input, Output, Study
+from tests.conftest import make_superuser
 from tests.unit import test_hostile_import as hostile
 from tests.unit.test_hostile_import import counts, judgebench, one_error, rejected
 
@@ -208,7 +208,7 @@ def test_nesting_deeper_than_the_limit_inside_an_instance_is_named():
 
 
 def test_the_api_imports_a_judgebench_upload_with_its_labels():
-    user = User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    user = make_superuser()
     api_client = APIClient()
     api_client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     doc = judgebench(5)

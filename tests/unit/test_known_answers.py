@@ -6,7 +6,6 @@ migration that moved old pairwise questions and attempts onto the kinds."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.test import Client
 
@@ -19,7 +18,7 @@ from annotator.models import (
     QualificationQuestion,
     QualificationTest,
 )
-from tests.conftest import bundle
+from tests.conftest import boss_client, bundle
 
 PAIRWISE = kinds.get("pairwise")
 LIKERT = kinds.get("likert")
@@ -305,9 +304,7 @@ def test_a_question_made_of_a_conversation_shows_the_conversation(make_study):
 
 # --- the admin's question form -----------------------------------------------------------------
 def test_the_admin_reads_a_question_s_known_answer_through_the_test_s_kind(db):
-    get_user_model().objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     url = "/admin/annotator/qualificationtest/add/"
     form = {
         "name": "rating test",

@@ -8,20 +8,13 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from annotator.models import Item, Participation, QualificationQuestion, Study
-from tests.conftest import LLMBAR, pairwise_bundle
+from tests.conftest import LLMBAR, boss_client, pairwise_bundle
 
 
 @pytest.fixture
 def llmbar(make_study):
     """LLMBar: every instance's expert label (majority_human) is a known answer."""
     return make_study(LLMBAR.read_bytes(), filename="llmbar.json")
-
-
-def _admin(db) -> Client:
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
 
 
 def test_command_makes_gold_checks_and_a_test(llmbar, capsys):
@@ -57,7 +50,7 @@ def test_command_refuses_and_changes_nothing(llmbar, make_study):
 
 
 def test_admin_action_asks_then_prepares(llmbar, make_study, db):
-    client = _admin(db)
+    client = boss_client()
     plain = make_study(pairwise_bundle())
     url = "/admin/annotator/study/"
     chosen = {"action": "prepare_checks", "_selected_action": [llmbar.pk, plain.pk]}
@@ -84,7 +77,7 @@ def test_admin_action_asks_then_prepares(llmbar, make_study, db):
 
 
 def test_action_is_listed_on_the_study_changelist(llmbar, db):
-    client = _admin(db)
+    client = boss_client()
     page = client.get("/admin/annotator/study/").content.decode()
     assert "Prepare gold checks and a qualification test from known answers" in page
 

@@ -15,7 +15,7 @@ from protocol.charts import budget_chart, partial_order_chart
 from protocol.models import ProtocolConfig
 from protocol.outcome import pair_status, protocol_outcome, views_compared
 from protocol.selectors import dashboard, partial_order, ranking, ranking_comparisons
-from tests.conftest import active_markup
+from tests.conftest import active_markup, boss_client
 from tests.protocol_sim import adaptive_bundle, run_workers
 
 STOPPED = "stopped early: a decision was unlikely even with more labels"
@@ -72,9 +72,7 @@ def test_api_matches_database_and_is_per_study(finished_study):
 def test_dashboard_page_needs_login_and_draws_svg(finished_study):
     url = f"/studies/{finished_study.pk}/protocol/"
     assert Client().get(url).status_code == 302  # to the login page
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     page = client.get(url).content.decode()
     assert page.count("<svg") == 3 and "Partial order" in page and "θ = P(" in page
     assert "if every input were labelled: s1 wins" in page
@@ -97,13 +95,6 @@ def test_svg_escapes_system_names():
         )
     )
     assert "<script>" not in svg and "&lt;script&gt;" in svg
-
-
-def boss_client() -> Client:
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
 
 
 def test_static_study_gets_a_page_saying_it_is_not_adaptive(transactional_db):

@@ -15,7 +15,7 @@ from annotator.models import Annotation, Assignment, Input, Item, Participation
 from protocol import selectors
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from protocol.services import round_open
-from tests.conftest import bundle
+from tests.conftest import PASSWORD, bundle, make_superuser
 from tests.protocol_sim import lease_to_new_workers, likert_bundle, run_workers
 
 
@@ -426,14 +426,13 @@ def test_likert_worker_waits_between_rounds_and_sees_one_output():
 
 @pytest.mark.django_db(transaction=True)
 def test_dashboard_and_api_of_a_likert_study():
-    from django.contrib.auth.models import User
     from rest_framework.test import APIClient
 
     study, _ = make()
     run_workers(study)
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    make_superuser()
     api = APIClient()
-    api.login(username="boss", password="x" * 12)
+    api.login(username="boss", password=PASSWORD)
     data = api.get(f"/api/studies/{study.pk}/protocol/").json()
     assert (data["kind"], data["human_counts_unit"], data["likert_criterion"]) == (
         "likert",

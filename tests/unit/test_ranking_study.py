@@ -13,14 +13,13 @@ from itertools import combinations
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
 
 from analysis import selectors as report_selectors
 from annotator import selectors, services
 from annotator.errors import ImportRejected
 from annotator.models import Annotation, Item, Output, Study
 from annotator.renderers import csv_text
-from tests.conftest import ROOT, bundle
+from tests.conftest import ROOT, boss_client, bundle
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 CHAT = [
@@ -208,11 +207,8 @@ def _rank_or_none(study, worker, order):
 
 
 def _report_page(study) -> str:
-    from django.contrib.auth.models import User
 
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     response = client.get(f"/studies/{study.pk}/report/")
     assert response.status_code == 200
     return response.content.decode()

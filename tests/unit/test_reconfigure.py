@@ -2,9 +2,7 @@
 reach the open items and the adaptive ledger, or are refused with the reason."""
 
 import pytest
-from django.contrib.auth.models import User
 from django.db.models import Sum
-from django.test import Client
 
 from annotator import selectors, services
 from annotator.errors import ConfigRefused
@@ -163,14 +161,6 @@ def test_adaptive_lowering_refunds_and_closes_a_round_it_completes():
 
 
 # --- the admin --------------------------------------------------------------------------
-@pytest.fixture
-def admin_client(db):
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
-
-
 def change_form(study: Study, **values) -> dict:
     form = {
         "name": study.name,

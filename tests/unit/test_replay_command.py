@@ -6,9 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotator import services
-from tests.conftest import SHARED_DATA, pairwise_bundle
+from tests.conftest import MQM, pairwise_bundle
 
-MQM = SHARED_DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
 OUTCOMES = ("correct", "inversion", "omission", "insertion")
 
 

@@ -19,7 +19,7 @@ from analysis.__main__ import main as cli_main
 from analysis.aggregation import pairwise_win_rates, soft_vote
 from annotator import services
 from annotator.models import Annotation, Item, Participation
-from tests.conftest import active_markup, bundle, pairwise_bundle
+from tests.conftest import active_markup, bundle, make_superuser, pairwise_bundle
 
 HOSTILE = "<script>alert(1)</script>"
 N_BOOT = 200
@@ -246,7 +246,7 @@ def test_api_permissions_and_parameters(pairwise, researcher, make_study):
     ann = selectors.study_dataset(pairwise).annotations
     alpha = agreement.krippendorff_alpha(ann, labels=["A", "B", "tie"], n_boot=0)
     assert body["properties"][0]["reliability"][0]["value"] == pytest.approx(alpha.value)
-    staff = User.objects.create_superuser("staff", password="x" * 12)
+    staff = make_superuser("staff")
     assert client_for(staff).get(url, {"n_boot": 0, "include_flagged": "true"}).status_code == 200
     assert client_for(staff).get(url, {"threshold": 2}).status_code == 400
     assert client_for(staff).get(url, {"n_boot": 10**6}).status_code == 400

@@ -17,9 +17,8 @@ from analysis.__main__ import main as cli_main
 from analysis.aggregation import pairwise_win_rates, soft_vote
 from analysis.render import render_html, render_text
 from analysis.report import Property, build_report
-from tests.conftest import LLMBAR, ROOT, SHARED_DATA, active_markup
+from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, ROOT, active_markup, boss_client
 
-JUDGEBENCH_EXAMPLE = SHARED_DATA / "judgebench_schema_example.json"
 HOSTILE = "<script>alert(1)</script>"
 PREF = Property("preference", "pairwise", ("A", "B", "tie"))
 
@@ -356,9 +355,7 @@ def test_labels_option():
 def test_every_export_gives_the_same_report(tmp_path, make_study, kind):
     """A study's labels exported by the API (``?format=json``, ``jsonl``, ``csv``) and by
     ``export_labels`` (``json``, ``jsonl``, ``csv``) give one and the same report."""
-    from django.contrib.auth.models import User
     from django.core.management import call_command
-    from django.test import Client
 
     from annotator.simulated_crowd import crowd_run
     from tests.conftest import pairwise_bundle
@@ -369,9 +366,7 @@ def test_every_export_gives_the_same_report(tmp_path, make_study, kind):
         pairwise_bundle(n_inputs=6, systems=systems, kind=kind, **extra), redundancy=3
     )
     assert crowd_run(study, workers=4, seed=2, until_done=True).answers > 0
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     files = {}
     for fmt in ("json", "jsonl", "csv"):
         response = client.get(

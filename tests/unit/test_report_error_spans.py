@@ -10,7 +10,7 @@ from analysis.render import render_html, render_text
 from analysis.selectors import study_report
 from annotator import services
 from annotator.models import Item
-from tests.conftest import bundle
+from tests.conftest import bundle, make_superuser
 
 TEXTS = {"good": "All fine here.", "bad": "Wrong words everywhere."}
 
@@ -84,7 +84,6 @@ def test_the_score_is_an_interval_scale_in_bins_and_the_kinds_section_comes_firs
     level, its distributions and perception chart use ten bins (0-9 ... 90-100), the page
     states the range and bins instead of listing 0, 1, 2, ..., 100, and the error-span section
     comes before the score's property section (on the page and in the text report)."""
-    from django.contrib.auth.models import User
 
     from analysis import agreement
 
@@ -116,7 +115,7 @@ def test_the_score_is_an_interval_scale_in_bins_and_the_kinds_section_comes_firs
     assert text.index("== Error spans ==") < text.index("== score (")
     assert "0, 1, 2" not in text and "Scores 0–100, shown in 10 bins" in text
 
-    user = User.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    user = make_superuser()
     client.force_login(user)
     html = client.get(f"/studies/{study.pk}/report/", {"n_boot": 20}).content.decode()
     body = html.split('class="hv-report"')[1]

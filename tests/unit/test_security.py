@@ -29,7 +29,7 @@ from annotator.models import (
 )
 from crowd.models import CrowdStudy
 from protocol.models import Decision, Round, SystemPair
-from tests.conftest import ROOT, bundle, pairwise_bundle
+from tests.conftest import ROOT, bundle, make_superuser, pairwise_bundle
 from tests.protocol_sim import adaptive_bundle
 
 ROLES = (
@@ -67,7 +67,7 @@ def world(db):
         users[role] = User.objects.create_user(name, password="x" * 12, is_staff=True)
         users[role].user_permissions.set(perms)
     users["api_researcher"] = User.objects.create_user("api", password="x" * 12)
-    users["superuser"] = User.objects.create_superuser("staff", password="x" * 12)
+    users["superuser"] = make_superuser("staff")
     study = services.study_import(
         bundle(records, {"kind": "pairwise"}),
         filename="a.jsonl",
@@ -631,3 +631,23 @@ def test_secrets_and_hosts_come_from_the_environment(tmp_path):
         check=True,
     ).stdout
     assert out.split() == ["s" * 20, "['eval.example.org']", "False", "True"]
+
+
+def test_production_hashes_passwords_with_djangos_slow_hashers(db):
+    """The tests hash with one PBKDF2 round (tests/hashers.py); the project's settings keep
+    Django's hashers, PBKDF2-SHA256 with at least a million rounds first, and still verify
+    a hash the fast test hasher made."""
+    from django.conf import global_settings
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher, check_password, make_password
+
+    import config.settings as production
+
+    hashers = getattr(production, "PASSWORD_HASHERS", global_settings.PASSWORD_HASHERS)
+    assert hashers[0] == "django.contrib.auth.hashers.PBKDF2PasswordHasher"
+    assert PBKDF2PasswordHasher.iterations >= 1_000_000
+    fast = make_password("s3cret")
+    assert fast.startswith("pbkdf2_sha256$1$")  # this run's fast hasher
+    with override_settings(PASSWORD_HASHERS=hashers):
+        assert check_password("s3cret", fast) and not check_password("wrong", fast)
+        algorithm, rounds, *_ = make_password("s3cret").split("$")
+        assert (algorithm, int(rounds) >= 1_000_000) == ("pbkdf2_sha256", True)

@@ -5,14 +5,12 @@ process)."""
 import json
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 
 from annotator.models import Annotation, Participation, Study
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
-from tests.conftest import ROOT
+from tests.conftest import ROOT, boss_client
 
 ADAPTIVE_DEMO = (ROOT / "demo" / "adaptive_demo.jsonl").read_text(encoding="utf-8")
 TRUTH = json.loads(ADAPTIVE_DEMO.splitlines()[1])["metadata"]["truth"]
@@ -51,9 +49,7 @@ def test_simulate_crowd_decides_the_demo_adaptive_study(demo, capsys):
     assert collected == sum(r.committed for r in rounds)
     assert Participation.objects.filter(study=study, annotator__platform="simulated").count()
     # the dashboard shows the rounds and the decided order
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     page = client.get(f"/studies/{study.pk}/protocol/").content.decode()
     assert f"Collected {collected} of a budget of {study.budget} annotations in {len(rounds)}" in (
         page

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from annotator.models import Annotation, Assignment
-from tests.conftest import active_markup, bundle, pairwise_bundle
+from tests.conftest import active_markup, bundle, make_superuser, pairwise_bundle
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)"> [x](javascript:alert(3))'
 
@@ -174,7 +174,7 @@ def test_workers_are_kept_apart(study):
 
 # --- Content-Security-Policy and MTurk's frame -------------------------------------------
 def test_every_page_sends_a_csp_without_inline_code(study, django_user_model):
-    boss = django_user_model.objects.create_superuser("boss", "b@example.org", "x" * 12)
+    boss = make_superuser()
     client = Client()
     client.force_login(boss)
     for url in (

@@ -37,14 +37,6 @@ def secret_bundle(n_inputs: int = 3, **options) -> bytes:
     )
 
 
-@pytest.fixture
-def admin_client(db):
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
-    return client
-
-
 # --- the estimate, a pure function --------------------------------------------------------
 def test_estimate_worked_example_to_the_digit():
     expected = cost_estimate(

@@ -12,9 +12,9 @@ import pytest
 from protocol.simulation import PAPER_SYSTEMS, load_mqm
 from ranking import ELO_BASE, ELO_SCALE, bradley_terry, fit_log_strengths
 from ranking.bradley_terry import PRIOR, win_matrix
-from tests.conftest import SHARED_DATA
+from tests.conftest import MQM
 
-MQM_FILE = SHARED_DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
+MQM_FILE = MQM
 
 
 def _frame(rows: list[tuple[str, str, str, int]], with_input: bool = False) -> pd.DataFrame:

@@ -32,9 +32,7 @@ from protocol.simulation import (
     replay_once,
 )
 from protocol.synthetic import synthetic_mqm
-from tests.conftest import SHARED_DATA
-
-MQM = SHARED_DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
+from tests.conftest import MQM
 
 
 def _final_test(w, l, gamma=0.05):

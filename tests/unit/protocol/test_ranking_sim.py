@@ -28,9 +28,8 @@ from protocol.ranking_sim import (
 )
 from protocol.settings import ProtocolSettings
 from protocol.simulation import load_mqm
-from tests.conftest import SHARED_DATA
+from tests.conftest import MQM
 
-MQM = SHARED_DATA / "mqm_newstest2021_ende.avg_seg_scores.tsv"
 GAMMA = 0.05
 
 
