@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 
 from annotator import services
 from annotator.models import Annotation, Output
+from tests.browser.test_error_spans_widget import drag_over
 from tests.conftest import bundle
 from tests.services import require_postgres_and_redis
 
@@ -23,25 +24,6 @@ PROPOSED = [
     {"start": 15, "end": 18, "severity": "minor", "text": "teh"},
     {"start": 19, "end": 22, "severity": "major", "text": "MAT"},
 ]
-
-
-def drag_over(page, sub: str) -> None:
-    """A real mouse drag over ``sub`` in the text node after the last mark."""
-    box = page.evaluate(
-        """sub => {
-          const n = document.getElementById('esa-text').lastChild;
-          const i = n.data.indexOf(sub), r = document.createRange();
-          r.setStart(n, i); r.setEnd(n, i + 1); const a = r.getBoundingClientRect();
-          r.setStart(n, i + sub.length - 1); r.setEnd(n, i + sub.length);
-          const b = r.getBoundingClientRect();
-          return [a.left + 1, a.top + a.height / 2, b.right - 1, b.top + b.height / 2];
-        }""",
-        sub,
-    )
-    page.mouse.move(box[0], box[1])
-    page.mouse.down()
-    page.mouse.move(box[2], box[3], steps=5)
-    page.mouse.up()
 
 
 @pytest.mark.django_db(transaction=True)

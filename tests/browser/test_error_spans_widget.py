@@ -151,10 +151,14 @@ def select_utf16(page, sub: str) -> None:
 
 
 def drag_over(page, sub: str) -> None:
-    """A real mouse drag from the first to the last character of ``sub``."""
+    """A real mouse drag from the first to the last character of ``sub`` (in the first text
+    node of the response that holds it: marks split the text into several)."""
     box = page.evaluate(
         """sub => {
-          const n = document.getElementById('esa-text').firstChild;
+          const box = document.getElementById('esa-text');
+          const w = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+          let n = w.nextNode();
+          while (n && !n.data.includes(sub)) n = w.nextNode();
           const i = n.data.indexOf(sub), r = document.createRange();
           r.setStart(n, i); r.setEnd(n, i + 1); const a = r.getBoundingClientRect();
           r.setStart(n, i + sub.length - 1); r.setEnd(n, i + sub.length);
