@@ -62,7 +62,7 @@ def win_matrix(
 
 def _connected(wins: np.ndarray) -> bool:
     n, _ = connected_components(wins > 0, directed=True, connection="strong")
-    return n == 1
+    return bool(n == 1)
 
 
 def with_prior(wins: np.ndarray, prior: float) -> np.ndarray:
@@ -94,7 +94,8 @@ def fit_log_strengths(
         return None
     if not np.all(np.isfinite(theta)):
         return None
-    return theta - theta.mean()
+    centred: np.ndarray = theta - theta.mean()
+    return centred
 
 
 def _no_mle_reason(wins: np.ndarray, systems: list[str]) -> str:
