@@ -100,7 +100,7 @@ def _est_text(est: dict[str, Any]) -> str:
     return text
 
 
-def _text_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], indent: str = "  ") -> str:
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], indent: str = "  ") -> str:
     cells = [[plain(h) for h in headers]] + [[plain(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
@@ -166,7 +166,7 @@ def _text_section(section: dict[str, Any]) -> list[str]:
     for table in section.get("tables", []):
         out.append(f"{plain(table['title'])}:")
         rows = [[_cell_text(c) for c in row] for row in table["rows"]]
-        out.append(_text_table(table["headers"], rows))
+        out.append(text_table(table["headers"], rows))
     return out
 
 
@@ -203,7 +203,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
     out.append("")
     out.append("Inter-rater reliability (bootstrap interval over items)")
     out.append(
-        _text_table(
+        text_table(
             ["statistic", "value", "interval", "items", "note"],
             [
                 [
@@ -227,7 +227,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
         )
         if pw["pairs"]:
             out.append(
-                _text_table(
+                text_table(
                     ["system 1", "system 2", "items", "wins 1", "ties", "wins 2", "win rate 1"]
                     + ["tie rate", "expected win rate 1", "interval", "note"],
                     [
@@ -246,7 +246,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
         out.append("")
         out.append("Ratings per system (item median: median of the item's ratings)")
         out.append(
-            _text_table(
+            text_table(
                 ["system", "items", "ratings", "mean rating", "mean of item means"]
                 + ["median of item medians", "distribution " + "/".join(map(str, lk["labels"]))],
                 [
@@ -282,7 +282,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
                 "differ from 1/2 at Holm-adjusted p < 0.05"
             )
             out.append(
-                _text_table(
+                text_table(
                     ["annotator", "sided", "left", "share left", "p", "p (Holm)", "note"],
                     [
                         [
@@ -311,7 +311,7 @@ def _text_property(prop: dict[str, Any]) -> list[str]:
                 f"{pr['n_ties']} ties in {pr['n_items']} items)"
             )
             out.append(
-                _text_table(
+                text_table(
                     ["top k%", "items", "tie rate", "random mean", "random sd", "note"],
                     [
                         [
@@ -344,7 +344,7 @@ def _text_ranking(prop: dict[str, Any]) -> list[str]:
     if method.get("reason"):
         out.append(f"  Note: {plain(method['reason'])}")
     out.append(
-        _text_table(
+        text_table(
             ["rank", "system", "score", "low", "high", "wins", "ties", "losses", "comparisons"],
             [
                 [num(r["rank"]), r["system"], num(r["score"], 1), num(r["low"], 1)]
@@ -383,14 +383,14 @@ def _text_judges(prop: dict[str, Any]) -> list[str]:
             rows.append([f"{r['metric']} (human {r['aggregate']}{_p_text(r)})", _est_text(r)])
         jsd = j["binned_jsd"]
         rows.append([f"binned JSD ({jsd['binning']} bins; lower is closer)", _est_text(jsd)])
-        out.append(_text_table(["statistic", "value [interval]"], rows))
+        out.append(text_table(["statistic", "value [interval]"], rows))
         strat = j["stratified"]
         out.append(
             f"  Stratified by human percentage agreement ({strat['level']}): "
             "HH = among humans, HM = human vs judge majority, delta = HH - HM"
         )
         out.append(
-            _text_table(
+            text_table(
                 [
                     "stratum",
                     "items",
@@ -451,7 +451,7 @@ def _text_judges_extra(prop: dict[str, Any]) -> list[str]:
         return []
     out = ["", "Random-labeller baseline (expected agreement of labels drawn at random)"]
     out.append(
-        _text_table(
+        text_table(
             ["statistic", "value [interval]"],
             [[_random_name(r), _est_text(r)] for r in extra["random_labeller"]],
         )
@@ -461,7 +461,7 @@ def _text_judges_extra(prop: dict[str, Any]) -> list[str]:
         return out
     out.append("Agreement among each judge's samples (machine vs machine)")
     out.append(
-        _text_table(
+        text_table(
             ["judge", "samples", "statistic", "value [interval]"],
             [
                 [
@@ -485,7 +485,7 @@ def _text_workers(prop: dict[str, Any]) -> list[str]:
         return ["", f"Worker-weighted labels: unavailable -- {plain(wk['reason'])}"]
     out = ["", "Worker-weighted labels (Dawid-Skene, MACE) beside the majority"]
     out.append(
-        _text_table(
+        text_table(
             ["model", "items", "same as unique majority", "labels"],
             [
                 [
@@ -502,7 +502,7 @@ def _text_workers(prop: dict[str, Any]) -> list[str]:
     )
     out.append(f"  Worker reliability ({wk['reliability']}); least reliable first")
     out.append(
-        _text_table(
+        text_table(
             ["worker", "labels", "Dawid-Skene", "MACE"],
             [
                 [plain(w["worker"]), num(w["n_labels"]), num(w["dawid_skene"]), num(w["mace"])]
@@ -534,7 +534,7 @@ def _text_perception(prop: dict[str, Any]) -> list[str]:
                     shares if b["items"] > 0 else f"undefined -- {b['reason']}",
                 ]
             )
-    out.append(_text_table(["bin", "items", "source", "label shares"], rows))
+    out.append(text_table(["bin", "items", "source", "label shares"], rows))
     return out
 
 

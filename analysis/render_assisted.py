@@ -78,7 +78,7 @@ def _digits(a: dict[str, Any]) -> int:
 
 
 def assisted_text(prop: dict[str, Any]) -> list[str]:
-    from analysis.render import _text_table  # the report's table layout
+    from analysis.render import text_table  # the report's table layout
 
     a = prop.get("assisted")
     if not a:
@@ -90,12 +90,12 @@ def assisted_text(prop: dict[str, Any]) -> list[str]:
         out.append(f"  Note: {plain(a['note'])}")
     if a.get("win_rates"):
         out.append("Win rates (share of human preference for system a)")
-        out.append(_text_table(WIN_HEADERS, [[plain(c) for c in r] for r in _win_rows(a)]))
+        out.append(text_table(WIN_HEADERS, [[plain(c) for c in r] for r in _win_rows(a)]))
     if a.get("ranking"):
         what = "Bradley-Terry scores" if a.get("win_rates") else "Mean scores"
         out.append(f"{what} with rank-sets")
         out.append(
-            _text_table(RANK_HEADERS, [[plain(c) for c in r] for r in _rank_rows(a, _digits(a))])
+            text_table(RANK_HEADERS, [[plain(c) for c in r] for r in _rank_rows(a, _digits(a))])
         )
     elif a.get("ranking_reason"):
         out.append(f"  Ranking undefined -- {plain(a['ranking_reason'])}")
@@ -185,7 +185,7 @@ def _blocks(s: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def style_text(prop: dict[str, Any]) -> list[str]:
-    from analysis.render import _text_table
+    from analysis.render import text_table
 
     s = prop.get("style")
     if not s:
@@ -199,11 +199,9 @@ def style_text(prop: dict[str, Any]) -> list[str]:
             continue
         out.append(f"{plain(who)} ({num(block['n'])} comparisons)")
         out.append(
-            _text_table(
-                STYLE_RANK_HEADERS, [[plain(c) for c in r] for r in _style_rank_rows(block)]
-            )
+            text_table(STYLE_RANK_HEADERS, [[plain(c) for c in r] for r in _style_rank_rows(block)])
         )
-        out.append(_text_table(COEF_HEADERS, [[plain(c) for c in r] for r in _coef_rows(block)]))
+        out.append(text_table(COEF_HEADERS, [[plain(c) for c in r] for r in _coef_rows(block)]))
     return out
 
 

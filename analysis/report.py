@@ -377,8 +377,11 @@ def _property_section(
     )
     if assisted is not None:  # a judge rated items no human labelled: PPI++ figures
         section["assisted"] = assisted
-    pairwise = prop.scale == "pairwise"
-    styled = style_section(ann, jud, items, confidence=opts.confidence) if pairwise else None
+    styled = (
+        style_section(ann, jud, items, confidence=opts.confidence)
+        if prop.scale == "pairwise"
+        else None
+    )
     if styled is not None:  # the items carry the answers' style counts
         section["style"] = styled
     if binned is None:  # exact-match baselines: not for a fine score (FINE_SCALE_NOTE)

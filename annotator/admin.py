@@ -731,6 +731,10 @@ class GuidelineRevisionAdmin(ReadOnlyAdmin):
     readonly_fields = ["study", "number", "created_by", "created_at", "text"]
     change_form_template = "admin/annotator/guidelinerevision/change_form.html"
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # the record of which wording labels were made under: only a superuser removes one
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         revision = self.get_object(request, object_id)
         diff = revisions.revision_diff(revision) if revision is not None else ""

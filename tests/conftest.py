@@ -20,24 +20,41 @@ JUDGEBENCH_EXAMPLE = DATA / "judgebench_schema_example.json"
 # home's .cache excepted); the autouse fixture
 # ``_reads_nothing_beside_the_repo`` fails the test that did it.
 _BESIDE = os.path.realpath(ROOT.parent)
+_REPO = os.path.realpath(ROOT) + os.sep
+# the interpreter's and the temporary directory, unless they hold the repository (a clone
+# under /tmp: there everything beside it would pass)
 _ALLOWED = tuple(
-    os.path.realpath(p) + os.sep
-    for p in {str(ROOT), sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir()}
+    real + os.sep
+    for real in {
+        os.path.realpath(p)
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir())
+    }
+    if not (_BESIDE + os.sep).startswith(real + os.sep)
 )
 OUTSIDE_READS: list[str] = []
+
+
+def _beside(full: str) -> bool:
+    """``full`` (ending in a separator) is next to the repository, not in it nor allowed;
+    a hidden directory (a repository cloned into a home: ~/.cache, ~/.config) is no data."""
+    if not full.startswith(_BESIDE + os.sep) or full.startswith(_REPO):
+        return False
+    if full.startswith(_ALLOWED):
+        return False
+    return not full[len(_BESIDE) + 1 :].startswith(".")
 
 
 def _outside_the_repo(path) -> bool:
     if isinstance(path, int):
         return False
     path = os.fsdecode(path)
-    if not os.path.abspath(path).startswith(_BESIDE + os.sep):
+    full = os.path.abspath(path) + os.sep
+    if not full.startswith(_BESIDE + os.sep):
         return False  # cheap first: most opens are of the interpreter's own files
-    full = os.path.realpath(path) + os.sep  # a symlink in the repository may lead out of it
-    if not full.startswith(_BESIDE + os.sep) or full.startswith(_ALLOWED):
-        return False
-    # a hidden directory (a repository cloned into a home: ~/.cache, ~/.config) is no data
-    return not full[len(_BESIDE) + 1 :].startswith(".")
+    if not full.startswith(_REPO):
+        return _beside(full)  # named beside the repository (a symlink there counts too)
+    # in the repository: a symlink there may lead out of it
+    return _beside(os.path.realpath(path) + os.sep)
 
 
 def _audit(event: str, args: tuple) -> None:

@@ -56,6 +56,9 @@ def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study)
         "max_strikes": 3,
         "is_active": "on",
         "description": "",
+        "language": "en",
+        "languages": "[]",
+        "instructions_by_language": "{}",
         "criteria-TOTAL_FORMS": 0,
         "criteria-INITIAL_FORMS": 0,
     }

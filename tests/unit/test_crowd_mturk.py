@@ -4,15 +4,14 @@ and a qualification that keeps earlier workers out of a later HIT."""
 
 from decimal import Decimal
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from annotator import services as annotator_services
 from crowd import mturk
 from crowd.client import CrowdError
 from tests.conftest import pairwise_bundle
-
-boto3 = pytest.importorskip("boto3")
-Stubber = pytest.importorskip("botocore.stub").Stubber
 
 
 @pytest.fixture

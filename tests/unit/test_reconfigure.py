@@ -183,6 +183,9 @@ def change_form(study: Study, **values) -> dict:
         "max_strikes": study.max_strikes,
         "is_active": "on",
         "description": "",
+        "language": study.language,
+        "languages": "[]",
+        "instructions_by_language": "{}",
         "criteria-TOTAL_FORMS": 0,
         "criteria-INITIAL_FORMS": 0,
     }

@@ -16,7 +16,7 @@ from django.test import Client, RequestFactory, override_settings
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from annotator import services
+from annotator import revisions, services
 from annotator.admin import ScopedAdmin
 from annotator.models import (
     Annotation,
@@ -96,6 +96,8 @@ def world(db):
     other = services.study_import(
         pairwise_bundle(), filename="b.jsonl", owner=users["other_researcher"]
     )
+    for target in (study, other):  # each with its guideline wording recorded
+        revisions.revision_baseline(target.pk)
     for target in (study, other):  # each on Prolific (crowd/)
         CrowdStudy.objects.create(
             study=target, reward_cents=100, estimated_minutes=5, money_budget_cents=1000
@@ -237,6 +239,7 @@ STUDY_PATH = {
     "annotator.annotator": "participations__study",
     "annotator.system": "study",
     "annotator.judgerating": "study",
+    "annotator.guidelinerevision": "study",
     "annotator.participation": "study",
     "annotator.qualificationtest": "studies",  # shared; also its creator's (created_by)
     "protocol.protocolconfig": "study",
@@ -248,7 +251,7 @@ STUDY_PATH = {
 #: Only superusers reach these (Django's model permissions, which researchers are not given).
 SUPERUSER_ONLY = {"auth.user", "auth.group", "authtoken.tokenproxy"}
 #: Admins that refuse deletion to researchers (a worker is shared by every study).
-NO_DELETE_FOR_RESEARCHERS = {"annotator.annotator"}
+NO_DELETE_FOR_RESEARCHERS = {"annotator.annotator", "annotator.guidelinerevision"}
 
 
 def label(model) -> str:

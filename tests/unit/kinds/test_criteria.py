@@ -373,9 +373,10 @@ def test_instruction_sentences_name_the_questions_strength_and_reason():
     from django.template import Context, Engine
 
     root = Path(__file__).resolve().parents[3] / "kinds" / "templates"
-    template = Engine(dirs=[str(root)], autoescape=True).get_template(
-        "kinds/_criteria_instructions.html"
+    engine = Engine(
+        dirs=[str(root)], autoescape=True, libraries={"i18n": "django.templatetags.i18n"}
     )
+    template = engine.get_template("kinds/_criteria_instructions.html")
 
     def text(o):
         return template.render(Context(C.template_context(o, "Q?"))).strip()
