@@ -63,7 +63,13 @@ def test_dashboard_and_admin_say_why_pairs_closed(base_url, page, eager, width):
             if pair is None:
                 continue
             status = cells.nth(j).locator(".status").inner_text().strip()
-            assert status == pair["status"], (row, col, status)
+            if pair.get("implied_by"):  # the chain on its own line under the status
+                chain = " > ".join(pair["implied_by"])
+                assert pair["status"] == f"{status} ({chain})", (row, col, status)
+                implied = cells.nth(j).locator(".implied").inner_text().strip()
+                assert implied == f"from the decided pairs {chain}", (row, col, implied)
+            else:
+                assert status == pair["status"], (row, col, status)
             figures = cells.nth(j).locator(".figures").all_inner_texts()
             a, b = pair["system_a"], pair["system_b"]
             assert figures[0] == f"θ = P({a} preferred to {b}) = {pair['theta']:.3f}"
