@@ -21,15 +21,12 @@ JUDGEBENCH_EXAMPLE = DATA / "judgebench_schema_example.json"
 # ``_reads_nothing_beside_the_repo`` fails the test that did it.
 _BESIDE = os.path.realpath(ROOT.parent)
 _REPO = os.path.realpath(ROOT) + os.sep
-# the interpreter's and the temporary directory, unless they hold the repository (a clone
-# under /tmp: there everything beside it would pass)
+#: The folder of data beside the repository that a clone elsewhere does not have: a read
+#: there is caught wherever the repository lies (also in the temporary directory).
+_SHARED = os.path.join(_BESIDE, "shared") + os.sep
 _ALLOWED = tuple(
-    real + os.sep
-    for real in {
-        os.path.realpath(p)
-        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir())
-    }
-    if not (_BESIDE + os.sep).startswith(real + os.sep)
+    os.path.realpath(p) + os.sep
+    for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, tempfile.gettempdir()}
 )
 OUTSIDE_READS: list[str] = []
 
@@ -37,6 +34,8 @@ OUTSIDE_READS: list[str] = []
 def _beside(full: str) -> bool:
     """``full`` (ending in a separator) is next to the repository, not in it nor allowed;
     a hidden directory (a repository cloned into a home: ~/.cache, ~/.config) is no data."""
+    if full.startswith(_SHARED):
+        return True
     if not full.startswith(_BESIDE + os.sep) or full.startswith(_REPO):
         return False
     if full.startswith(_ALLOWED):
