@@ -177,10 +177,11 @@ class Kind:
         raise NotImplementedError
 
     def item_groups(
-        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random | None = None
+        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random
     ) -> list[tuple[int, ...]]:
         """The items of one input: each a tuple of system indices (into the study's system
-        order), in the item's system order. Default: every combination."""
+        order), in the item's system order; ``rng`` draws them where the kind draws. Default:
+        every combination."""
         return list(
             itertools.combinations(range(n_systems), self.outputs_per_item(opts, n_systems))
         )
@@ -304,8 +305,8 @@ class Kind:
 
     def gold_groups(self, opts: Mapping[str, Any], n_outputs: int) -> list[tuple[int, ...]]:
         """The items of a gold input (its outputs in the order given). Default: as
-        :meth:`item_groups` groups them."""
-        return self.item_groups(opts, n_outputs, None)
+        :meth:`item_groups` groups them, which must not draw for gold."""
+        return self.item_groups(opts, n_outputs, random.Random(0))
 
     def gold_correct(
         self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]

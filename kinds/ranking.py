@@ -174,13 +174,13 @@ class Ranking(Kind):
         return min(int(per_item), n_systems) if per_item else n_systems
 
     def item_groups(
-        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random | None = None
+        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random
     ) -> list[tuple[int, ...]]:
         """One item per input: all systems, or ``per_item`` of them drawn at random."""
         m = self.outputs_per_item(opts, n_systems)
         if m >= n_systems:
             return [tuple(range(n_systems))]
-        return [tuple(sorted((rng or random.Random()).sample(range(n_systems), m)))]
+        return [tuple(sorted(rng.sample(range(n_systems), m)))]
 
     def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         return {"allow_tie": bool(opts.get("allow_tie", False))}

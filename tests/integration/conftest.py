@@ -38,3 +38,21 @@ def _no_shared_worker_unless_asked(request):
     worker = _SHARED.get("worker")
     if "celery_worker" not in request.fixturenames and worker and worker.proc:
         worker.stop()
+
+
+@pytest.fixture
+def job_worker(tmp_path, settings):
+    """A Celery worker of the test's own that shares its job directory (``tmp_path/jobs``,
+    also ``settings.HUMEVAL_JOB_DIR``), stopped when the test ends; its log stays readable."""
+    from django.db import connection
+
+    jobs = tmp_path / "jobs"
+    settings.HUMEVAL_JOB_DIR = jobs
+    worker = CeleryWorker(
+        connection.settings_dict["NAME"],
+        tmp_path / "celery.log",
+        env={"HUMEVAL_JOB_DIR": str(jobs)},
+    )
+    worker.start()
+    yield worker
+    worker.stop()

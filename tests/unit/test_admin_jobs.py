@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotator import jobs, selectors
 from annotator.models import ImportJob, Study
-from tests.conftest import pairwise_bundle
+from tests.conftest import PASSWORD, make_superuser, pairwise_bundle
 from tests.unit.test_exports_by_kind import STUDIES, _study
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,9 +33,9 @@ def files(job_dir) -> list[str]:
 
 
 def login(name: str) -> Client:
-    User.objects.create_superuser(name, f"{name}@example.org", "x" * 12)
+    make_superuser(name)
     client = Client()
-    client.login(username=name, password="x" * 12)
+    client.login(username=name, password=PASSWORD)
     return client
 
 

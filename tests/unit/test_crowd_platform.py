@@ -18,6 +18,7 @@ from crowd import hooks, services
 from crowd.admin import CrowdStudyForm
 from crowd.client import CrowdError, ProlificClient, Uncertain
 from crowd.models import CrowdStudy, LedgerEntry, Submission
+from tests.conftest import make_superuser
 from tests.protocol_sim import adaptive_bundle, answer
 
 
@@ -293,14 +294,12 @@ def test_a_later_wave_excludes_the_earlier_group_and_keeps_prolifics_placeholder
 
 
 def test_adding_places_beyond_the_budget_is_refused_and_changes_nothing(study):
-    from django.contrib.auth.models import User
 
     crowd = crowd_of(study, money_budget_cents=1000)  # 200 a place: 5 places
     crowd.remote_id, crowd.places = "s1", 4
     crowd.save()
-    User.objects.create_superuser("r", "r@example.org", "pw")
     web = Client()
-    web.force_login(User.objects.get())
+    web.force_login(make_superuser("r"))
     url = f"/crowd/panel/{crowd.pk}/"
     for extra, said in [
         ("2", "6 places cost more than the money budget"),

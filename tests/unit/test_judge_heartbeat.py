@@ -6,13 +6,11 @@ rated again."""
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 from django.utils import timezone
 
 from annotator import judging
 from annotator.models import JudgeRun
-from tests.conftest import pairwise_bundle
+from tests.conftest import boss_client, pairwise_bundle
 
 pytestmark = pytest.mark.django_db
 
@@ -52,9 +50,7 @@ def test_a_run_whose_worker_died_is_shown_stale_and_cancelled_at_once(make_study
     dead = a_run(study, state="running", started_at=silent, heartbeat_at=silent)
     live = a_run(study, state="running", started_at=silent, heartbeat_at=timezone.now())
     assert dead.is_stale and not live.is_stale
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     form = {"action": "run_judge", "_selected_action": [study.pk]}
     page = client.post("/admin/annotator/study/", form).content.decode()
     assert page.count("(stale: its worker stopped") == 1

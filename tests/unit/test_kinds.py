@@ -64,7 +64,7 @@ def test_pairwise_preference_is_of_the_first_output_over_the_second(value, prefe
 
 
 def test_pairwise_items_are_every_system_pair_in_system_order():
-    assert PAIRWISE.item_groups(PAIR_OPTS, 3) == [(0, 1), (0, 2), (1, 2)]
+    assert PAIRWISE.item_groups(PAIR_OPTS, 3, random.Random(0)) == [(0, 1), (0, 2), (1, 2)]
     with pytest.raises(kinds.OptionError, match="at least two systems"):
         PAIRWISE.validate_options(PAIR_OPTS, 1)
     assert PAIRWISE.validate_options({}, None)["allow_tie"] is True
@@ -117,7 +117,7 @@ def test_likert_options_default_to_one_overall_criterion_and_check_adaptive_stud
     with pytest.raises(kinds.OptionError) as refused:
         LIKERT.validate_options({"collection": "adaptive", "criteria": [SAFE], "gold": True}, 1)
     assert len(refused.value.messages) == 3
-    assert LIKERT.item_groups(LIKERT_OPTS, 3) == [(0,), (1,), (2,)]
+    assert LIKERT.item_groups(LIKERT_OPTS, 3, random.Random(0)) == [(0,), (1,), (2,)]
 
 
 def test_likert_gold_answer_is_matched_within_its_tolerance():

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import translation
 
 from annotator import revisions
 from annotator.languages import WORKER_TEXTS
 from annotator.models import Annotation, GuidelineRevision
-from tests.conftest import bundle, pairwise_bundle
+from tests.conftest import bundle, make_superuser, pairwise_bundle
 
 babel_pofile = pytest.importorskip("babel.messages.pofile")
 babel_mofile = pytest.importorskip("babel.messages.mofile")
@@ -260,7 +259,7 @@ def test_labels_before_and_after_an_edit_carry_different_revisions(make_study):
         answer(client, study)
     assert set(Annotation.objects.values_list("guideline_revision", flat=True)) == {1}
 
-    admin = get_user_model().objects.create_superuser("boss", "b@example.org", "pw-long-enough")
+    admin = make_superuser()
     researcher = Client()
     researcher.force_login(admin)
     form = researcher.get(f"/admin/annotator/study/{study.pk}/change/")

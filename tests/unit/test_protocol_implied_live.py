@@ -6,12 +6,11 @@ import random
 import re
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
 
 from annotator import services
 from protocol.models import Decision, ProtocolConfig, SystemPair
 from protocol.selectors import dashboard
+from tests.conftest import boss_client
 from tests.protocol_sim import QUALITY, adaptive_bundle, run_workers
 
 #: How often a worker picks the better system: the adjacent pairs are clear, the far pairs
@@ -72,9 +71,7 @@ def test_an_implied_pair_is_closed_with_its_chain_in_the_page_json_and_admin(imp
     assert rows[(a, b)]["status"] == f"decided by implication: s1 is better ({chain_text})"
     edge = next(e for e in data["partial_order"]["edges"] if {e["winner"], e["loser"]} == {a, b})
     assert edge["implied"] is True
-    User.objects.create_superuser("boss", "b@example.org", "x" * 12)
-    client = Client()
-    client.login(username="boss", password="x" * 12)
+    client = boss_client()
     page = client.get(f"/studies/{implied_study.pk}/protocol/").content.decode()
     text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page)))
     assert "decided by implication: s1 is better" in text
