@@ -265,14 +265,16 @@ class Kind:
         return {}
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
-    ) -> list[tuple[str, str, tuple, str]]:
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+    ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         """The properties the study report analyses: ``(name, scale, labels, title)`` with
         scale ``pairwise`` (a preference in system order, labels ``A``/``B``/``tie``/…),
         ``ordinal`` or ``categorical``; ``observed``: property → labels present in the data."""
         return []
 
-    def report_labels(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple]:
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[Any, ...]]:
         """The answer as ``(property, label)`` rows of the report (see
         :meth:`report_properties`), or ``(property, label, raw)`` when a property has its
         own display-order answer (the position-bias test reads it; default: the

@@ -32,7 +32,7 @@ class ConversationError(ValueError):
         super().__init__("; ".join(self.messages))
 
 
-class Conversation(list):
+class Conversation(list[dict[str, Any]]):
     """A validated list of messages, marked for the templates: ``{% if x.is_conversation %}``
     is true for it and false for a text (a ``str`` has no such attribute)."""
 

@@ -380,8 +380,8 @@ def strength_property(criterion: str) -> str:
 
 
 def report_properties(
-    opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
-) -> list[tuple[str, str, tuple, str]]:
+    opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+) -> list[tuple[str, str, tuple[Any, ...], str]]:
     """The report's properties (``Kind.report_properties``): per criterion ``(name,
     "pairwise", labels, title)`` — labels the ones a worker can give plus any observed, in
     report order — then, with strength, ``(<name>_strength, "ordinal", −2..2, title)``.
@@ -392,7 +392,7 @@ def report_properties(
       'Better? (strength: +2 A much better … −2 B much better)')]
     """
     allowed = {_VALUE_OF_RAW.get(v, v) for v, _ in answer_choices(opts)}
-    props: list[tuple[str, str, tuple, str]] = []
+    props: list[tuple[str, str, tuple[Any, ...], str]] = []
     for c in criteria_of(opts):
         seen = allowed | {str(x) for x in observed.get(c["name"], ())}
         title = c["label"] or question
@@ -603,7 +603,7 @@ def template_context(
 
 def _per_criterion(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> Mapping[str, Any]:
     """Criterion → its answer; an answer without ``criteria`` is the summary criterion's."""
-    per = answer.get("criteria")
+    per: Mapping[str, Any] | None = answer.get("criteria")
     if per:
         return per
     return {summary_criterion(opts): {"raw": answer.get("raw"), "value": answer.get("value")}}

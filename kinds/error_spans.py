@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from kinds import span_prefill
 from kinds.base import AnswerError, Kind, OptionError, answer_json, once, shown
@@ -69,7 +69,7 @@ SCORE_PROPERTY = "score"
 DEFAULT_CHAR_TOLERANCE = 2
 
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -106,7 +106,7 @@ def output_text(output: object) -> str:
     return output
 
 
-def _load_spans(raw: object, limit: int) -> list:
+def _load_spans(raw: object, limit: int) -> list[Any]:
     raw = once(raw, "the error spans")
     if isinstance(raw, str):
         if len(raw) > limit:
@@ -229,13 +229,15 @@ def parse_expected(
     return out
 
 
-def _match(known: Sequence[Mapping], given: Sequence[Mapping], tol: int) -> list[int | None]:
+def _match(
+    known: Sequence[Mapping[str, Any]], given: Sequence[Mapping[str, Any]], tol: int
+) -> list[int | None]:
     """Maximum one-to-one matching of known to given spans (same severity, each boundary within
     ``tol`` characters), by augmenting paths; ``result[i]`` is the given span matched to known
     span ``i`` or None."""
 
-    def fits(k: Mapping, g: Mapping) -> bool:
-        return (
+    def fits(k: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
+        return bool(
             k["severity"] == g["severity"]
             and abs(k["start"] - g["start"]) <= tol
             and abs(k["end"] - g["end"]) <= tol
@@ -350,7 +352,7 @@ class ErrorSpans(Kind):
         return self._parse_prefilled(opts, shown_, text, data)
 
     def _parse_prefilled(
-        self, opts: Mapping[str, Any], shown_: Mapping[str, Any], text: str, data: Mapping
+        self, opts: Mapping[str, Any], shown_: Mapping[str, Any], text: str, data: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Spans with their origin and action checked against the suggestions the item
         showed (:mod:`kinds.span_prefill`); deleted suggestions kept apart."""
@@ -415,8 +417,8 @@ class ErrorSpans(Kind):
         return [(SCORE_PROPERTY, SCORE_MIN, SCORE_MAX)]
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
-    ) -> list[tuple[str, str, tuple, str]]:
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+    ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         """The score, an ordinal property 0-100 (alpha as for a Likert criterion)."""
         return [
             (SCORE_PROPERTY, "ordinal", tuple(range(SCORE_MIN, SCORE_MAX + 1)), "Score (0-100)")

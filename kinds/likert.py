@@ -189,13 +189,14 @@ class Likert(Kind):
         return out
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
-    ) -> list[tuple[str, str, tuple, str]]:
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+    ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         props = []
         for c in opts.get("criteria") or []:
             title = c.get("label", "")
             if c.get("labels"):
-                props.append((c["name"], "categorical", tuple(str(x) for x in c["labels"]), title))
+                labels: tuple[Any, ...] = tuple(str(x) for x in c["labels"])
+                props.append((c["name"], "categorical", labels, title))
             else:
                 low, high = int(c.get("scale_min", 1)), int(c.get("scale_max", 5))
                 props.append((c["name"], "ordinal", tuple(range(low, high + 1)), title))

@@ -167,11 +167,13 @@ class Pairwise(Kind):
         return criteria.pair_preferences(opts, answer)
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
-    ) -> list[tuple[str, str, tuple, str]]:
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+    ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         return criteria.report_properties(opts, question, observed)
 
-    def report_labels(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list[tuple]:
+    def report_labels(
+        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> list[tuple[Any, ...]]:
         return criteria.report_labels_with_raw(opts, answer)
 
     def gold_correct(

@@ -250,8 +250,8 @@ class Ranking(Kind):
         return rows
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set]
-    ) -> list[tuple[str, str, tuple, str]]:
+        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+    ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         """One pairwise property, ``preference``, over every pair of an item's outputs."""
         labels = (
             ("A", "B", "tie")
@@ -337,7 +337,7 @@ class Ranking(Kind):
 KIND = Ranking()
 
 
-def export_pairs(systems: Sequence[str], ranking: Sequence[Sequence[str]]) -> list[tuple]:
+def export_pairs(systems: Sequence[str], ranking: Sequence[Sequence[str]]) -> list[tuple[Any, ...]]:
     """An exported ranking (``systems`` in system order, ``ranking`` tiers of their names,
     best first) as the report reads it: per pair of positions i < j, ``(i, j, label)`` with
     label ``A`` (i ranked better), ``B`` or ``tie`` — the pairs of
