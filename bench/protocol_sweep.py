@@ -1,6 +1,6 @@
 """The default protocol against the paper's (Algorithm 2) over a grid of studies.
 
-Synthetic MQM-like studies (:func:`protocol.synthetic.synthetic_mqm`): for every share of
+Synthetic MQM-like studies (:func:`protocol.replay.synthetic.synthetic_mqm`): for every share of
 pairs significant on all data (25 / 50 / 75 / 100 %) and pool (50 / 200 / 527 / 2,000 inputs
 per pair), the spread ``s`` (and, where eight systems cannot reach the share, fewer systems)
 whose study comes closest to the share; then the WMT21 en-de file: the paper's eleven
@@ -44,8 +44,7 @@ from protocol.predictive import (  # noqa: E402
     futility_scores,
     wrong_retirement_rate,
 )
-from protocol.settings import ProtocolSettings  # noqa: E402
-from protocol.simulation import (  # noqa: E402
+from protocol.replay.simulation import (  # noqa: E402
     PAPER_SYSTEMS,
     PreferenceData,
     load_mqm,
@@ -55,7 +54,8 @@ from protocol.simulation import (  # noqa: E402
     replay_once,
     subset_inputs,
 )
-from protocol.synthetic import PENALTIES, synthetic_mqm  # noqa: E402
+from protocol.replay.synthetic import PENALTIES, synthetic_mqm  # noqa: E402
+from protocol.settings import ProtocolSettings  # noqa: E402
 
 MQM = Path(__file__).resolve().parents[1] / "data" / "mqm_newstest2021_ende.avg_seg_scores.tsv"
 SHARES = (0.25, 0.5, 0.75, 1.0)

@@ -2,7 +2,7 @@
 
 Algorithm 2 of Deriu et al. (2023) alternates *allocate* and *decide* (Algorithm 1 on every
 open pair, retire the decided). This module is that step, shared by the live protocol
-(``protocol.services``) and the replay (``protocol.simulation``): with ``settings.paper`` the
+(``protocol.services``) and the replay (``protocol.replay.simulation``): with ``settings.paper`` the
 fixed thresholds ``θ > 1 − γ/2`` / ``θ < γ/2`` and ``batch`` inputs per open pair; otherwise
 a pair is decided when Algorithm 1 is significant now and the same outcome is predicted on
 all its inputs (:mod:`protocol.predictive`) with at least the calibrated level, retired as

@@ -1,8 +1,8 @@
 """Settings of the budgeted protocol (Deriu et al. 2023, Algorithm 2) and of its corrections.
 
 Pure (no Django): the live protocol (:mod:`protocol.services`, :mod:`protocol.rounds`) and the
-replay (:mod:`protocol.simulation`) read the same :class:`ProtocolSettings`; ``docs/protocol.md``
-("Settings") explains every field for users.
+replay (:mod:`protocol.replay.simulation`) read the same :class:`ProtocolSettings`;
+``docs/protocol.md`` ("Settings") explains every field for users.
 """
 
 from __future__ import annotations

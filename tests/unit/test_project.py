@@ -236,13 +236,21 @@ PURE_CORE_LAYERS = {
     "formats.ratings": {"formats.bundle"},
     "formats.labels": {"formats.bundle", "formats.judgebench"},
     "formats.judgebench": {"formats.bundle", "formats.vocab"},
-    "protocol.simulation": {
+    "protocol.replay.simulation": {
         "formats.judgebench",
         "protocol.decision",
         "protocol.predictive",
         "protocol.settings",
         "protocol.rounds",
     },
+    "protocol.replay.ranking_sim": {
+        "protocol.correlation",
+        "protocol.decision",
+        "protocol.replay.simulation",
+        "protocol.rounds",
+        "protocol.settings",
+    },
+    "protocol.replay.synthetic": set(),
 }
 
 

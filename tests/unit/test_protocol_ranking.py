@@ -16,7 +16,7 @@ from annotator.selectors import label_rows, score_rows
 from kinds.ranking import Ranking
 from protocol import rounds, selectors
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
-from protocol.ranking_sim import decide_step
+from protocol.replay.ranking_sim import decide_step
 from protocol.services import protocol_settings
 from tests.protocol_sim import QUALITY, likert_bundle, ranking_bundle, run_workers
 

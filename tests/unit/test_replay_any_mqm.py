@@ -5,7 +5,7 @@ import json
 import numpy as np
 from django.core.management import call_command
 
-from protocol.simulation import load_mqm, mqm_systems
+from protocol.replay.simulation import load_mqm, mqm_systems
 
 
 def _mqm(path, seed=0):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError
 
-from protocol import ranking_sim, simulation
+from protocol.replay import ranking_sim, simulation
 
 #: The platform's labels (system order) in the replay's vocabulary.
 EXPORT_LABELS = {"A": "a", "B": "b", "tie": "tie", "both_good": "tie", "both_bad": "tie"}
@@ -114,7 +114,8 @@ class Command(BaseCommand):
         )
 
     def _loop(self, options: dict) -> None:
-        """Rankings or scores, one annotation serving several pairs (protocol.ranking_sim)."""
+        """Rankings or scores, one annotation serving several pairs
+        (protocol.replay.ranking_sim)."""
         if not (options["rankings"] or options["mqm"]):
             raise CommandError("--rank and --likert simulate from --mqm scores")
         argv = ["--rankings", options["rankings"]] if options["rankings"] else [

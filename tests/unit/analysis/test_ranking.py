@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from protocol.simulation import PAPER_SYSTEMS, load_mqm
+from protocol.replay.simulation import PAPER_SYSTEMS, load_mqm
 from ranking import ELO_BASE, ELO_SCALE, bradley_terry, fit_log_strengths
 from ranking.bradley_terry import PRIOR, win_matrix
 from tests.conftest import MQM

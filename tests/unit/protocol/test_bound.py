@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from protocol.bound import GO_ON, Pair, dual_bound, evaluate, lagrangian, optimal_rule, paper_rule
+from protocol.replay.simulation import PreferenceData, reference_decisions, replay_once
 from protocol.settings import ProtocolSettings
-from protocol.simulation import PreferenceData, reference_decisions, replay_once
 
 
 def _replay_paper(pool_labels: list[np.ndarray], seed: int) -> tuple[float, float, float]:
-    """Algorithm 2 as the product replays it (protocol.simulation) on one-pair studies: the
+    """Algorithm 2 as the product replays it (protocol.replay.simulation) on one-pair studies: the
     share decided for A, decided for B, and the mean share of the pool used."""
     rng = np.random.default_rng(seed)
     a = b = spent = 0.0

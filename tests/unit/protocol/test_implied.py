@@ -6,8 +6,8 @@ from protocol import rounds
 from protocol.decision import human_posterior
 from protocol.implied import implied_orders, null_false_decisions, reachable
 from protocol.predictive import calibrate_decision_level, calibrate_study_level
+from protocol.replay.simulation import PreferenceData, replay_once
 from protocol.settings import ProtocolSettings
-from protocol.simulation import PreferenceData, replay_once
 
 
 def test_a_chain_of_decided_pairs_implies_the_order_with_its_chain() -> None:

@@ -22,8 +22,7 @@ from protocol.predictive import (
     pooling_information,
     wrong_retirement_rate,
 )
-from protocol.settings import ProtocolSettings
-from protocol.simulation import (
+from protocol.replay.simulation import (
     PAPER_SYSTEMS,
     PreferenceData,
     load_mqm,
@@ -31,7 +30,8 @@ from protocol.simulation import (
     replay,
     replay_once,
 )
-from protocol.synthetic import synthetic_mqm
+from protocol.replay.synthetic import synthetic_mqm
+from protocol.settings import ProtocolSettings
 from tests.conftest import MQM
 
 

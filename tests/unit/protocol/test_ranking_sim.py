@@ -1,4 +1,4 @@
-"""Rankings and Likert-style scores in the adaptive loop (protocol.ranking_sim) and pooling
+"""Rankings and Likert-style scores in the adaptive loop (protocol.replay.ranking_sim) and pooling
 with the correlation of pairs that share inputs (protocol.correlation)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from protocol.correlation import (
     shared_input_correlation,
 )
 from protocol.predictive import pool_across_pairs
-from protocol.ranking_sim import (
+from protocol.replay.ranking_sim import (
     ScoreData,
     load_rankings,
     loop_once,
@@ -26,8 +26,8 @@ from protocol.ranking_sim import (
     null_mqm_scores,
     score_data_from_wide,
 )
+from protocol.replay.simulation import load_mqm
 from protocol.settings import ProtocolSettings
-from protocol.simulation import load_mqm
 from tests.conftest import MQM
 
 GAMMA = 0.05

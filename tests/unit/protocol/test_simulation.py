@@ -1,4 +1,4 @@
-"""Tests of protocol.simulation (Deriu et al. 2023, Algorithm 2, error types, Appendix E)."""
+"""Tests of protocol.replay.simulation (Deriu et al. 2023, Algorithm 2, error types, Appendix E)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from protocol.settings import ProtocolSettings
-from protocol.simulation import (
+from protocol.replay.simulation import (
     PreferenceData,
     _simulate_metric,
     build_parser,
@@ -26,7 +25,8 @@ from protocol.simulation import (
     run_from_args,
     subset_inputs,
 )
-from protocol.synthetic import synthetic_mqm
+from protocol.replay.synthetic import synthetic_mqm
+from protocol.settings import ProtocolSettings
 
 
 def _data(pools: dict[tuple[str, str], list[int]]) -> PreferenceData:

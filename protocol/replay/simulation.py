@@ -599,7 +599,7 @@ def render_table(results: Sequence[dict[str, Any]] | dict[str, Any]) -> str:
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """Add the replay arguments to ``parser`` (or a new one) and return it."""
     p = parser or argparse.ArgumentParser(
-        prog="python -m protocol.simulation",
+        prog="python -m protocol.replay.simulation",
         description="Replay the budgeted protocol of Deriu et al. (2023) on fully rated data.",
     )
     src = p.add_mutually_exclusive_group(required=True)

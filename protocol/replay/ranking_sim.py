@@ -1,6 +1,6 @@
 """Rankings, Likert and error-span scores in the adaptive loop, replayed on fully scored data.
 
-The pairwise replay (:mod:`protocol.simulation`) gives each pair its own labels. Here one
+The pairwise replay (:mod:`protocol.replay.simulation`) gives each pair its own labels. Here one
 annotation serves several pairs on the same input:
 
 - **rankings** (``mode="rank"``): an annotation ranks the outputs of several systems on one
@@ -43,8 +43,8 @@ from numpy.typing import NDArray
 from protocol import rounds
 from protocol.correlation import label_correlation, shared_input_correlation
 from protocol.decision import decide, human_posterior, preferences_from_scores, theta_human
+from protocol.replay.simulation import OUTCOMES, classify_outcomes, load_mqm
 from protocol.settings import ProtocolSettings
-from protocol.simulation import OUTCOMES, classify_outcomes, load_mqm
 
 __all__ = [
     "ScoreData",
@@ -96,7 +96,7 @@ class ScoreData:
 
 
 def score_data_from_wide(wide: pd.DataFrame, dead_zone: float = 0.0) -> ScoreData:
-    """A wide ``input × system`` score frame (e.g. :func:`protocol.simulation.load_mqm`)."""
+    """A wide ``input × system`` score frame (e.g. :func:`protocol.replay.simulation.load_mqm`)."""
     return ScoreData(
         tuple(str(c) for c in wide.columns),
         wide.to_numpy(dtype=float),
@@ -526,7 +526,7 @@ def render_table(results: Sequence[dict[str, Any]]) -> str:
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The ranking / score replay's arguments."""
     p = parser or argparse.ArgumentParser(
-        prog="python -m protocol.ranking_sim",
+        prog="python -m protocol.replay.ranking_sim",
         description="Replay the adaptive protocol with rankings or Likert-style scores.",
     )
     src = p.add_mutually_exclusive_group(required=True)
