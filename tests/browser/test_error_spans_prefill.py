@@ -173,6 +173,8 @@ def test_worker_moves_a_suggestions_boundaries(base_url, browser, make_study, wi
         page.locator("#esa-move-here").tap()
         expect(first).to_have_text("sat")
         expect(page.locator("#esa-bar")).to_be_hidden()
+        page.reload()  # the tab's draft keeps the moved suggestion
+        expect(first).to_have_text("sat")
         page.locator('#esa-list button.esa-remove[data-index="2"]').tap()  # delete MAT
         expect(page.locator("#esa-text mark.esa-span")).to_have_count(2)
     page.fill("#esa-score", "55")
@@ -200,3 +202,57 @@ def test_worker_moves_a_suggestions_boundaries(base_url, browser, make_study, wi
             (17, 20, "teh", "minor", "judge", "accepted", None, None, None),
         ]
         assert [(d["text"], d["suggestion"]) for d in answer["deleted"]] == [("MAT", 2)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keys_move_a_suggestions_boundaries_in_reading_order_in_right_to_left_text(
+    base_url, browser, make_study
+):
+    """In Hebrew (the text box resolves to right-to-left) the left arrow goes forward: on
+    the first suggestion ← ×3 moves its end over " על"; Shift+← on the second moves its
+    start past the article ה. Stored offsets are the code points Python counts."""
+    require_postgres_and_redis()
+    text = "החתול ישב על השטיח היום."
+    proposed = [
+        {"start": 6, "end": 9, "severity": "minor", "text": "ישב"},
+        {"start": 13, "end": 18, "severity": "major", "text": "השטיח"},
+    ]
+    study = make_study(
+        bundle(
+            [{"id": "doc-1", "input": "Describe it.", "outputs": {"sys-hidden": text}}],
+            {"kind": "error_spans", "redundancy": 1, "prefill_spans": "on"},
+        )
+    )
+    output = Output.objects.get(input__study=study)
+    services.judge_rating_record(
+        study,
+        judge=JUDGE,
+        input_id=output.input_id,
+        system_id=output.system_id,
+        raw_answer="{}",
+        label="errors",
+        proposal={"spans": proposed, "located": 2},
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{base_url}/w/{study.public_id}/?worker=prolific-rtl")
+    page.click("text=Start")
+    first = page.locator('#esa-text mark.esa-span[data-index="0"]')
+    second = page.locator('#esa-text mark.esa-span[data-index="1"]')
+    expect(first).to_have_text("ישב")
+    first.focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+    expect(first).to_have_text("ישב על")
+    second.focus()
+    page.keyboard.press("Shift+ArrowLeft")
+    expect(second).to_have_text("שטיח")
+    page.fill("#esa-score", "70")
+    page.click("button.submit")
+    page.wait_for_selector("text=You have finished")
+    page.close()
+    spans = Annotation.objects.get().answer["spans"]
+    assert [
+        (s["start"], s["end"], s["text"], s["action"], s["resized"])
+        + (s["suggested_start"], s["suggested_end"])
+        for s in spans
+    ] == [(6, 12, "ישב על", "edited", True, 6, 9), (14, 18, "שטיח", "edited", True, 13, 18)]
