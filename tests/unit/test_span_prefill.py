@@ -290,3 +290,53 @@ def test_the_report_block_counts_a_resize_as_an_edit_and_f1_uses_the_judges_offs
     low, high = proportion_confint(1, 4, alpha=0.05, method="wilson")
     assert (rates["resized"]["low"], rates["resized"]["high"]) == pytest.approx((low, high))
     assert block["judge_final_f1"] == pytest.approx(19 / 26)
+
+
+@pytest.mark.django_db
+def test_a_bad_resize_posted_to_the_task_page_is_a_400_and_stores_nothing(make_study):
+    """The worker's form through the real view: a resized suggestion the item never showed,
+    or one whose flag disagrees with its offsets, gets a 400 and changes nothing; the right
+    one is stored with the judge's offsets."""
+    from django.test import Client
+
+    from annotator import services
+    from annotator.models import Annotation, Assignment, Output
+    from tests.conftest import bundle
+
+    study = make_study(
+        bundle(
+            [{"id": "d1", "input": "Describe it.", "outputs": {"sys": TEXT}}],
+            {"kind": "error_spans", "redundancy": 1, "prefill_spans": "on"},
+        )
+    )
+    output = Output.objects.get(input__study=study)
+    services.judge_rating_record(
+        study,
+        judge="j",
+        input_id=output.input_id,
+        system_id=output.system_id,
+        raw_answer="{}",
+        label="errors",
+        proposal={"spans": SUGGESTED, "located": 2},
+    )
+    client = Client()
+    client.get(f"/w/{study.public_id}/", {"worker": "w1"})
+    assert "esa-move-here" in client.get(f"/w/{study.public_id}/task/").content.decode()
+    token = str(Assignment.objects.get().token)
+    other = span(19, 22, "major", origin="judge", action="accepted", suggestion=1)
+    for first in (
+        span(0, 7, "minor", origin="judge", action="edited", suggestion=2, resized=True),
+        span(0, 7, "minor", origin="judge", action="edited", suggestion=0),
+        span(0, 7, "minor", origin="judge", action="edited", suggestion=0, resized=True)
+        | {"end": 40},
+    ):
+        data = {"token": token, "spans": json.dumps([first, other]), "score": "50"}
+        response = client.post(f"/w/{study.public_id}/task/", data)
+        assert response.status_code == 400, first
+        assert Annotation.objects.count() == 0
+    good = span(0, 7, "minor", origin="judge", action="edited", suggestion=0, resized=True)
+    data = {"token": token, "spans": json.dumps([good, other]), "score": "50"}
+    assert client.post(f"/w/{study.public_id}/task/", data).status_code == 302
+    stored = Annotation.objects.get().answer["spans"][0]
+    assert (stored["start"], stored["end"], stored["resized"]) == (0, 7, True)
+    assert (stored["suggested_start"], stored["suggested_end"]) == (0, 3)
