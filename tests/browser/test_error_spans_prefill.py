@@ -118,9 +118,9 @@ MOVE_PROPOSED = [
 @pytest.mark.parametrize("width", [1280, 390])
 def test_worker_moves_a_suggestions_boundaries(base_url, browser, make_study, width):
     """Issue 28: a suggestion's boundaries changed by keyboard (1280 px: Shift+← on the
-    focused mark grows its start over the emoji) or by touch (390 px: "Move", select the new
-    passage, "Move here") is stored as edited with resized: true and the judge's offsets;
-    accept, re-grade (1280) and delete (390) still work beside it."""
+    focused mark grows its start over the emoji) or by touch (390 px: "Move", select a new
+    passage past the other suggestions, "Move here") is stored as edited with resized: true
+    and the judge's offsets; accept, re-grade (1280) and delete (390) still work beside it."""
     require_postgres_and_redis()
     study = make_study(
         bundle(
@@ -167,15 +167,17 @@ def test_worker_moves_a_suggestions_boundaries(base_url, browser, make_study, wi
         expect(page.locator('#esa-list button.esa-move[data-index="0"]')).to_have_attribute(
             "aria-pressed", "true"
         )
-        drag_over(page, "sat")
-        expect(page.locator("#esa-quote")).to_have_text("sat")
+        drag_over(page, "today")  # past the other suggestions: the list's order changes
+        expect(page.locator("#esa-quote")).to_have_text("today")
         expect(page.locator("button.esa-add-minor")).to_be_hidden()
         page.locator("#esa-move-here").tap()
-        expect(first).to_have_text("sat")
+        last = page.locator('#esa-text mark.esa-span[data-index="2"]')
+        expect(last).to_have_text("today")
+        expect(first).to_have_text("teh")
         expect(page.locator("#esa-bar")).to_be_hidden()
         page.reload()  # the tab's draft keeps the moved suggestion
-        expect(first).to_have_text("sat")
-        page.locator('#esa-list button.esa-remove[data-index="2"]').tap()  # delete MAT
+        expect(last).to_have_text("today")
+        page.locator('#esa-list button.esa-remove[data-index="1"]').tap()  # delete MAT
         expect(page.locator("#esa-text mark.esa-span")).to_have_count(2)
     page.fill("#esa-score", "55")
     page.click("button.submit")
@@ -198,8 +200,8 @@ def test_worker_moves_a_suggestions_boundaries(base_url, browser, make_study, wi
         assert answer["deleted"] == []
     else:
         assert got == [
-            (10, 13, "sat", "minor", "judge", "edited", True, 6, 9),
             (17, 20, "teh", "minor", "judge", "accepted", None, None, None),
+            (25, 30, "today", "minor", "judge", "edited", True, 6, 9),
         ]
         assert [(d["text"], d["suggestion"]) for d in answer["deleted"]] == [("MAT", 2)]
 

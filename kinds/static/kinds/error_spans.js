@@ -291,6 +291,7 @@
     t.start = start;
     t.end = end;
     judgeState(t);
+    spans.sort(function (a, b) { return a.start - b.start; }); // moved past another one
     render();
     say(fmt(gettext("Error now covers: %(quote)s."), { quote: short(slice(start, end)) }));
   }
