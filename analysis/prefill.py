@@ -3,9 +3,10 @@ arXiv 2406.12419, who warn of automation bias). Pure (NumPy, pandas, SciPy).
 
 ``spans``: one row per final or deleted span with ``annotation``, ``item``, ``origin``
 (``"judge"``: a suggestion, ``"human"``: added by the worker) and ``action`` (``"accepted"``,
-``"edited"``, ``"deleted"``, ``"added"``). ``annotations``: one row per annotation with
-``annotation``, ``item``, ``prefilled`` (bool: suggestions shown), ``n_spans`` (final spans)
-and ``score``.
+``"edited"``, ``"deleted"``, ``"added"``) and optionally ``resized`` (bool: an edited
+suggestion whose boundaries the worker moved; missing or NaN counts as false).
+``annotations``: one row per annotation with ``annotation``, ``item``, ``prefilled`` (bool:
+suggestions shown), ``n_spans`` (final spans) and ``score``.
 """
 
 from __future__ import annotations
@@ -35,12 +36,25 @@ def _wilson(k: int, n: int, confidence: float) -> tuple[float | None, float | No
 def suggestion_rates(spans: pd.DataFrame, confidence: float = 0.95) -> dict[str, Any]:
     """Shares of the judge's suggestions accepted as they were, edited and deleted, each with
     its Wilson interval (suggestions are not independent within an annotation: read the
-    interval as a lower bound on the uncertainty)."""
+    interval as a lower bound on the uncertainty). A boundary edit is an edit: ``edited``
+    counts every edited suggestion, and ``resized`` (those whose start or end moved) and
+    ``regraded`` (severity only) split it, each a share of all suggestions with its own
+    interval; accepted + edited + deleted = 1."""
     sug = spans.loc[spans["origin"] == "judge"]
     n = int(len(sug))
+    edited = (sug["action"] == "edited").to_numpy()
+    moved = np.zeros(n, dtype=bool)
+    if "resized" in sug.columns:
+        moved = sug["resized"].eq(True).to_numpy()
+    counts = {
+        "accepted": int((sug["action"] == "accepted").sum()),
+        "edited": int(edited.sum()),
+        "resized": int((edited & moved).sum()),
+        "regraded": int((edited & ~moved).sum()),
+        "deleted": int((sug["action"] == "deleted").sum()),
+    }
     out: dict[str, Any] = {"n_suggestions": n}
-    for action in ("accepted", "edited", "deleted"):
-        k = int((sug["action"] == action).sum())
+    for action, k in counts.items():
         low, high = _wilson(k, n, confidence)
         out[action] = {"value": k / n if n else None, "low": low, "high": high, "n": k}
     out["added_by_humans"] = int((spans["origin"] == "human").sum())

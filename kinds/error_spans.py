@@ -466,7 +466,8 @@ class ErrorSpans(Kind):
         }
         if _prefilled(opts):
             marked = {"text": "string", "origin": "string", "action": "string"}
-            out["spans"] = [span | marked | {"suggestion": "int64"}]
+            moved = {"resized": "bool", "suggested_start": "int64", "suggested_end": "int64"}
+            out["spans"] = [span | marked | {"suggestion": "int64"} | moved]
             out["prefill"] = "string"
             out["deleted_spans"] = [span | {"text": "string", "suggestion": "int64"}]
         return out

@@ -1,16 +1,25 @@
 """Judge-prefilled error spans (ESA^AI: Zouhar, Kocmi & Sachan 2025, arXiv 2406.12419): the
 study option ``prefill_spans`` (``"off"``, default, or ``"on"``) shows the spans a judge
 proposed (``run_judge``, kept in ``JudgeRating.proposal``) as pre-marked spans the worker
-accepts (leaves), edits (changes the severity) or deletes; ``prefill_control_share`` (0-1,
+accepts (leaves), edits (changes the severity, its boundaries or both) or deletes;
+``prefill_control_share`` (0-1,
 default 0) is the share of items shown without suggestions, drawn per item, so the report can
 compare; ``prefill_judge`` names the judge whose spans are shown (default: the first by name).
 
 Pure: the server passes what the item showed as ``opts[SHOWN]`` (``{"state": ..., "spans":
 [...]}``; :mod:`annotator.span_prefill` reads it from the database). The form sends every
 span with ``origin`` (``judge`` or ``worker``) and ``action`` (``accepted``, ``edited``,
-``deleted`` or ``new``) and, for a suggestion, its index ``suggestion``. Stored answer::
+``deleted`` or ``new``) and, for a suggestion, its index ``suggestion``; an ``edited`` one
+also says ``resized`` (true when its start or end differ from the suggestion's; absent means
+false). A boundary edit is an edit: ``action`` stays ``edited`` (the severity may have changed
+too) and the stored span keeps ``resized: true`` with the suggestion's own offsets in
+``suggested_start``/``suggested_end`` (from what the server showed, never from the form), so
+the analysis tells re-grades from boundary edits and compares the judge's spans as proposed.
+Accepted and deleted suggestions must be left exactly as shown. Stored answer::
 
-    {"spans": [{..., "origin": "judge", "action": "accepted", "suggestion": 0}, ...],
+    {"spans": [{..., "origin": "judge", "action": "accepted", "suggestion": 0},
+               {..., "origin": "judge", "action": "edited", "suggestion": 1,
+                "resized": true, "suggested_start": 19, "suggested_end": 22}, ...],
      "deleted": [{"start", "end", "severity", "category", "text", "suggestion"}],
      "prefill": "shown" | "control" | "none", "score": 70}
 
@@ -31,7 +40,7 @@ SHOWN = "_prefill_shown"
 ORIGINS = ("judge", "worker")
 JUDGE_ACTIONS = ("accepted", "edited", "deleted")
 STATES = ("shown", "control", "none")
-META = ("origin", "action", "suggestion")
+META = ("origin", "action", "suggestion", "resized")
 
 
 def validate_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
@@ -62,7 +71,9 @@ def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, 
     """The submitted spans without their prefill fields: ``(kept, meta, deleted, index)``:
     ``meta`` per kept span and ``index`` (the suggestion) per deleted one, in order.
     Checked: origins and actions, each suggestion accounted for exactly once, an accepted or
-    deleted one unchanged, none claimed when none was shown."""
+    deleted one unchanged, ``resized`` true exactly when an edited one's boundaries moved
+    (the new offsets are checked against the text by the caller), none claimed when none was
+    shown."""
     suggested = list(shown.get("spans") or [])
     kept, deleted, meta, index = [], [], [], []
     used: set[int] = set()
@@ -75,7 +86,7 @@ def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, 
             raise AnswerError(f"span {n}: origin must be judge or worker")
         plain = {k: v for k, v in span.items() if k not in META}
         if origin == "worker":
-            if action != "new" or "suggestion" in span:
+            if action != "new" or "suggestion" in span or "resized" in span:
                 raise AnswerError(f"span {n}: a span the worker marked has action new")
             kept.append(plain)
             meta.append({"origin": "worker", "action": "new"})
@@ -89,15 +100,24 @@ def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, 
         if action not in JUDGE_ACTIONS:
             raise AnswerError(f"span {n}: a suggestion is accepted, edited or deleted")
         s = suggested[k]
-        same = all(plain.get(f) == s[f] for f in ("start", "end", "severity"))
-        if action in ("accepted", "deleted") and not same:
+        moved = any(plain.get(f) != s[f] for f in ("start", "end"))
+        resized = span.get("resized", False)
+        if not isinstance(resized, bool) or (resized and action != "edited"):
+            raise AnswerError(f"span {n}: resized is true or false, on an edited suggestion")
+        if action in ("accepted", "deleted") and (moved or plain.get("severity") != s["severity"]):
             raise AnswerError(f"span {n}: an {action} suggestion must be left as it was")
+        if resized != moved:
+            raise AnswerError(f"span {n}: resized must say whether the start or end changed")
         if action == "deleted":
             deleted.append(plain)
             index.append(k)
             continue
         kept.append(plain)
         meta.append({"origin": "judge", "action": action, "suggestion": k})
+        if action == "edited":
+            meta[-1]["resized"] = moved
+            if moved:
+                meta[-1] |= {"suggested_start": s["start"], "suggested_end": s["end"]}
     if len(used) != len(suggested):
         raise AnswerError("every suggested error must be kept, edited or deleted")
     return kept, meta, deleted, index

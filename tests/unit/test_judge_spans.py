@@ -73,6 +73,11 @@ def test_suggestion_rates_and_f1():
     r = prefill.suggestion_rates(spans)
     assert r["n_suggestions"] == 4 and r["accepted"]["value"] == 0.5
     assert r["accepted"]["low"] < 0.5 < r["accepted"]["high"] and r["added_by_humans"] == 1
+    # no resized column (labels from before boundary edits): every edit a re-grade
+    assert (r["edited"]["n"], r["regraded"]["n"], r["resized"]["n"]) == (1, 1, 0)
+    moved = prefill.suggestion_rates(spans.assign(resized=[False, False, True, None, None]))
+    assert (moved["edited"]["n"], moved["regraded"]["n"], moved["resized"]["n"]) == (1, 0, 1)
+    assert moved["resized"]["value"] == 0.25
     s = {1: [{"start": 0, "end": 4, "severity": "minor"}]}
     f = {1: [{"start": 2, "end": 4, "severity": "minor"}]}
     assert prefill.suggestion_f1(s, f) == pytest.approx(2 * 2 / (4 + 2))

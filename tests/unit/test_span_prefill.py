@@ -169,3 +169,174 @@ def test_the_report_block_from_stored_answers():
     assert effect["n_spans"]["difference"] == pytest.approx(1.0)
     assert effect["score"]["difference"] == pytest.approx(-25.0)
     assert prefill_block([1], [{"spans": [], "score": 3}]) is None  # no prefill: no block
+
+
+def test_a_resized_suggestion_keeps_its_origin_and_the_judges_offsets():
+    """Issue 28: moving a suggestion's boundaries is an edit (``resized``), recorded with the
+    offsets the judge proposed (taken from what the item showed, not from the form)."""
+    answer = parse(
+        opts(),
+        [
+            span(0, 7, "minor", origin="judge", action="edited", suggestion=0, resized=True),
+            span(15, 22, "minor", origin="judge", action="edited", suggestion=1, resized=True),
+        ],
+    )
+    first, second = answer["spans"]
+    assert (first["text"], first["origin"], first["action"], first["suggestion"]) == (
+        "teh cat",
+        "judge",
+        "edited",
+        0,
+    )
+    assert first["resized"] is True
+    assert (first["suggested_start"], first["suggested_end"]) == (0, 3)
+    assert (second["start"], second["end"], second["severity"]) == (15, 22, "minor")
+    assert (second["suggested_start"], second["suggested_end"]) == (19, 22)
+    regraded = parse(
+        opts(),
+        [
+            span(0, 3, "major", origin="judge", action="edited", suggestion=0, resized=False),
+            span(19, 22, "major", origin="judge", action="accepted", suggestion=1),
+        ],
+    )["spans"]
+    assert regraded[0]["resized"] is False and "suggested_start" not in regraded[0]
+    assert "resized" not in regraded[1]
+    row = KIND.export_row(opts(), answer, ["m1"], [0])
+    assert row["spans"][0]["suggested_start"] == 0
+    assert set(row["spans"][0]) <= set(KIND.export_types(opts())["spans"][0])
+
+
+def _ok_other():
+    return span(19, 22, "major", origin="judge", action="accepted", suggestion=1)
+
+
+@pytest.mark.parametrize(
+    ("first", "message"),
+    [
+        # moved without saying so, or said so without moving
+        (span(0, 7, "minor", origin="judge", action="edited", suggestion=0), "resized must say"),
+        (
+            span(0, 3, "major", origin="judge", action="edited", suggestion=0, resized=True),
+            "resized must say",
+        ),
+        # an accepted or deleted suggestion cannot move, nor claim to be resized
+        (span(0, 7, "minor", origin="judge", action="accepted", suggestion=0), "left as it was"),
+        (
+            span(0, 7, "minor", origin="judge", action="accepted", suggestion=0, resized=True),
+            "on an edited suggestion",
+        ),
+        (
+            span(0, 3, "minor", origin="judge", action="edited", suggestion=0, resized="yes"),
+            "true or false",
+        ),
+        # a worker's own span is never resized; a resized one points to a shown suggestion
+        (span(0, 7, "minor", origin="worker", action="new", resized=True), "action new"),
+        (
+            span(0, 7, "minor", origin="judge", action="edited", suggestion=5, resized=True),
+            "no such suggestion",
+        ),
+        # the new boundaries are checked against the text
+        (
+            span(0, 3, "minor", origin="judge", action="edited", suggestion=0, resized=True)
+            | {"end": 99},
+            "needs 0 <= start < end",
+        ),
+        (
+            span(0, 7, "minor", origin="judge", action="edited", suggestion=0, resized=True)
+            | {"text": "teh dog"},
+            "text does not match",
+        ),
+        (
+            span(0, 20, "minor", origin="judge", action="edited", suggestion=0, resized=True),
+            "overlap",
+        ),
+    ],
+)
+def test_bad_resized_suggestions_are_refused(first, message):
+    with pytest.raises(AnswerError, match=message):
+        parse(opts(), [first, _ok_other()])
+
+
+def test_the_report_block_counts_a_resize_as_an_edit_and_f1_uses_the_judges_offsets():
+    """Worked example: 4 suggestions: 1 accepted, 1 re-graded, 1 resized (0-3 → 0-7), 1
+    deleted. Rates: accepted, deleted 1/4 each; edited 2/4 = resized 1/4 + re-graded 1/4.
+    F1 judge vs final, characters: annotation 0 judge {0-3, 19-22} vs final {0-7}: overlap 3,
+    P = 3/6, R = 3/7, F1 = 2·3/(6+7) = 6/13; annotation 1 judge {4-7, 8-11} vs final the same
+    (re-graded only): 1. Mean (6/13 + 1)/2 = 19/26."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from analysis.prefill_report import prefill_block
+
+    resized = {"start": 0, "end": 7, "severity": "minor", "origin": "judge", "action": "edited"}
+    resized |= {"resized": True, "suggested_start": 0, "suggested_end": 3}
+    regraded = {"start": 4, "end": 7, "severity": "major", "origin": "judge", "action": "edited"}
+    accepted = {"start": 8, "end": 11, "severity": "minor", "origin": "judge"}
+    accepted |= {"action": "accepted"}
+    answers = [
+        {
+            "spans": [resized],
+            "deleted": [{"start": 19, "end": 22, "severity": "major"}],
+            "prefill": "shown",
+            "score": 60,
+        },
+        {"spans": [regraded | {"resized": False}, accepted], "prefill": "shown", "score": 50},
+    ]
+    block = prefill_block([1, 2], answers)
+    rates = block["rates"]
+    assert rates["n_suggestions"] == 4
+    counts = {a: rates[a]["n"] for a in ("accepted", "edited", "resized", "regraded", "deleted")}
+    assert counts == {"accepted": 1, "edited": 2, "resized": 1, "regraded": 1, "deleted": 1}
+    assert rates["edited"]["value"] == 0.5 and rates["resized"]["value"] == 0.25
+    low, high = proportion_confint(1, 4, alpha=0.05, method="wilson")
+    assert (rates["resized"]["low"], rates["resized"]["high"]) == pytest.approx((low, high))
+    assert block["judge_final_f1"] == pytest.approx(19 / 26)
+
+
+@pytest.mark.django_db
+def test_a_bad_resize_posted_to_the_task_page_is_a_400_and_stores_nothing(make_study):
+    """The worker's form through the real view: a resized suggestion the item never showed,
+    or one whose flag disagrees with its offsets, gets a 400 and changes nothing; the right
+    one is stored with the judge's offsets."""
+    from django.test import Client
+
+    from annotator import services
+    from annotator.models import Annotation, Assignment, Output
+    from tests.conftest import bundle
+
+    study = make_study(
+        bundle(
+            [{"id": "d1", "input": "Describe it.", "outputs": {"sys": TEXT}}],
+            {"kind": "error_spans", "redundancy": 1, "prefill_spans": "on"},
+        )
+    )
+    output = Output.objects.get(input__study=study)
+    services.judge_rating_record(
+        study,
+        judge="j",
+        input_id=output.input_id,
+        system_id=output.system_id,
+        raw_answer="{}",
+        label="errors",
+        proposal={"spans": SUGGESTED, "located": 2},
+    )
+    client = Client()
+    client.get(f"/w/{study.public_id}/", {"worker": "w1"})
+    assert "esa-move-here" in client.get(f"/w/{study.public_id}/task/").content.decode()
+    token = str(Assignment.objects.get().token)
+    other = span(19, 22, "major", origin="judge", action="accepted", suggestion=1)
+    for first in (
+        span(0, 7, "minor", origin="judge", action="edited", suggestion=2, resized=True),
+        span(0, 7, "minor", origin="judge", action="edited", suggestion=0),
+        span(0, 7, "minor", origin="judge", action="edited", suggestion=0, resized=True)
+        | {"end": 40},
+    ):
+        data = {"token": token, "spans": json.dumps([first, other]), "score": "50"}
+        response = client.post(f"/w/{study.public_id}/task/", data)
+        assert response.status_code == 400, first
+        assert Annotation.objects.count() == 0
+    good = span(0, 7, "minor", origin="judge", action="edited", suggestion=0, resized=True)
+    data = {"token": token, "spans": json.dumps([good, other]), "score": "50"}
+    assert client.post(f"/w/{study.public_id}/task/", data).status_code == 302
+    stored = Annotation.objects.get().answer["spans"][0]
+    assert (stored["start"], stored["end"], stored["resized"]) == (0, 7, True)
+    assert (stored["suggested_start"], stored["suggested_end"]) == (0, 3)

@@ -26,10 +26,13 @@
   var fmt = function (s, o) { return window.interpolate ? window.interpolate(s, o, true) : s.replace(/%\((\w+)\)s/g, function (_, k) { return o[k]; }); };
   var LABEL = { minor: gettext("Minor"), major: gettext("Major") };
   // Judge-prefilled suggestions (kinds/span_prefill.py): pre-marked spans the worker keeps
-  // (accepted), re-grades (edited) or removes (deleted); every span says where it came from.
+  // (accepted), re-grades or moves the boundaries of (edited; "resized" when its start or end
+  // moved) or removes (deleted); every span says where it came from.
   var suggestedNode = document.getElementById("esa-suggestions");
   var suggested = suggestedNode ? JSON.parse(suggestedNode.textContent) : null;
   var deleted = [];      // suggestions removed: {start, end, severity, suggestion}
+  var moving = null;     // the suggestion whose new passage the next selection gives ("Move")
+  var moveHere = document.getElementById("esa-move-here");
 
   // --- code points <-> UTF-16 -------------------------------------------------------------
   var cpToU16 = [];
@@ -67,8 +70,15 @@
   var pending = null;    // {start, end} the passage about to be marked
   var kb = null;         // {start, end} the keyboard's selection
 
-  function overlapping(start, end) {
-    return spans.filter(function (s) { return s.start < end && start < s.end; });
+  function overlapping(start, end, except) {
+    return spans.filter(function (s) { return s !== except && s.start < end && start < s.end; });
+  }
+
+  // A suggestion's action from how it differs from what the judge proposed.
+  function judgeState(t) {
+    var g = suggested[t.suggestion];
+    t.resized = t.start !== g.start || t.end !== g.end;
+    t.action = t.resized || t.severity !== g.severity ? "edited" : "accepted";
   }
 
   function say(message) { status.textContent = message; }
@@ -126,6 +136,15 @@
         toggle.textContent = other === "major" ? gettext("Make major") : gettext("Make minor");
         li.appendChild(document.createTextNode(" "));
         li.appendChild(toggle);
+        var move = document.createElement("button");
+        move.type = "button";
+        move.className = "esa-move";
+        move.setAttribute("data-index", String(k));
+        move.setAttribute("aria-pressed", s === moving ? "true" : "false");
+        move.textContent = gettext("Move");
+        move.setAttribute("aria-label", fmt(gettext("Move the suggested error %(quote)s"), { quote: q.textContent }));
+        li.appendChild(document.createTextNode(" "));
+        li.appendChild(move);
       }
       list.appendChild(li);
     });
@@ -135,6 +154,7 @@
                   text: slice(s.start, s.end) };
       if (suggested) { out.origin = s.origin; out.action = s.action; }
       if (s.origin === "judge") out.suggestion = s.suggestion;
+      if (s.origin === "judge" && s.action === "edited") out.resized = !!s.resized;
       return out;
     });
     deleted.forEach(function (d) {
@@ -180,14 +200,15 @@
   function setPending(start, end) {
     pending = { start: start, end: end };
     var problemText = "";
-    if (overlapping(start, end).length) problemText = gettext("It overlaps an error already marked: remove that one first.");
-    else if (spans.length >= maxSpans) problemText = fmt(gettext("At most %(n)s errors can be marked."), { n: maxSpans });
+    if (overlapping(start, end, moving).length) problemText = gettext("It overlaps an error already marked: remove that one first.");
+    else if (!moving && spans.length >= maxSpans) problemText = fmt(gettext("At most %(n)s errors can be marked."), { n: maxSpans });
     pending.ok = !problemText;
     quote.textContent = short(slice(start, end));
     problem.textContent = problemText;
-    bar.querySelectorAll("button.esa-add").forEach(function (b) { b.disabled = !pending.ok; });
+    bar.querySelectorAll("button.esa-add").forEach(function (b) { b.disabled = !pending.ok; b.hidden = !!moving; });
+    if (moveHere) { moveHere.hidden = !moving; moveHere.disabled = !pending.ok; }
     bar.hidden = false;
-    say(fmt(gettext("Selected %(quote)s."), { quote: quote.textContent }) + " " + (problemText || gettext("Press m for minor, M for major.")));
+    say(fmt(gettext("Selected %(quote)s."), { quote: quote.textContent }) + " " + (problemText || (moving ? "" : gettext("Press m for minor, M for major."))));
   }
 
   function cancel() {
@@ -233,7 +254,7 @@
   }
 
   function add(severity) {
-    if (!pending || !pending.ok) return;
+    if (!pending || !pending.ok || moving) return;
     var s = { start: pending.start, end: pending.end, severity: severity,
               category: category && category.value ? category.value : null };
     if (suggested) { s.origin = "worker"; s.action = "new"; }
@@ -250,6 +271,7 @@
   function removeAt(k) {
     var s = spans[k];
     if (!s) return;
+    if (s === moving) stopMoving();
     spans.splice(k, 1);
     if (s.origin === "judge") {
       var g = suggested[s.suggestion];
@@ -257,6 +279,63 @@
     }
     render();
     say(fmt(s.severity === "major" ? gettext("Removed major error: %(quote)s.") : gettext("Removed minor error: %(quote)s."), { quote: short(slice(s.start, s.end)) }));
+  }
+
+  // --- a suggestion's boundaries ------------------------------------------------------------
+  // Touch and mouse: "Move" on the suggestion in the list, select the passage it should
+  // cover (widened to words as any selection), "Move here". Keyboard: on the focused mark,
+  // an arrow moves its end and Shift+arrow its start by one character, forward or back in
+  // reading order (in right-to-left text the left arrow goes forward). Offsets are code
+  // points, as everywhere here.
+  function resized(t, start, end) {
+    t.start = start;
+    t.end = end;
+    judgeState(t);
+    spans.sort(function (a, b) { return a.start - b.start; }); // moved past another one
+    render();
+    say(fmt(gettext("Error now covers: %(quote)s."), { quote: short(slice(start, end)) }));
+  }
+
+  function startMoving(t) {
+    moving = t;
+    cancel();
+    clearDom();
+    render();
+    say(gettext("Select the passage this error should cover, then press Move here."));
+  }
+
+  function stopMoving() {
+    moving = null;
+    bar.querySelectorAll("button.esa-add").forEach(function (b) { b.hidden = false; });
+    if (moveHere) moveHere.hidden = true;
+  }
+
+  function moveTo() {
+    var t = moving;
+    if (!t || !pending || !pending.ok) return;
+    var start = pending.start, end = pending.end;
+    stopMoving();
+    cancel();
+    clearDom();
+    resized(t, start, end);
+  }
+
+  function markKey(event, mark) {
+    var t = spans[parseInt(mark.getAttribute("data-index"), 10)];
+    if (!t || t.origin !== "judge" || (event.key !== "ArrowRight" && event.key !== "ArrowLeft")) return false;
+    var forward = (event.key === "ArrowRight") !== (window.getComputedStyle(box).direction === "rtl");
+    var step = forward ? 1 : -1;
+    var start = event.shiftKey ? t.start + step : t.start;
+    var end = event.shiftKey ? t.end : t.end + step;
+    if (start < 0 || end > nCp || start >= end) return true;
+    if (overlapping(start, end, t).length) {
+      say(gettext("It overlaps an error already marked: remove that one first."));
+      return true;
+    }
+    resized(t, start, end);
+    var again = box.querySelector('mark.esa-span[data-index="' + spans.indexOf(t) + '"]');
+    if (again) again.focus({ preventScroll: true });
+    return true;
   }
 
   // --- keyboard selection ----------------------------------------------------------------
@@ -323,7 +402,10 @@
     if (isField(target) || event.altKey) return;
     var inBox = box.contains(target);
     var handled = false;
-    if (inBox && kbKey(event)) {
+    var onMark = inBox && target.classList && target.classList.contains("esa-span");
+    if (onMark && !event.ctrlKey && !event.metaKey && markKey(event, target)) {
+      handled = true;
+    } else if (inBox && kbKey(event)) {
       handled = true;
     } else if (event.ctrlKey || event.metaKey) {
       return;
@@ -331,9 +413,10 @@
       add(event.key === "M" ? "major" : "minor");
       box.focus({ preventScroll: true });
       handled = true;
-    } else if (event.key === "Escape" && pending) {
+    } else if (event.key === "Escape" && (pending || moving)) {
       cancel();
       clearDom();
+      if (moving) { stopMoving(); render(); }
       say(gettext("Cancelled."));
       handled = true;
     } else if (event.key === "Delete" || event.key === "Backspace") {
@@ -384,18 +467,31 @@
     var button = event.target.closest("button");
     if (!button) return;
     if (button.classList.contains("esa-add")) add(button.getAttribute("data-severity"));
-    else if (button.id === "esa-cancel") { cancel(); clearDom(); }
+    else if (button === moveHere) moveTo();
+    else if (button.id === "esa-cancel") {
+      cancel();
+      clearDom();
+      if (moving) { stopMoving(); render(); }
+    }
   });
   list.addEventListener("click", function (event) {
     var toggle = event.target.closest("button.esa-toggle");
     if (toggle) {
       var t = spans[parseInt(toggle.getAttribute("data-index"), 10)];
       t.severity = t.severity === "minor" ? "major" : "minor";
-      t.action = t.severity === suggested[t.suggestion].severity ? "accepted" : "edited";
+      judgeState(t);
       render();
       say(fmt(t.severity === "major" ? gettext("Now a major error: %(quote)s.") : gettext("Now a minor error: %(quote)s."), { quote: short(slice(t.start, t.end)) }));
       var again = list.querySelector('button.esa-toggle[data-index="' + toggle.getAttribute("data-index") + '"]');
       if (again) again.focus();
+      return;
+    }
+    var mover = event.target.closest("button.esa-move");
+    if (mover) {
+      var m = spans[parseInt(mover.getAttribute("data-index"), 10)];
+      if (m === moving) { stopMoving(); render(); } else startMoving(m);
+      var same = list.querySelector('button.esa-move[data-index="' + spans.indexOf(m) + '"]');
+      if (same) same.focus();
       return;
     }
     var button = event.target.closest("button.esa-remove");
@@ -474,6 +570,7 @@
         Array.prototype.some.call(category.options, function (o) { return o.value === s.category; });
       var one = { start: s.start, end: s.end, severity: s.severity, category: known ? s.category : null };
       if (suggested) { one.origin = s.origin; one.action = s.action; one.suggestion = s.suggestion; }
+      if (ok && one.origin === "judge" && suggested[one.suggestion]) judgeState(one);
       if (ok) spans.push(one);
     });
     spans.sort(function (a, b) { return a.start - b.start; });
