@@ -15,7 +15,8 @@ class CrowdStudyForm(forms.ModelForm):
         required=False,
         widget=forms.PasswordInput(render_value=False),
         help_text="Your Prolific API token (kept encrypted; empty keeps the one set, else "
-        "HUMEVAL_PROLIFIC_TOKEN is used).",
+        "HUMEVAL_PROLIFIC_TOKEN is used). MTurk takes none here: boto3 reads "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.",
     )
     hook_secret = forms.CharField(
         required=False,

@@ -270,6 +270,9 @@ def test_assignments_are_reviewed_from_the_evidence_and_return_is_refused(stub):
     work(study, "quit", 1, ms=20_000, finish=False)
     web, url = boss(study), f"/crowd/panel/{crowd.pk}/"
 
+    page = web.get(url).content.decode()  # what MTurk lacks is greyed out, with the reason
+    assert 'value="pause" type="submit" disabled title="MTurk has no pause' in page
+    assert "MTurk has no return" in page
     stub.add_response("list_assignments_for_hit", submitted("good", "fast", "quit"), LIST)
     assert web.post(url, {"action": "review"}).status_code == 302
     proposals = {s.participant_id: (s.proposal, s.category) for s in crowd.submissions.all()}
@@ -330,6 +333,19 @@ def test_assignments_are_reviewed_from_the_evidence_and_return_is_refused(stub):
     stub.add_response("list_assignments_for_hit", submitted("good", status="Approved"), LIST)
     platforms.of(crowd).poll(crowd)
     assert LedgerEntry.objects.filter(action="approve").count() == 1
+
+
+@pytest.mark.django_db
+def test_auto_approve_approves_on_mturk_what_passes_as_it_is_read(stub):
+    study = static_study()
+    crowd = live(study, auto_approve=True)
+    work(study, "good", 3, ms=20_000)
+    work(study, "fast", 3, ms=300)
+    stub.add_response("list_assignments_for_hit", submitted("good", "fast"), LIST)
+    stub.add_response("approve_assignment", {}, {"AssignmentId": "A-good"})
+    platforms.of(crowd).poll(crowd)
+    statuses = dict(crowd.submissions.values_list("participant_id", "status"))
+    assert statuses == {"good": "APPROVED", "fast": services.AWAITING}  # the speeder waits
 
 
 @pytest.mark.django_db
