@@ -61,7 +61,9 @@ class CrowdStudyAdmin(StudyScopedAdmin):
 
     @admin.display(description="token")
     def token_set(self, obj: CrowdStudy) -> str:
-        return "set" if obj.token_sealed else "not set (HUMEVAL_PROLIFIC_TOKEN is used)"
+        from .platforms import of
+
+        return "set" if obj.token_sealed else of(obj).credentials
 
     @admin.display(description="panel")
     def panel_link(self, obj: CrowdStudy) -> str:

@@ -35,6 +35,8 @@ class Platform:
     lacks: dict[str, str] = {}
     #: The review decisions the platform can carry out.
     decisions: tuple[str, ...] = ("approve", "reject", "return")
+    #: Where the platform's credentials come from when none is set on the crowd study.
+    credentials = "not set (HUMEVAL_PROLIFIC_TOKEN is used)"
 
     def refuse(self, action: str) -> None:
         if action in self.lacks:
@@ -93,6 +95,7 @@ class MTurk(Platform):
         "an assignment left unreviewed by itself after the HIT's auto-approval delay).",
     }
     decisions = ("approve", "reject")
+    credentials = "none here: boto3 reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
 
     def __init__(self, client: Any = None):
         self._client = client
@@ -137,7 +140,10 @@ class MTurk(Platform):
             )
             if hit.get("already"):
                 found = mturk.HIT_ID.search(hit.get("message", ""))
-                return {"HITId": found.group(0) if found else mturk.hit_find(client, study)}
+                hit_id = found.group(0) if found else mturk.hit_find(client, study)
+                if not hit_id:  # failed: the next run asks again with the same token
+                    raise CrowdError("MTurk says the HIT exists but it is not found yet")
+                return {"HITId": hit_id}
             return {"HITId": hit.get("HITId", ""), "MaxAssignments": hit.get("MaxAssignments")}
 
         key = f"create:{crowd.pk}"

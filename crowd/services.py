@@ -277,6 +277,9 @@ def hooks_subscribe(
 ) -> str:
     """Ask Prolific for the workspace's hook secret (kept sealed) and subscribe this study's
     hook URL to submission status changes; returns the URL."""
+    from .platforms import of
+
+    of(crowd).refuse("hooks")  # MTurk: none
     client = client or client_factory(crowd)
     url = base_url.rstrip("/") + reverse("crowd:prolific-hook", args=[crowd.study.public_id])
     secret = client.hook_secret_create(workspace_id)

@@ -489,3 +489,33 @@ def test_an_adaptive_study_runs_on_mturk_through_the_protocols_signal(monkeypatc
     assert len(turk.bonuses) == len(turk.assignments) == len({w for w, _ in turk.bonuses})
     spent = services.spend(crowd)
     assert spent["committed"] <= crowd.money_budget_cents
+
+
+@pytest.mark.django_db
+def test_mturk_has_no_hooks_and_prolifics_hook_url_knows_no_mturk_study(stub):
+    study = static_study()
+    crowd = live(study)
+    with pytest.raises(CrowdError, match="MTurk sends no hooks"):
+        services.hooks_subscribe(crowd, "https://eval.example.org/", "ws1")
+    url = f"/crowd/hooks/prolific/{study.public_id}/"
+    assert Client().post(url, b"{}", content_type="application/json").status_code == 404
+    assert "AWS_ACCESS_KEY_ID" in platforms.of(crowd).credentials
+
+
+@pytest.mark.django_db
+def test_a_lost_create_is_found_by_its_annotation_when_mturk_names_no_hit(stub):
+    study = static_study()
+    crowd = crowd_of(study)
+    params = hit_params(study, reward="1.50", assignments=4, seconds=600)
+    stub.add_client_error(
+        "create_hit",
+        service_error_code="AWS.MechanicalTurk.HitAlreadyExists",
+        service_message="A HIT already exists for this token",
+        expected_params=params,
+    )
+    other = {"HITId": "3OTHERAAAAAAAAAAAAAAAAAAAAAAAA", "RequesterAnnotation": "humeval x"}
+    ours = {"HITId": HIT, "RequesterAnnotation": f"humeval {study.public_id}"}
+    stub.add_response("list_hits", {"HITs": [other], "NextToken": "p2"}, {"MaxResults": 100})
+    stub.add_response("list_hits", {"HITs": [ours]}, {"MaxResults": 100, "NextToken": "p2"})
+    platforms.of(crowd).publish(crowd, "https://eval.example.org/")
+    assert (crowd.remote_id, crowd.places) == (HIT, 4)
