@@ -7,7 +7,7 @@ done, so nothing is paid twice.
 
 Operations used (MTurk API names): CreateHIT, CreateAdditionalAssignmentsForHIT,
 ApproveAssignment, RejectAssignment, SendBonus, CreateQualificationType,
-AssociateQualificationWithWorker, ListAssignmentsForHIT, ListHITs, UpdateExpirationForHIT.
+AssociateQualificationWithWorker, ListAssignmentsForHIT, ListHITs, GetHIT, UpdateExpirationForHIT.
 :mod:`crowd.platforms` runs a study with these (the ledger, places from the protocol,
 reviews, bonuses). Credentials come from boto3's own chain (``AWS_ACCESS_KEY_ID`` and
 ``AWS_SECRET_ACCESS_KEY``); the sandbox is used unless ``HUMEVAL_MTURK_SANDBOX=0``.
@@ -135,6 +135,12 @@ def hit_find(mturk, study: Study) -> str:
         if not page.get("NextToken") or not page.get("HITs"):
             return ""
         params["NextToken"] = page["NextToken"]
+
+
+def hit_get(mturk, hit_id: str) -> dict:
+    """The HIT as MTurk has it (id, status, MaxAssignments)."""
+    hit = _call(mturk.get_hit, HITId=hit_id).get("HIT", {})
+    return {k: hit.get(k) for k in ("HITId", "HITStatus", "MaxAssignments")}
 
 
 def hit_expire(mturk, hit_id: str) -> dict:

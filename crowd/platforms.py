@@ -143,18 +143,20 @@ class MTurk(Platform):
                 hit_id = found.group(0) if found else mturk.hit_find(client, study)
                 if not hit_id:  # failed: the next run asks again with the same token
                     raise CrowdError("MTurk says the HIT exists but it is not found yet")
-                return {"HITId": hit_id}
-            return {"HITId": hit.get("HITId", ""), "MaxAssignments": hit.get("MaxAssignments")}
+                hit = mturk.hit_get(client, hit_id)  # made by an earlier try: as it was made
+            detail["assignments"] = hit.get("MaxAssignments") or places
+            return {"HITId": hit.get("HITId", ""), "MaxAssignments": detail["assignments"]}
 
         key = f"create:{crowd.pk}"
         self._stale(key)
         entry = services._ledgered(
             crowd, "create", key, call, detail={"assignments": places, "reward_cents": reward}
         )
-        hit_id = (entry.detail.get("answer") or {}).get("HITId")
-        if not hit_id:
+        answer = entry.detail.get("answer") or {}
+        if not answer.get("HITId"):
             raise CrowdError("MTurk made no HIT, or it cannot be found: check the ledger")
-        crowd.remote_id, crowd.remote_status, crowd.places = hit_id, "ACTIVE", places
+        crowd.remote_id, crowd.remote_status = answer["HITId"], "ACTIVE"
+        crowd.places = answer.get("MaxAssignments") or places
         crowd.save(update_fields=["remote_id", "remote_status", "places"])
         return crowd
 

@@ -131,6 +131,9 @@ def test_the_hit_is_made_once_from_the_estimate_and_a_lost_answer_is_found_again
         service_message=f"There is already a HIT which exists with the same token: {HIT}",
         expected_params=params,
     )
+    stub.add_response(  # as the earlier try made it
+        "get_hit", {"HIT": {"HITId": HIT, "MaxAssignments": 3}}, {"HITId": HIT}
+    )
     platform.publish(crowd, "https://eval.example.org/")
     crowd.refresh_from_db()
     assert (crowd.remote_id, crowd.remote_status, crowd.places) == (HIT, "ACTIVE", 3)
@@ -517,5 +520,8 @@ def test_a_lost_create_is_found_by_its_annotation_when_mturk_names_no_hit(stub):
     ours = {"HITId": HIT, "RequesterAnnotation": f"humeval {study.public_id}"}
     stub.add_response("list_hits", {"HITs": [other], "NextToken": "p2"}, {"MaxResults": 100})
     stub.add_response("list_hits", {"HITs": [ours]}, {"MaxResults": 100, "NextToken": "p2"})
+    # made by an earlier try when less work was out: its own count is kept, not ours
+    stub.add_response("get_hit", {"HIT": {"HITId": HIT, "MaxAssignments": 2}}, {"HITId": HIT})
     platforms.of(crowd).publish(crowd, "https://eval.example.org/")
-    assert (crowd.remote_id, crowd.places) == (HIT, 4)
+    assert (crowd.remote_id, crowd.places) == (HIT, 2)
+    assert LedgerEntry.objects.get(action="create").detail["assignments"] == 2
