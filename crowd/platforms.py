@@ -54,6 +54,27 @@ class Platform:
     def sync(self, crowd: CrowdStudy) -> dict:
         return services.sync(crowd)
 
+    def _reconcile(self, crowd: CrowdStudy) -> None:
+        """An earlier add whose outcome is unknown (it failed, or its run stopped, and this
+        add asks for another total: another token) is checked against the HIT itself
+        (GetHIT) first, so assignments a lost answer did add are never added again."""
+        unsure = crowd.ledger.filter(
+            action="places", state__in=[LedgerEntry.State.FAILED, LedgerEntry.State.PENDING]
+        ).exclude(note__startswith="reconciled")
+        if not unsure.exists() or not crowd.remote_id:
+            return
+        real = mturk.hit_get(self.client(crowd), crowd.remote_id).get("MaxAssignments") or 0
+        if real > crowd.places:
+            crowd.places = real
+            crowd.save(update_fields=["places"])
+        for row in unsure:
+            added = real >= (row.detail.get("to") or 0)
+            row.state = LedgerEntry.State.DONE if added else LedgerEntry.State.FAILED
+            row.note = f"reconciled with the HIT ({real} assignments): " + (
+                "added" if added else "not added"
+            )
+            row.save(update_fields=["state", "note", "updated_at"])
+
     def add_places(self, crowd: CrowdStudy, extra: int) -> int:
         return services.add_places(crowd, extra)
 
@@ -168,6 +189,7 @@ class MTurk(Platform):
         """Add assignments up to ``places`` (never fewer; never beyond the budget). A HIT
         made with fewer than 10 cannot reach 10 on MTurk: the protocol's growth stops at 9
         (noted once in the ledger); a researcher's own request is refused (``strict``)."""
+        self._reconcile(crowd)
         if places <= crowd.places:
             return False
         if places > services.max_places(crowd):
@@ -196,6 +218,27 @@ class MTurk(Platform):
         crowd.places = places
         crowd.save(update_fields=["places"])
         return True
+
+    def _reconcile(self, crowd: CrowdStudy) -> None:
+        """An earlier add whose outcome is unknown (it failed, or its run stopped, and this
+        add asks for another total: another token) is checked against the HIT itself
+        (GetHIT) first, so assignments a lost answer did add are never added again."""
+        unsure = crowd.ledger.filter(
+            action="places", state__in=[LedgerEntry.State.FAILED, LedgerEntry.State.PENDING]
+        ).exclude(note__startswith="reconciled")
+        if not unsure.exists() or not crowd.remote_id:
+            return
+        real = mturk.hit_get(self.client(crowd), crowd.remote_id).get("MaxAssignments") or 0
+        if real > crowd.places:
+            crowd.places = real
+            crowd.save(update_fields=["places"])
+        for row in unsure:
+            added = real >= (row.detail.get("to") or 0)
+            row.state = LedgerEntry.State.DONE if added else LedgerEntry.State.FAILED
+            row.note = f"reconciled with the HIT ({real} assignments): " + (
+                "added" if added else "not added"
+            )
+            row.save(update_fields=["state", "note", "updated_at"])
 
     def add_places(self, crowd: CrowdStudy, extra: int) -> int:
         if extra < 1:

@@ -183,6 +183,33 @@ def test_assignments_follow_two_rounds_within_the_budget_and_the_hit_expires_whe
 
 
 @pytest.mark.django_db
+def test_an_add_whose_answer_was_lost_is_checked_on_the_hit_before_the_next(stub):
+    study = static_study(n_inputs=30)
+    crowd = live(study)
+    crowd.places = 10
+    crowd.save()
+    Item.objects.filter(study=study).update(redundancy=2)  # 20 wanted
+    stub.add_client_error(  # MTurk added them; the answer was lost
+        "create_additional_assignments_for_hit",
+        service_error_code="ServiceUnavailable",
+        service_message="Service unavailable",
+        http_status_code=503,
+        expected_params=more(20, 10),
+    )
+    platform = platforms.of(crowd)
+    with pytest.raises(CrowdError):
+        platform.sync(crowd)
+    assert crowd.places == 10
+    Item.objects.filter(study=study).update(redundancy=3)  # a round later: 30 wanted
+    stub.add_response("get_hit", {"HIT": {"HITId": HIT, "MaxAssignments": 20}}, {"HITId": HIT})
+    stub.add_response("create_additional_assignments_for_hit", {}, more(30, 10))  # not 20
+    stub.add_response("list_assignments_for_hit", {"Assignments": []}, LIST)
+    assert platform.sync(crowd)["places"] == 30
+    states = dict(LedgerEntry.objects.filter(action="places").values_list("detail__to", "state"))
+    assert states == {20: "done", 30: "done"}
+
+
+@pytest.mark.django_db
 def test_a_hit_made_with_fewer_than_ten_assignments_stays_under_ten(stub):
     """MTurk cannot extend a HIT made with fewer than 10 assignments to 10 or more: the
     protocol's growth stops at 9 (said in the ledger); a researcher's own add is refused."""
