@@ -15,7 +15,8 @@ class CrowdStudyForm(forms.ModelForm):
         required=False,
         widget=forms.PasswordInput(render_value=False),
         help_text="Your Prolific API token (kept encrypted; empty keeps the one set, else "
-        "HUMEVAL_PROLIFIC_TOKEN is used).",
+        "HUMEVAL_PROLIFIC_TOKEN is used). MTurk takes none here: boto3 reads "
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.",
     )
     hook_secret = forms.CharField(
         required=False,
@@ -60,7 +61,9 @@ class CrowdStudyAdmin(StudyScopedAdmin):
 
     @admin.display(description="token")
     def token_set(self, obj: CrowdStudy) -> str:
-        return "set" if obj.token_sealed else "not set (HUMEVAL_PROLIFIC_TOKEN is used)"
+        from .platforms import of
+
+        return "set" if obj.token_sealed else of(obj).credentials
 
     @admin.display(description="panel")
     def panel_link(self, obj: CrowdStudy) -> str:

@@ -13,10 +13,11 @@ from .client import CrowdError
 
 
 class CrowdStudy(models.Model):
-    """The remote study a humeval study runs on (Prolific)."""
+    """The remote study a humeval study runs on (a Prolific study or an MTurk HIT)."""
 
     class Platform(models.TextChoices):
         PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "MTurk"
 
     study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="crowd")
     platform = models.CharField(max_length=12, choices=Platform.choices, default="prolific")
@@ -59,10 +60,16 @@ class CrowdStudy(models.Model):
     )
     device_compatibility = models.JSONField(default=list, blank=True)
     exclude_groups = models.JSONField(
-        default=list, blank=True, help_text="Participant group ids kept out (earlier waves)."
+        default=list,
+        blank=True,
+        help_text="Kept out (earlier waves): Prolific participant group ids, or MTurk "
+        "qualification type ids.",
     )
     worker_group = models.CharField(
-        max_length=64, blank=True, help_text="Participant group this study's workers join."
+        max_length=64,
+        blank=True,
+        help_text="Where this study's approved workers are put: a Prolific participant "
+        "group id, or an MTurk qualification type id.",
     )
     token_sealed = models.TextField(blank=True, editable=False)
     hook_secret_sealed = models.TextField(blank=True, editable=False)

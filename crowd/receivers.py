@@ -31,7 +31,9 @@ def vouch_for_entry(sender, study, platform: str, external_id: str, session: str
     if platform != "prolific":
         return None
     crowd = (
-        CrowdStudy.objects.filter(study=study, remote_status__in=["ACTIVE", "PAUSED"])
+        CrowdStudy.objects.filter(
+            study=study, platform="prolific", remote_status__in=["ACTIVE", "PAUSED"]
+        )
         .exclude(remote_id="")
         .first()
     )

@@ -277,6 +277,9 @@ def hooks_subscribe(
 ) -> str:
     """Ask Prolific for the workspace's hook secret (kept sealed) and subscribe this study's
     hook URL to submission status changes; returns the URL."""
+    from .platforms import of
+
+    of(crowd).refuse("hooks")  # MTurk: none
     client = client or client_factory(crowd)
     url = base_url.rstrip("/") + reverse("crowd:prolific-hook", args=[crowd.study.public_id])
     secret = client.hook_secret_create(workspace_id)
@@ -389,7 +392,9 @@ def record(
         ):
             annotator_services.participation_stop(part)
     if status == AWAITING and crowd.auto_approve and sub.proposal == "approve":
-        decide(crowd, [sub])
+        from .platforms import of
+
+        of(crowd).decide(crowd, [sub])
     return sub
 
 
@@ -422,7 +427,7 @@ def entry_vouched(crowd: CrowdStudy, participant: str, session: str) -> bool | N
 
 
 def participation_of(crowd: CrowdStudy, sub: Submission) -> Participation | None:
-    rows = Participation.objects.filter(study=crowd.study, annotator__platform="prolific")
+    rows = Participation.objects.filter(study=crowd.study, annotator__platform=crowd.platform)
     return (
         rows.filter(platform_session=sub.remote_id).first()
         or rows.filter(annotator__external_id=sub.participant_id).first()

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from . import services
+from . import platforms
 from .client import CrowdError
 from .models import CrowdStudy
 
@@ -8,7 +8,8 @@ from .models import CrowdStudy
 @shared_task(name="crowd.sync", autoretry_for=(CrowdError,), retry_backoff=True, max_retries=5)
 def crowd_sync(crowd_id: int) -> dict:
     """Places for the released work, stop when done, poll submissions (idempotent)."""
-    return services.sync(CrowdStudy.objects.select_related("study").get(pk=crowd_id))
+    crowd = CrowdStudy.objects.select_related("study").get(pk=crowd_id)
+    return platforms.of(crowd).sync(crowd)
 
 
 @shared_task(name="crowd.sync_all")

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.selectors import studies_visible_to
 
-from . import hooks, services
+from . import hooks, platforms, services
 from .client import CrowdError
 from .models import CrowdStudy, LedgerEntry
 
@@ -20,7 +20,7 @@ MAX_HOOK_BYTES = 64 * 1024
 @csrf_exempt
 @require_POST
 def prolific_hook(request: HttpRequest, study_id) -> HttpResponse:
-    crowd = get_object_or_404(CrowdStudy, study__public_id=study_id)
+    crowd = get_object_or_404(CrowdStudy, study__public_id=study_id, platform="prolific")
     body = request.body
     if len(body) > MAX_HOOK_BYTES:
         return JsonResponse({"error": "too large"}, status=413)
@@ -88,37 +88,40 @@ def _panel(request: HttpRequest, crowd: CrowdStudy, status: int = 200) -> HttpRe
             "preview": services.bonus_preview(crowd),
             "ledger": crowd.ledger.order_by("-id")[:50],
             "title": f"Crowd: {crowd.study}",
+            "lacks": platforms.of(crowd).lacks,
         },
         status=status,
     )
 
 
 def _act(request: HttpRequest, crowd: CrowdStudy, action: str) -> None:
+    platform = platforms.of(crowd)
+    platform.refuse(action)
     if action == "publish":
-        services.publish(crowd, request.build_absolute_uri("/"))
+        platform.publish(crowd, request.build_absolute_uri("/"))
         messages.success(request, f"Published with {crowd.places} places.")
     elif action in ("pause", "resume"):
-        services.transition(crowd, "PAUSE" if action == "pause" else "START")
+        getattr(platform, action)(crowd)
         messages.success(request, f"Study {crowd.remote_status.lower()}.")
     elif action == "sync":
-        result = services.sync(crowd)
+        result = platform.sync(crowd)
         messages.success(request, f"Places {result['places']}.")
     elif action == "add_places":
         try:
             extra = int(request.POST.get("extra", ""))
         except ValueError:
             raise CrowdError("Give the number of places to add") from None
-        messages.success(request, f"Places {services.add_places(crowd, extra)}.")
+        messages.success(request, f"Places {platform.add_places(crowd, extra)}.")
     elif action == "review":
-        n = services.poll(crowd)
+        n = platform.poll(crowd)
         messages.success(request, f"{n} submissions read; proposals updated.")
     elif action == "confirm":
         chosen = request.POST.getlist("submission")
         subs = crowd.submissions.filter(status=services.AWAITING, pk__in=chosen)
-        done = services.decide(crowd, list(subs))
+        done = platform.decide(crowd, list(subs))
         messages.success(request, ", ".join(f"{v} {k}" for k, v in done.items()))
     elif action == "bonus":
-        entry = services.bonus_pay(crowd)
+        entry = platform.bonus_pay(crowd)
         messages.success(
             request,
             "No bonuses due." if entry is None else f"Bonuses: {entry.get_state_display()}.",

@@ -46,6 +46,7 @@ def test_a_hit_is_created_with_the_external_question_and_excludes_a_wave(stubbed
             "QualificationRequirements": [
                 {"QualificationTypeId": "Q-wave1", "Comparator": "DoesNotExist"}
             ],
+            "RequesterAnnotation": f"humeval {study.public_id}",
             "UniqueRequestToken": mturk.token("hit", study.public_id),
         },
     )
@@ -76,7 +77,7 @@ def test_assignments_and_bonuses_are_not_repeated_on_retry(stubbed):
         expected_params=params,
     )
     assert mturk.assignments_add(client, "H1", 3, total_after=7) == {}
-    assert mturk.assignments_add(client, "H1", 3, total_after=7) == {"already": True}
+    assert mturk.assignments_add(client, "H1", 3, total_after=7)["already"] is True
 
     bonus = {
         "WorkerId": "W1",
@@ -93,7 +94,7 @@ def test_assignments_and_bonuses_are_not_repeated_on_retry(stubbed):
         expected_params=bonus,
     )
     assert mturk.bonus(client, "W1", "A1", Decimal("0.3"), "3 items") == {}
-    assert mturk.bonus(client, "W1", "A1", Decimal("0.3"), "3 items") == {"already": True}
+    assert mturk.bonus(client, "W1", "A1", Decimal("0.3"), "3 items")["already"] is True
 
 
 def test_reviews_and_the_wave_qualification(stubbed):

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from crowd import services
+from crowd import platforms, services
 from crowd.client import CrowdError
 from crowd.models import CrowdStudy
 
@@ -30,7 +30,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, study: str, action: str, base_url: str, confirm: bool, **options):
         crowd = self._crowd(study)
+        self.platform = platforms.of(crowd)
         try:
+            self.platform.refuse(action)
             result = getattr(self, f"_{action}")(crowd, base_url=base_url, confirm=confirm)
         except CrowdError as exc:
             raise CommandError(str(exc)) from exc
@@ -55,22 +57,22 @@ class Command(BaseCommand):
     def _publish(self, crowd, base_url, **_):
         if not base_url:
             raise CommandError("publish needs --base-url (where workers reach this site)")
-        services.publish(crowd, base_url)
+        self.platform.publish(crowd, base_url)
         return services.status(crowd)
 
     def _sync(self, crowd, **_):
-        return services.sync(crowd)
+        return self.platform.sync(crowd)
 
     def _pause(self, crowd, **_):
-        services.transition(crowd, "PAUSE")
+        self.platform.pause(crowd)
         return services.status(crowd)
 
     def _resume(self, crowd, **_):
-        services.transition(crowd, "START")
+        self.platform.resume(crowd)
         return services.status(crowd)
 
     def _review(self, crowd, confirm, **_):
-        services.poll(crowd)
+        self.platform.poll(crowd)
         awaiting = list(crowd.submissions.filter(status=services.AWAITING))
         proposals = [
             {
@@ -84,11 +86,15 @@ class Command(BaseCommand):
         ]
         if not confirm:
             return {"proposals": proposals, "note": "nothing sent; --confirm carries them out"}
-        return {"proposals": proposals, "done": services.decide(crowd, awaiting)}
+        doable = [s for s in awaiting if s.proposal in self.platform.decisions]
+        result = {"proposals": proposals, "done": self.platform.decide(crowd, doable)}
+        if "return" in self.platform.lacks and any(s.proposal == "return" for s in awaiting):
+            result["not_sent"] = self.platform.lacks["return"]
+        return result
 
     def _bonus(self, crowd, confirm, **_):
         preview = services.bonus_preview(crowd)
         if not confirm:
             return {**preview, "note": "nothing paid; --confirm pays"}
-        entry = services.bonus_pay(crowd)
+        entry = self.platform.bonus_pay(crowd)
         return {**preview, "state": entry.state if entry else "nothing due"}
