@@ -75,7 +75,10 @@ def panel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _panel(request: HttpRequest, crowd: CrowdStudy, status: int = 200) -> HttpResponse:
-    awaiting = crowd.submissions.filter(status=services.AWAITING)
+    platform = platforms.of(crowd)
+    awaiting = list(crowd.submissions.filter(status=services.AWAITING))
+    for sub in awaiting:  # a proposal the platform cannot carry out starts unchecked
+        sub.preselected = sub.proposal in platform.decisions
     return render(
         request,
         "crowd/panel.html",
@@ -88,7 +91,7 @@ def _panel(request: HttpRequest, crowd: CrowdStudy, status: int = 200) -> HttpRe
             "preview": services.bonus_preview(crowd),
             "ledger": crowd.ledger.order_by("-id")[:50],
             "title": f"Crowd: {crowd.study}",
-            "lacks": platforms.of(crowd).lacks,
+            "lacks": platform.lacks,
         },
         status=status,
     )

@@ -1,7 +1,7 @@
 """The Crowd panel of a study run on MTurk, in real Chromium at 1280 px, against the
 stand-in MTurk (tests/mturk_standin.py): publish creates the HIT, what MTurk lacks is
-greyed out with its reason, a confirmation including a return is refused and sends
-nothing, approve / reject go through, and the bonus is paid once."""
+greyed out with its reason, a proposed return starts unchecked and, checked, is refused
+and sends nothing, approve / reject go through, and the bonus is paid once."""
 
 import random
 from datetime import timedelta
@@ -94,7 +94,11 @@ def test_researcher_runs_an_mturk_hit_from_the_crowd_panel(base_url, page, monke
     wide = page.evaluate("document.documentElement.scrollWidth")
     assert wide <= 1280, f"the panel is {wide} px wide at 1280 px"
 
-    page.click("text=Confirm the checked proposals")  # all checked, the return too
+    # MTurk cannot carry out a return: that row starts unchecked, and checked it is refused
+    expect(page.locator("input[aria-label='confirm A-quit']")).not_to_be_checked()
+    expect(page.locator("input[aria-label='confirm A-good']")).to_be_checked()
+    page.check("input[aria-label='confirm A-quit']")
+    page.click("text=Confirm the checked proposals")
     expect(page.locator(".messagelist")).to_contain_text("MTurk has no return")
     expect(page.locator("#awaiting")).to_have_text("3")
     assert "approve_assignment" not in turk.calls  # refused: nothing sent
