@@ -54,27 +54,6 @@ class Platform:
     def sync(self, crowd: CrowdStudy) -> dict:
         return services.sync(crowd)
 
-    def _reconcile(self, crowd: CrowdStudy) -> None:
-        """An earlier add whose outcome is unknown (it failed, or its run stopped, and this
-        add asks for another total: another token) is checked against the HIT itself
-        (GetHIT) first, so assignments a lost answer did add are never added again."""
-        unsure = crowd.ledger.filter(
-            action="places", state__in=[LedgerEntry.State.FAILED, LedgerEntry.State.PENDING]
-        ).exclude(note__startswith="reconciled")
-        if not unsure.exists() or not crowd.remote_id:
-            return
-        real = mturk.hit_get(self.client(crowd), crowd.remote_id).get("MaxAssignments") or 0
-        if real > crowd.places:
-            crowd.places = real
-            crowd.save(update_fields=["places"])
-        for row in unsure:
-            added = real >= (row.detail.get("to") or 0)
-            row.state = LedgerEntry.State.DONE if added else LedgerEntry.State.FAILED
-            row.note = f"reconciled with the HIT ({real} assignments): " + (
-                "added" if added else "not added"
-            )
-            row.save(update_fields=["state", "note", "updated_at"])
-
     def add_places(self, crowd: CrowdStudy, extra: int) -> int:
         return services.add_places(crowd, extra)
 
