@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from analysis.prefill_report import skip_block
-from analysis.render import render_text
+from analysis.render import render_html, render_text
 from analysis.render_prefill import prefill_context
 from annotator import prefill_skip, services, span_prefill
 from annotator.models import Assignment, Item, Output
@@ -200,6 +200,8 @@ def test_a_worker_never_gets_a_skipped_item_but_gets_the_controls(skip_study):
     assert "Items skipped as error-free by the judge" in text
     assert f"{len(skipped)} items skipped: {len(skipped)} of 40 planned annotations" in text
     assert f"humans found errors in 1 of the {len(controls)} controls" in text
+    html = render_html(report)  # the standalone page: the same template
+    assert '<section class="prefill">' in html and "Items skipped as error-free" in html
 
 
 def test_a_rating_that_arrives_after_the_item_was_given_changes_nothing(make_study):
