@@ -110,7 +110,7 @@ def with_skip(
             note = (
                 f"{block['skipped']} item(s) the judge found error-free were skipped (not shown "
                 "to workers): they count as judge-clean, not as human labels, so the scores, "
-                "span F1 and error counts above leave them out."
+                "span F1 and error counts of this section leave them out."
             )
             section = section | {
                 "notes": [*section.get("notes", []), note],

@@ -40,7 +40,7 @@ def _lines(block: dict[str, Any]) -> list[str]:
     if rates:
         out.append(
             f"{num(rates['n_suggestions'])} suggestions; "
-            f"{num(rates['added_by_humans'])} spans added by the workers"
+            f"{num(rates['added_by_humans'])} span(s) added by the workers"
         )
     if labels:
         out.append(

@@ -14,7 +14,7 @@ import pytest
 
 from analysis.prefill_report import skip_block
 from analysis.render import render_html, render_text
-from analysis.render_prefill import prefill_context
+from analysis.render_prefill import prefill_context, prefill_text
 from annotator import prefill_skip, services, span_prefill
 from annotator.models import Assignment, Item, Output
 from kinds import get as get_kind
@@ -264,3 +264,44 @@ def test_the_skip_block_worked_example():
         "humans found errors in 1 of the 2 controls they labelled: 50.0%"
         in context["skip"]["lines"][1]
     )
+
+
+def test_the_prefill_block_as_text_and_page_context():
+    """test_span_prefill's worked example of the report block, rendered: a row per action,
+    both effect rows, F1 0.75; a control character never reaches the text."""
+    block = {
+        "labels": {"shown": 2, "control": 2, "none": 0},
+        "rates": {
+            "n_suggestions": 3,
+            "added_by_humans": 2,
+            **{
+                a: {"value": 1 / 3, "low": 0.06, "high": 0.79, "n": 1}
+                for a in ("accepted", "edited", "deleted")
+            },
+        },
+        "judge_final_f1": 0.75,
+        "effect": [
+            {"figure": "n_spans", "with": 1.5, "without": 0.5, "n_with": 2, "n_without": 2}
+            | {"difference": 1.0, "low": -5.35, "high": 7.35, "reason": ""},
+            {"figure": "score", "with": None, "without": None, "n_with": 1, "n_without": 0}
+            | {"difference": None, "low": None, "high": None, "reason": "needs two\x1b[31m"},
+        ],
+    }
+    section = {"name": "error_spans", "title": "Error spans", "prefill": block}
+    text = "\n".join(prefill_text(section))
+    assert "Judge-prefilled spans" in text
+    assert "2 labels with suggestions, 2 in the control share" in text
+    assert "3 suggestions; 2 span(s) added by the workers" in text
+    assert "Judge-vs-final span F1 (character level, labels with suggestions): 0.750" in text
+    for what in ("accepted as they were", "edited (severity changed)", "deleted"):
+        assert what in text
+    assert "[-5.350, 7.350]" in text and "undefined: needs two?[31m" in text
+    assert "\x1b" not in text and "Items skipped" not in text
+    context = prefill_context(section)
+    assert [r[0]["text"] for r in context["rates"]["rows"]][0] == "accepted as they were"
+    assert [r[0]["text"] for r in context["effect"]["rows"]] == [
+        "error spans per label",
+        "score (0-100)",
+    ]
+    assert "skip" not in context
+    assert prefill_text({"name": "x"}) == [] and prefill_context({"name": "x"}) is None
