@@ -12,7 +12,8 @@ ever given whose chosen judge's proposal (the one the page would show,
 - in the control share (a draw seeded by the study and item, so the same in every process and
   round): marked ``control`` and served as usual;
 - otherwise marked ``skipped``, made inactive and its slot given back, so no worker ever gets
-  it: no lease, no label, no budget spent (an adaptive study's round closes without it).
+  it: no lease, no label, no budget spent (an adaptive study's round closes without it:
+  ``signals.items_skipped`` lets the protocol close a round whose last open item it was).
 
 An item without a parsed proposal (none yet, or an unparseable answer), with an error span, or
 already given to a worker is served as usual and never skipped later. Turning the option off
@@ -24,11 +25,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 
 from kinds.span_prefill import skip_control
 
 from .models import Assignment, Item, ItemOutput, Study
+from .signals import items_skipped
 from .span_prefill import judge_spans
 
 SKIPPED, CONTROL = "skipped", "control"
@@ -55,13 +58,14 @@ def skipped(study: Study, item_pk: int) -> bool:
     link = (
         ItemOutput.objects.filter(item_id=item_pk, item__prefill_skip="", item__n_done=0)
         .exclude(Exists(given))
-        .values_list("item__input_id", "output__system_id")
+        .values_list("item__input_id", "output__system_id", "item__round_number")
     )
     links = list(link[:2])
     if len(links) != 1:  # decided, given before, or not one output
         return False
+    input_id, system_id, round_number = links[0]
     opts: dict[str, Any] = study.options
-    spans = judge_spans(study, links[0][0], links[0][1], opts)
+    spans = judge_spans(study, input_id, system_id, opts)
     if spans is None or spans:
         return False
     share = float(opts.get("prefill_skip_control_share", 0.1))
@@ -71,6 +75,11 @@ def skipped(study: Study, item_pk: int) -> bool:
     Item.objects.filter(pk=item_pk).update(
         prefill_skip=SKIPPED, is_active=False, n_taken=F("n_taken") - 1
     )
+    if round_number is not None:  # it may have been the round's last open item
+        study_id = study.pk
+        transaction.on_commit(
+            lambda: items_skipped.send(Item, study_id=study_id, round_number=round_number)
+        )
     return True
 
 

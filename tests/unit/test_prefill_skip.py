@@ -305,3 +305,34 @@ def test_the_prefill_block_as_text_and_page_context():
     ]
     assert "skip" not in context
     assert prefill_text({"name": "x"}) == [] and prefill_context({"name": "x"}) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_adaptive_round_closes_when_its_last_open_item_is_skipped():
+    """The last item of round 1 (by id, so taken last) is judge-clean: the worker's submit
+    before it cannot close the round; skipping it must (and the next round opens)."""
+    from protocol.models import ProtocolConfig, Round
+    from tests.protocol_sim import adaptive_bundle
+    from tests.unit.test_protocol_error_spans import esa_answer
+
+    data = adaptive_bundle(
+        40, kind="error_spans", categories=["Accuracy"], **ON, prefill_skip_control_share=0
+    )
+    study = services.study_import(data, filename="esa.jsonl")
+    last = Item.objects.filter(study=study, round_number=1).order_by("-id").first()
+    out = last.output_list()[0]
+    judge(study, out.input_id, out.system_id, [])
+    part = worker(study, "w")
+    rng = __import__("random").Random(0)
+    for _ in range(19):
+        a = services.assignment_next(participation=part)
+        assert a is not None and a.item_id != last.pk
+        services.annotation_submit(annotator=part.annotator, token=a.token, data=esa_answer(a, rng))
+    assert Round.objects.get(study=study, number=1).state == Round.State.OPEN
+    nxt = services.assignment_next(participation=part)  # skips the last item
+    last.refresh_from_db()
+    assert (last.prefill_skip, last.is_active) == ("skipped", False)
+    assert Round.objects.get(study=study, number=1).state != Round.State.OPEN
+    assert Round.objects.filter(study=study, number=2).exists()
+    assert nxt is None or nxt.item.round_number == 2
+    assert ProtocolConfig.objects.get(study=study).committed >= 20
