@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.prefill import prefill_effect, suggestion_f1, suggestion_rates
+from analysis.prefill import prefill_effect, skipped_control, suggestion_f1, suggestion_rates
 
 #: The answer's names → analysis.prefill's (worker → human, new → added).
 _ORIGIN = {"judge": "judge", "worker": "human"}
@@ -75,3 +75,60 @@ def prefill_block(
         "judge_final_f1": suggestion_f1(suggested, final),
         "effect": prefill_effect(annos_df, confidence),
     }
+
+
+def skip_block(
+    items: Sequence[Any],
+    answers: Sequence[dict],
+    counts: dict[str, Any],
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """What skipping the judge-clean items did (``counts`` from
+    :func:`annotator.prefill_skip.skip_counts`: ``skipped``, ``saved``, ``planned``,
+    ``controls``, ``control_share``): the items skipped, the annotations that saved and their
+    share of the planned ones, and of the control items humans labelled, how many they found
+    an error in (an item counts when any of its labels marks a span), with its Wilson
+    interval (:func:`analysis.prefill.skipped_control`): an estimate of the share of skipped
+    items that had errors."""
+    controls = set(counts["controls"])
+    seen: dict[Any, bool] = {}
+    for item, answer in zip(items, answers, strict=True):
+        if item in controls and answer.get("spans") is not None:
+            seen[item] = seen.get(item, False) or bool(answer["spans"])
+    planned = counts["planned"]
+    return {
+        "skipped": counts["skipped"],
+        "controls": len(controls),
+        "control_share": counts["control_share"],
+        "saved_annotations": counts["saved"],
+        "planned_annotations": planned,
+        "budget_saved": counts["saved"] / planned if planned else None,
+        "control_errors": skipped_control(len(seen), sum(seen.values()), confidence),
+    }
+
+
+def with_skip(
+    sections: list[dict[str, Any]],
+    frame: pd.DataFrame,
+    counts: dict[str, Any],
+    confidence: float = 0.95,
+) -> list[dict[str, Any]]:
+    """``sections`` with the skip block in the error-span section's ``prefill`` block and a
+    note saying the section's figures leave the skipped items out."""
+    out = []
+    for section in sections:
+        if section.get("name") == "error_spans":
+            items = list(frame["item"]) if len(frame) else []
+            answers = list(frame["answer"]) if len(frame) else []
+            block = skip_block(items, answers, counts, confidence)
+            note = (
+                f"{block['skipped']} item(s) the judge found error-free were skipped (not shown "
+                "to workers): they count as judge-clean, not as human labels, so the scores, "
+                "span F1 and error counts of this section leave them out."
+            )
+            section = section | {
+                "notes": [*section.get("notes", []), note],
+                "prefill": (section.get("prefill") or {}) | {"skip": block},
+            }
+        out.append(section)
+    return out

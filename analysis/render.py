@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from analysis import charts
 from analysis.formatting import interval, num, pct, plain, short
 from analysis.render_assisted import assisted_context, assisted_text, style_context, style_text
+from analysis.render_prefill import prefill_context, prefill_text
 from charts.ranking import ranking_chart
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def _text_section(section: dict[str, Any]) -> list[str]:
         out.append(f"{plain(table['title'])}:")
         rows = [[_cell_text(c) for c in row] for row in table["rows"]]
         out.append(text_table(table["headers"], rows))
-    return out
+    return out + prefill_text(section)
 
 
 def _text_property(prop: dict[str, Any]) -> list[str]:
@@ -637,6 +638,7 @@ def _section(section: dict[str, Any], anchor: str) -> dict[str, Any]:
             }
             for t in section.get("tables", [])
         ],
+        "prefill": prefill_context(section),
     }
 
 

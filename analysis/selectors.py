@@ -25,12 +25,14 @@ import pandas as pd
 from django.db.models import Count
 
 from analysis.loaders import Dataset, attach_judges
+from analysis.prefill_report import with_skip
 from analysis.report import Property, build_report, json_safe
 from analysis.revisions import by_revision
 from analysis.sections import kind_sections
 from analysis.style import markdown_counts
 from analysis.style_report import STYLE_COLUMNS
 from annotator.models import JudgeRating, Study
+from annotator.prefill_skip import skip_counts
 from annotator.selectors import (
     annotation_revisions,
     answer_rows,
@@ -177,7 +179,9 @@ def study_kind_sections(
         list(answer_rows(study, include_flagged=include_flagged)),
         columns=["annotation", "item", "annotator", "input", "system", "answer"],
     )
-    return kind_sections(names, frame, n_boot=n_boot, seed=seed, confidence=confidence)
+    sections = kind_sections(names, frame, n_boot=n_boot, seed=seed, confidence=confidence)
+    counts = skip_counts(study)  # judge-clean items skipped (annotator/prefill_skip.py)
+    return sections if counts is None else with_skip(sections, frame, counts, confidence)
 
 
 def with_style_counts(study: Study, dataset: Dataset) -> pd.DataFrame:

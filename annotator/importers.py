@@ -1207,6 +1207,8 @@ def _validate_kind_options(
     its criteria back as ``spec.criteria`` (Likert: the default one when none is given),
     any other kind validates the study line's ``criteria`` list as given."""
     opts = spec.options
+    for key in sorted(set(opts.get("options", {})) - kind.extra_options - {"criteria"}):
+        errors.add(f"study: {kind.noun or kind.name} studies take no '{key}' option")
     raw = {
         **{k: v for k, v in opts.items() if k != "options"},
         **opts.get("options", {}),

@@ -381,6 +381,14 @@ class Item(models.Model):
     #: Submitted annotations collected on the platform.
     n_done = models.PositiveSmallIntegerField(default=0)
     is_active = models.BooleanField(default=True)
+    #: The judge-clean skip (``annotator.prefill_skip``), decided when the item is first
+    #: served: ``skipped`` (left out, inactive) or ``control`` (served); ``""`` undecided.
+    prefill_skip = models.CharField(
+        max_length=8,
+        blank=True,
+        default="",
+        choices=[("", "not decided"), ("skipped", "skipped"), ("control", "control")],
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

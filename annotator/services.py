@@ -33,7 +33,7 @@ from django.utils import timezone
 
 import kinds
 
-from . import importers, ratings, selectors, span_prefill
+from . import importers, prefill_skip, ratings, selectors, span_prefill
 from .choices import AnnotationSource, AssignmentState
 from .errors import (
     AssignmentExpired,
@@ -1216,6 +1216,8 @@ def _lease_locked(
             item = _shown_item(rng.choice(golds))
     if item is None:
         taken = _take_item(study.pk, worker.pk)
+        while taken is not None and prefill_skip.skipped(study, taken):  # judge-clean items
+            taken = _take_item(study.pk, worker.pk)
         if taken is None:
             return None
         item = _shown_item(taken)

@@ -16,6 +16,9 @@
 - ``collection_changed`` (after commit; ``study_id``): the work released changed, e.g. the
   protocol decided a round and opened the next or found no more work (the crowd app grows
   or stops the study's places);
+- ``items_skipped`` (after commit; ``study_id``, ``round_number``): the worker cycle skipped
+  an item the judge found error-free (:mod:`annotator.prefill_skip`), which may complete its
+  round as a last annotation would;
 - ``entry_check`` (``study``, ``platform``, ``external_id``, ``session``): a receiver
   returns ``False`` when the platform does not vouch for the entry (the crowd app asks
   Prolific whether the session is that participant's submission in the study); the entry
@@ -32,3 +35,4 @@ round_summary = Signal()
 study_reconfiguring = Signal()
 collection_changed = Signal()
 entry_check = Signal()
+items_skipped = Signal()

@@ -29,10 +29,22 @@ def shown(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any] | No
     outputs = item.output_list()
     if len(outputs) != 1:
         return {"state": "none", "spans": []}
+    proposed = judge_spans(study, item.input_id, outputs[0].system_id, opts)
+    if proposed is None:
+        return {"state": "none", "spans": []}
+    spans = [{k: s[k] for k in ("start", "end", "severity", "text")} for s in proposed]
+    return {"state": "shown", "spans": spans}
+
+
+def judge_spans(
+    study: Study, input_id: int, system_id: int, opts: dict[str, Any]
+) -> list[dict] | None:
+    """The spans the chosen judge (``prefill_judge``, else the first by name) proposed for
+    the output in sample 0, or None when no parsed proposal is stored ([]: error-free)."""
     ratings = JudgeRating.objects.filter(
         study=study,
-        input_id=item.input_id,
-        system_id=outputs[0].system_id,
+        input_id=input_id,
+        system_id=system_id,
         other_system__isnull=True,
         sample=0,
         parse_ok=True,
@@ -40,13 +52,8 @@ def shown(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any] | No
     )
     if opts.get("prefill_judge"):
         ratings = ratings.filter(judge=opts["prefill_judge"])
-    rating = ratings.order_by("judge", "id").first()
-    if rating is None:
-        return {"state": "none", "spans": []}
-    spans = [
-        {k: s[k] for k in ("start", "end", "severity", "text")} for s in rating.proposal["spans"]
-    ]
-    return {"state": "shown", "spans": spans}
+    rating = ratings.order_by("judge", "id").only("proposal").first()
+    return None if rating is None else list(rating.proposal["spans"])
 
 
 def answer_options(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any]:

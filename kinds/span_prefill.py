@@ -5,6 +5,9 @@ accepts (leaves), edits (changes the severity, its boundaries or both) or delete
 ``prefill_control_share`` (0-1,
 default 0) is the share of items shown without suggestions, drawn per item, so the report can
 compare; ``prefill_judge`` names the judge whose spans are shown (default: the first by name).
+``prefill_skip_clean`` (bool, default false) skips the items whose judge proposal parsed with
+no span, except a control share ``prefill_skip_control_share`` (0-1, default 0.1) that workers
+still see (:mod:`annotator.prefill_skip`).
 
 Pure: the server passes what the item showed as ``opts[SHOWN]`` (``{"state": ..., "spans":
 [...]}``; :mod:`annotator.span_prefill` reads it from the database). The form sends every
@@ -29,12 +32,22 @@ Accepted and deleted suggestions must be left exactly as shown. Stored answer::
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import Any
 
 from kinds.base import AnswerError
 
-OPTION_KEYS = ("prefill_spans", "prefill_control_share", "prefill_judge")
+OPTION_KEYS = (
+    "prefill_spans",
+    "prefill_control_share",
+    "prefill_judge",
+    "prefill_skip_clean",
+    "prefill_skip_control_share",
+)
+#: The skip options (:func:`validate_skip_options`).
+SKIP_KEYS = ("prefill_skip_clean", "prefill_skip_control_share")
+SKIP_CONTROL_SHARE = 0.1
 #: The key of ``opts`` under which the server passes what the item showed.
 SHOWN = "_prefill_shown"
 ORIGINS = ("judge", "worker")
@@ -56,14 +69,41 @@ def validate_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, An
     judge = opts.get("prefill_judge", "")
     if not isinstance(judge, str) or len(judge) > 100:
         errors.append("prefill_judge must be a judge name (at most 100 characters)")
+    skip = validate_skip_options(opts, errors)
     if mode == "off":
         if "prefill_control_share" in opts or judge:
             errors.append("prefill_control_share and prefill_judge need prefill_spans: on")
+        if any(k in opts for k in SKIP_KEYS):
+            errors.append(
+                "prefill_skip_clean and prefill_skip_control_share need prefill_spans: on"
+            )
         return {}
     return {
         "prefill_spans": "on",
         "prefill_control_share": float(share) if ok_share else 0.0,
         "prefill_judge": judge.strip() if isinstance(judge, str) else "",
+        **skip,
+    }
+
+
+def validate_skip_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    """``prefill_skip_clean`` (bool) and ``prefill_skip_control_share`` (0-1) normalised;
+    ``{}`` when the skip is off. The share without the skip on is refused."""
+    on = opts.get("prefill_skip_clean", False)
+    if not isinstance(on, bool):
+        errors.append("prefill_skip_clean must be true or false")
+        return {}
+    share = opts.get("prefill_skip_control_share", SKIP_CONTROL_SHARE)
+    ok = isinstance(share, int | float) and not isinstance(share, bool) and 0 <= share <= 1
+    if not ok:
+        errors.append("prefill_skip_control_share must be a number from 0 to 1")
+    if not on:
+        if "prefill_skip_control_share" in opts:
+            errors.append("prefill_skip_control_share needs prefill_skip_clean: true")
+        return {}
+    return {
+        "prefill_skip_clean": True,
+        "prefill_skip_control_share": float(share) if ok else SKIP_CONTROL_SHARE,
     }
 
 
@@ -121,3 +161,9 @@ def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, 
     if len(used) != len(suggested):
         raise AnswerError("every suggested error must be kept, edited or deleted")
     return kept, meta, deleted, index
+
+
+def skip_control(study_key: object, item_key: object, share: float) -> bool:
+    """Whether a judge-clean item is in the skip's control share: a draw seeded by the study
+    and item (a string seed: the same in every process and round)."""
+    return share > 0 and random.Random(f"prefill-skip:{study_key}:{item_key}").random() < share

@@ -6,6 +6,7 @@ from django.dispatch import receiver
 from annotator.models import Study
 from annotator.signals import (
     annotation_submitted,
+    items_skipped,
     round_summary,
     study_created,
     study_reconfiguring,
@@ -32,6 +33,13 @@ def close_complete_round(sender, annotation, **kwargs) -> None:
     if services.round_close_if_complete(item.study_id, item.round_number):
         study_id, number = item.study_id, item.round_number
         transaction.on_commit(lambda: decide_round.delay(study_id, number))
+
+
+@receiver(items_skipped)
+def close_round_of_skipped(sender, study_id: int, round_number: int, **kwargs) -> None:
+    """A skipped judge-clean item leaves its round: that may complete it."""
+    if services.round_close_if_complete(study_id, round_number):
+        transaction.on_commit(lambda: decide_round.delay(study_id, round_number))
 
 
 @receiver(work_expected)
