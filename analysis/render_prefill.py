@@ -17,7 +17,9 @@ RATE_HEADERS = ["suggestions", "count", "share", "interval"]
 EFFECT_HEADERS = ["figure", "with suggestions", "without", "difference", "interval", "labels"]
 _ACTIONS = [
     ("accepted", "accepted as they were"),
-    ("edited", "edited (severity changed)"),
+    ("edited", "edited"),
+    ("resized", "edited: boundaries moved"),
+    ("regraded", "edited: severity only"),
     ("deleted", "deleted"),
 ]
 _FIGURES = {"n_spans": "error spans per label", "score": "score (0-100)"}
@@ -62,6 +64,7 @@ def _rate_rows(block: dict[str, Any]) -> list[list[str]]:
             _iv(rates[key]["low"], rates[key]["high"]),
         ]
         for key, what in _ACTIONS
+        if key in rates  # labels from before boundary edits have no split
     ]
 
 

@@ -107,7 +107,9 @@ def validate_skip_options(opts: Mapping[str, Any], errors: list[str]) -> dict[st
     }
 
 
-def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, list[int]]:
+def split(
+    raw: list[Any], shown: Mapping[str, Any]
+) -> tuple[list[Any], list[dict[str, Any]], list[Any], list[int]]:
     """The submitted spans without their prefill fields: ``(kept, meta, deleted, index)``:
     ``meta`` per kept span and ``index`` (the suggestion) per deleted one, in order.
     Checked: origins and actions, each suggestion accounted for exactly once, an accepted or
@@ -153,11 +155,12 @@ def split(raw: list, shown: Mapping[str, Any]) -> tuple[list, list[dict], list, 
             index.append(k)
             continue
         kept.append(plain)
-        meta.append({"origin": "judge", "action": action, "suggestion": k})
+        one: dict[str, Any] = {"origin": "judge", "action": action, "suggestion": k}
         if action == "edited":
-            meta[-1]["resized"] = moved
+            one["resized"] = moved
             if moved:
-                meta[-1] |= {"suggested_start": s["start"], "suggested_end": s["end"]}
+                one |= {"suggested_start": s["start"], "suggested_end": s["end"]}
+        meta.append(one)
     if len(used) != len(suggested):
         raise AnswerError("every suggested error must be kept, edited or deleted")
     return kept, meta, deleted, index

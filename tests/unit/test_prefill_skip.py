@@ -278,6 +278,8 @@ def test_the_prefill_block_as_text_and_page_context():
                 a: {"value": 1 / 3, "low": 0.06, "high": 0.79, "n": 1}
                 for a in ("accepted", "edited", "deleted")
             },
+            "resized": {"value": 0.0, "low": 0.0, "high": 0.56, "n": 0},
+            "regraded": {"value": 1 / 3, "low": 0.06, "high": 0.79, "n": 1},
         },
         "judge_final_f1": 0.75,
         "effect": [
@@ -293,8 +295,17 @@ def test_the_prefill_block_as_text_and_page_context():
     assert "2 labels with suggestions, 2 in the control share" in text
     assert "3 suggestions; 2 span(s) added by the workers" in text
     assert "Judge-vs-final span F1 (character level, labels with suggestions): 0.750" in text
-    for what in ("accepted as they were", "edited (severity changed)", "deleted"):
-        assert what in text
+    rows = [r[0]["text"] for r in prefill_context(section)["rates"]["rows"]]
+    assert rows == [
+        "accepted as they were",
+        "edited",
+        "edited: boundaries moved",
+        "edited: severity only",
+        "deleted",
+    ]
+    assert all(what in text for what in rows)
+    moved = next(line for line in text.splitlines() if "boundaries moved" in line)
+    assert moved.split() == ["edited:", "boundaries", "moved", "0", "0.0%", "[0.000,", "0.560]"]
     assert "[-5.350, 7.350]" in text and "undefined: needs two?[31m" in text
     assert "\x1b" not in text and "Items skipped" not in text
     context = prefill_context(section)
