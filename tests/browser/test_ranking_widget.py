@@ -27,6 +27,7 @@ STATIC = {
     "/static/humeval/humeval.css": ROOT / "static/humeval/humeval.css",
     "/static/humeval/task.js": ROOT / "static/humeval/task.js",
     "/static/kinds/ranking.css": ROOT / "kinds/static/kinds/ranking.css",
+    "/static/kinds/draft.js": ROOT / "kinds/static/kinds/draft.js",
     "/static/kinds/ranking.js": ROOT / "kinds/static/kinds/ranking.js",
 }
 LONG_LINE = "x = [" + ", ".join(str(i) for i in range(400)) + "]"

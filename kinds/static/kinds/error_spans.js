@@ -532,27 +532,12 @@
 
   // --- reload: the marks and the score are kept in this tab's sessionStorage, per task ------
   var tokenInput = document.querySelector('form input[name="token"]');
-  var storeKey = tokenInput && tokenInput.value ? "humeval-esa:" + tokenInput.value : null;
-  function storage() {
-    try { return window.sessionStorage; } catch (e) { return null; } // blocked in some frames
-  }
+  var draft = window.humevalDraft("humeval-esa", tokenInput && tokenInput.value);
   function save() {
-    var st = storage();
-    if (!st || !storeKey) return;
-    try { st.setItem(storeKey, JSON.stringify({ text: text, spans: spans, deleted: deleted, score: scoreNumber.value })); }
-    catch (e) { /* full or blocked: nothing kept */ }
+    draft.save({ text: text, spans: spans, deleted: deleted, score: scoreNumber.value });
   }
   function restore() {
-    var st = storage();
-    if (!st || !storeKey) return;
-    var kept = null;
-    try {
-      for (var i = st.length - 1; i >= 0; i--) {   // forget other tasks' marks
-        var k = st.key(i);
-        if (k && k.indexOf("humeval-esa:") === 0 && k !== storeKey) st.removeItem(k);
-      }
-      kept = JSON.parse(st.getItem(storeKey) || "null");
-    } catch (e) { return; }
+    var kept = draft.load();
     if (!kept || kept.text !== text || !Array.isArray(kept.spans)) return;
     if (suggested) { // the suggestions' state as left: kept only when every one is accounted for
       var seen = {};

@@ -69,33 +69,20 @@
   // Reload: the order and the ties are kept in this tab's sessionStorage, per task (the
   // assignment's token), like the error-span marks.
   var tokenInput = form ? form.querySelector('input[name="token"]') : null;
-  var storeKey = tokenInput && tokenInput.value ? "humeval-rank:" + tokenInput.value : null;
-  function storage() {
-    try { return window.sessionStorage; } catch (e) { return null; } // blocked in some frames
-  }
+  var draft = window.humevalDraft("humeval-rank", tokenInput && tokenInput.value);
   function save() {
-    var st = storage();
-    if (!st || !storeKey || preview) return;
+    if (preview) return;
     var all = cards();
-    var draft = {
+    draft.save({
       order: all.map(function (c) { return c.getAttribute("data-display"); }),
       tied: all.filter(function (c, i) { return isTied(c, i, all); })
         .map(function (c) { return c.getAttribute("data-display"); }),
       touched: touched
-    };
-    try { st.setItem(storeKey, JSON.stringify(draft)); } catch (e) { /* full: nothing kept */ }
+    });
   }
   function restore() {
-    var st = storage();
-    if (!st || !storeKey || preview) return;
-    var kept = null;
-    try {
-      for (var i = st.length - 1; i >= 0; i--) {   // forget other tasks' drafts
-        var k = st.key(i);
-        if (k && k.indexOf("humeval-rank:") === 0 && k !== storeKey) st.removeItem(k);
-      }
-      kept = JSON.parse(st.getItem(storeKey) || "null");
-    } catch (e) { return; }
+    if (preview) return;
+    var kept = draft.load();
     if (!kept || !Array.isArray(kept.order) || !Array.isArray(kept.tied)) return;
     var byDisplay = {};
     cards().forEach(function (c) { byDisplay[c.getAttribute("data-display")] = c; });
