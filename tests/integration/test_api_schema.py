@@ -321,11 +321,13 @@ def _call_and_validate(case, world: World, identity: str) -> None:
         # half of the well-formed ids
         download = case.path.endswith("/download/")
         case.path_parameters["public_id"] = world.export_job if download else world.job
-    n_boot = (case.query or {}).get("n_boot")
-    if isinstance(n_boot, int) and not isinstance(n_boot, bool) and 20 < n_boot <= MAX_N_BOOT:
-        # A valid bootstrap size changes only how long the report takes (up to 10,000
-        # resamples a call): 20 keeps every answer's shape at a fraction of the time.
-        case.query["n_boot"] = 20
+    if case.operation.path.endswith("/report/"):
+        # A valid bootstrap size (default 1,000, at most 10,000) changes only how long the
+        # report takes: 20 resamples keep every answer's shape at a fraction of the time.
+        query = case.query if isinstance(case.query, dict) else {}
+        n_boot = query.get("n_boot", MAX_N_BOOT)
+        if isinstance(n_boot, int) and not isinstance(n_boot, bool) and 20 < n_boot <= MAX_N_BOOT:
+            case.query = {**query, "n_boot": 20}
     cache.clear()  # throttle counters: this is about conformance; 429 is tested below
     response = case.call_and_validate(
         headers=world.headers(identity),
