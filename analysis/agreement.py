@@ -1196,7 +1196,7 @@ def stratified_agreement(
         if n_s == 0 or n_boot <= 0:
             sums = np.zeros((0, start))
         elif weights is not None:  # the stratum's columns of the shared resample counts
-            sums = weights[:, idx] @ vp
+            sums = (weights if len(idx) == len(pat.freq) else weights[:, idx]) @ vp
         else:
             full = np.zeros((len(pat.freq), start))
             full[idx] = vp
