@@ -354,7 +354,10 @@ def _multinomial_chunks(freq: np.ndarray, n_boot: int, rng: np.random.Generator)
 @functools.lru_cache(maxsize=8)
 def _cached_weights(digest: bytes, freq_bytes: bytes, n_boot: int, seed: int) -> np.ndarray:
     freq = np.frombuffer(freq_bytes, dtype=np.int64)
-    w = np.vstack(list(_multinomial_chunks(freq, n_boot, np.random.default_rng(seed))))
+    rng, n = np.random.default_rng(seed), int(freq.sum())
+    pvals, w = freq / n, np.empty((n_boot, len(freq)))
+    for start in range(0, n_boot, 100):  # the same draws as one call, without an int64 copy
+        w[start : start + 100] = rng.multinomial(n, pvals, size=min(100, n_boot - start))
     w.flags.writeable = False
     return w
 
@@ -383,7 +386,8 @@ def bootstrap_counts(freq: np.ndarray, n_boot: int = 1000, seed: SeedLike = 0) -
     freq = np.asarray(freq, dtype=np.int64)
     if n_boot <= 0 or freq.sum() == 0:
         return np.zeros((0, len(freq)))
-    return np.vstack(list(_weight_chunks(freq, n_boot, seed)))
+    chunks = list(_weight_chunks(freq, n_boot, seed))
+    return chunks[0] if len(chunks) == 1 else np.vstack(chunks)  # the memoised array, no copy
 
 
 def bootstrap_sums(

@@ -726,6 +726,18 @@ def correlation(
     :mod:`scipy.stats`; the bootstrap recomputes it exactly from contingency tables of the
     distinct values, which handles ties as scipy does. Pairs with a missing value are dropped.
     """
+    return _correlation(x, y, method, n_boot, seed, confidence)[0]
+
+
+def _correlation(
+    x: Sequence[float] | np.ndarray | pd.Series,
+    y: Sequence[float] | np.ndarray | pd.Series,
+    method: Method,
+    n_boot: int,
+    seed: SeedLike,
+    confidence: float,
+) -> tuple[Estimate, float | None]:
+    """:func:`correlation` and :func:`correlation_p_value` from one scipy call."""
     from scipy import stats
 
     xa = np.asarray(x, dtype=np.float64)
@@ -736,21 +748,22 @@ def correlation(
     xa, ya = xa[keep], ya[keep]
     n = len(xa)
     if n < 3:
-        return Estimate.undefined("fewer than three pairs: correlation not estimable", n=n)
+        return Estimate.undefined("fewer than three pairs: correlation not estimable", n=n), None
     if np.all(xa == xa[0]) or np.all(ya == ya[0]):
         which = "x" if np.all(xa == xa[0]) else "y"
-        return Estimate.undefined(f"{which} is constant: correlation undefined", n=n)
+        return Estimate.undefined(f"{which} is constant: correlation undefined", n=n), None
     if method == "spearman":
-        point = stats.spearmanr(xa, ya).statistic
+        res = stats.spearmanr(xa, ya)
     elif method == "kendall":
-        point = stats.kendalltau(xa, ya, variant="b").statistic
+        res = stats.kendalltau(xa, ya, variant="b")
     elif method == "pearson":
-        point = stats.pearsonr(xa, ya).statistic
+        res = stats.pearsonr(xa, ya)
     else:
         raise ValueError(f"method must be 'spearman', 'kendall' or 'pearson', got {method!r}")
-    point = float(point)
+    point, p = float(res.statistic), float(res.pvalue)
+    p = p if math.isfinite(p) else None
     if n_boot <= 0:
-        return Estimate(point, n=n, reason="no bootstrap interval: n_boot=0")
+        return Estimate(point, n=n, reason="no bootstrap interval: n_boot=0"), p
     xl, xi = np.unique(xa, return_inverse=True)
     yl, yi = np.unique(ya, return_inverse=True)
     lx, ly = len(xl), len(yl)
@@ -776,7 +789,7 @@ def correlation(
     reason = ""
     if n_ok < n_boot:
         reason = f"interval from the {n_ok} of {n_boot} resamples in which it was defined"
-    return Estimate(point, low, high, n=n, n_boot=n_ok, reason=reason)
+    return Estimate(point, low, high, n=n, n_boot=n_ok, reason=reason), p
 
 
 # --------------------------------------------------------------------------------------------
@@ -812,14 +825,14 @@ def judge_correlations(
     H̄M̄ and HμMμ). One row per method with the :class:`Estimate` fields and the two-sided
     ``p_value`` of :func:`correlation_p_value`."""
     lc = as_label_counts(data, judges, labels)
-    name, jc = lc.judge_counts(judge)
+    name, _ = lc.judge_counts(judge)
     values = lc.ordinal_values()
-    x = _aggregate(lc.human, values, aggregate)
-    y = _aggregate(jc, values, aggregate)
+    pat, k = lc.patterns(name), len(lc.labels)  # aggregate each distinct pattern once
+    x = _aggregate(pat.rows[:, :k], values, aggregate)[pat.inverse]
+    y = _aggregate(pat.rows[:, k:], values, aggregate)[pat.inverse]
     rows = []
     for method in methods:
-        est = correlation(x, y, method=method, n_boot=n_boot, seed=seed, confidence=confidence)
-        p = correlation_p_value(x, y, method=method) if est.defined else None
+        est, p = _correlation(x, y, method, n_boot, seed, confidence)
         rows.append(
             {
                 "judge": name,
@@ -1164,24 +1177,26 @@ def stratified_agreement(
         fixed_m = float(sizes[0]) if len(sizes) == 1 else None
         hh_kappa = _fleiss_terms(c, fixed_m) if fixed_m else np.zeros((len(c), 2 + k))
         cols, slices, reducers, reasons = [], [], [], []
-        start = 0
+        start, placed = 0, {}  # Fleiss' and Randolph's kappa share their terms: summed once
         for metric, comp, terms, red, why in blocks:
             if metric in ("fleiss", "randolph") and comp == "hh":
                 terms = hh_kappa
                 red = _kappa_reducer(metric, fixed_m or 2.0, k)
                 if fixed_m is None:
                     why = f"{metric} kappa needs the same number of human labels on every item"
-            cols.append(terms[idx])
-            slices.append(slice(start, start + terms.shape[1]))
+            if id(terms) not in placed:
+                cols.append(terms[idx])
+                placed[id(terms)] = slice(start, start + terms.shape[1])
+                start += terms.shape[1]
+            slices.append(placed[id(terms)])
             reducers.append(red)
             reasons.append(why)
-            start += terms.shape[1]
         vp = np.hstack(cols)
         total = (pat.freq[idx] @ vp)[None, :]
         if n_s == 0 or n_boot <= 0:
             sums = np.zeros((0, start))
         elif weights is not None:  # the stratum's columns of the shared resample counts
-            sums = weights[:, idx] @ vp
+            sums = (weights if len(idx) == len(pat.freq) else weights[:, idx]) @ vp
         else:
             full = np.zeros((len(pat.freq), start))
             full[idx] = vp

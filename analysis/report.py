@@ -77,8 +77,9 @@ def estimate_dict(est: Estimate, **extra: Any) -> dict[str, Any]:
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    obj = frame.astype(object).where(frame.notna(), None)
-    return [json_safe(r) for r in obj.to_dict("records")]
+    names = list(frame.columns)
+    cols = [frame.iloc[:, j].tolist() for j in range(len(names))]  # json_safe maps NA to None
+    return [json_safe(dict(zip(names, row, strict=True))) for row in zip(*cols, strict=True)]
 
 
 def _with_reason(rows: list[dict[str, Any]], fields: Sequence[str], why: str) -> None:

@@ -144,6 +144,19 @@ def test_bootstrap_counts_are_resamples_of_n_items():
     assert w.mean(axis=0) == pytest.approx(freq, rel=0.1)
 
 
+def test_memoised_bootstrap_counts_are_one_multinomial_draw_shared_without_copies():
+    freq = np.random.default_rng(3).integers(1, 50, size=777)
+    agg.clear_bootstrap_cache()
+    w = agg.bootstrap_counts(freq, n_boot=250, seed=5)
+    # the seeded stream of one multinomial call (the report's pinned intervals rely on it)
+    n = freq.sum()
+    assert (w == np.random.default_rng(5).multinomial(n, freq / n, size=250)).all()
+    # the memoised matrix itself, read-only: a statistic's resamples cost no copy
+    again = agg.bootstrap_counts(freq, n_boot=250, seed=5)
+    assert np.shares_memory(w, again) and not w.flags.writeable
+    agg.clear_bootstrap_cache()
+
+
 @pytest.mark.parametrize("seed", [0, np.random.default_rng(0)])
 def test_bootstrap_of_a_mean_matches_naive_resampling(seed):
     rng = np.random.default_rng(3)

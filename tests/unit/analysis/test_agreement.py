@@ -566,6 +566,39 @@ def test_judge_correlations_with_the_human_mean_carry_scipys_p_values():
     assert ag.correlation_p_value([1, 2, 3], [2, 2, 2]) is None
 
 
+def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(monkeypatch):
+    human, machine = random_study(4, 80, (3, 4))
+    lc = LabelCounts.from_frames(long_frame(human), judge_frame(machine), labels=[1, 2, 3, 4, 5])
+    want = ag.judge_correlations(lc, n_boot=40)
+    calls, rows = Counter(), []
+    for name in ("spearmanr", "kendalltau", "pearsonr"):
+        real = getattr(stats, name)
+
+        def counted(*a, _real=real, _name=name, **kw):
+            calls[_name] += 1
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(stats, name, counted)
+    real_aggregate = ag._aggregate
+
+    def counted_aggregate(counts, *a):
+        rows.append(len(counts))
+        return real_aggregate(counts, *a)
+
+    monkeypatch.setattr(ag, "_aggregate", counted_aggregate)
+    got = ag.judge_correlations(lc, n_boot=40)
+    # the p-value comes from the point's scipy call, not a second one
+    assert calls == {"spearmanr": 1, "kendalltau": 1, "pearsonr": 1}
+    # medians of the distinct count patterns, not of every item
+    assert rows == [len(lc.patterns("llm").freq)] * 2 and rows[0] < lc.n_items
+    pd.testing.assert_frame_equal(got, want)
+    for method in ("spearman", "kendall", "pearson"):
+        x = got.set_index("metric").loc[method, "p_value"]
+        med = [np.median(human[i]) for i in sorted(human)]
+        jl = [machine[i][0] for i in sorted(human)]
+        assert x == ag.correlation_p_value(med, jl, method=method)
+
+
 def test_random_labeller_worked_example_and_simulation():
     frame = long_frame({"a": ["A", "A"], "b": ["A", "B"]})
     got = ag.random_labeller(frame, labels=["A", "B"], n_boot=0).set_index("metric")

@@ -89,3 +89,25 @@ def test_worker_models_are_computed_on_request_only():
         single, [Property("q", "ordinal", (1, 2, 3, 4, 5))], n_boot=0, worker_models=True
     )
     assert "two or more labels" in rep["properties"][0]["workers"]["reason"]
+
+
+def test_records_are_plain_python_with_none_for_every_missing_value():
+    from analysis.report import _records
+
+    frame = pd.DataFrame(
+        {
+            "metric": ["a", "b", None],
+            "value": pd.array([0.5, None, 1.0], dtype="Float64"),
+            "low": [np.nan, 0.25, np.inf],
+            "n": np.array([3, 0, 2], dtype=np.int64),
+            "ok": np.array([True, False, True]),
+        }
+    )
+    got = _records(frame)
+    assert got == [
+        {"metric": "a", "value": 0.5, "low": None, "n": 3, "ok": True},
+        {"metric": "b", "value": None, "low": 0.25, "n": 0, "ok": False},
+        {"metric": None, "value": 1.0, "low": None, "n": 2, "ok": True},
+    ]
+    assert [type(v) for v in got[0].values()] == [str, float, type(None), int, bool]
+    assert _records(frame.iloc[:0]) == []
