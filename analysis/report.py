@@ -32,6 +32,7 @@ from analysis.aggregation import (
     LabelCounts,
     crowd_kit_available,
     dawid_skene,
+    holm,
     likert_summary,
     mace,
     majority_vote,
@@ -654,10 +655,8 @@ def _position_bias(ann: pd.DataFrame) -> dict[str, Any]:
     overall, raters = rows[0], rows[1:]
     tested = [r for r in raters if r["p_value"] is not None]
     if tested:
-        from statsmodels.stats.multitest import multipletests
-
-        holm = multipletests([r["p_value"] for r in tested], method="holm")[1]
-        for r, p in zip(tested, holm, strict=True):
+        adjusted = holm([r["p_value"] for r in tested])
+        for r, p in zip(tested, adjusted, strict=True):
             r["p_holm"] = float(p)
     for r in raters:
         r.setdefault("p_holm", None)

@@ -108,6 +108,13 @@ def test_report_figures_equal_the_core_on_the_study_frames(pairwise):
     )
     assert {j["judge"] for j in prop["judges"]} == {"gpt", "bleu"}
     assert prop["position_bias"]["overall"]["n"] == 27 - prop["label_distribution"][2]["count"]
+    from statsmodels.stats.multitest import multipletests
+
+    workers = prop["position_bias"]["annotators"]
+    tested = [w for w in workers if w["p_value"] is not None]
+    assert len(tested) >= 2
+    holm = multipletests([w["p_value"] for w in tested], method="holm")[1]
+    assert [w["p_holm"] for w in tested] == pytest.approx(holm.tolist(), abs=1e-12)
     assert prop["prioritisation"]["reason"] == "no input has a priority score"
 
 

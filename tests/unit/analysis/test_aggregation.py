@@ -189,6 +189,19 @@ def test_estimate_from_sums_reports_undefined_point_and_partial_resamples():
 # ---------------------------------------------------------------- position bias
 
 
+def test_holm_matches_statsmodels_and_the_worked_example():
+    from statsmodels.stats.multitest import multipletests
+
+    # by hand: sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04; running max 0.06
+    assert agg.holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    rng = np.random.default_rng(7)
+    for p in (rng.uniform(size=9), rng.uniform(0, 0.05, size=30), [0.2, 0.2, 0.01, 0.9, 0.6]):
+        reference = multipletests(p, method="holm")[1]
+        assert agg.holm(p) == pytest.approx(reference, abs=1e-12)
+    assert agg.holm([0.5, 0.7]).tolist() == [1.0, 1.0]  # capped at 1
+    assert agg.holm([]).tolist() == []
+
+
 def test_position_bias_counts_and_binomial_test():
     frame = pd.DataFrame(
         {
