@@ -5,6 +5,7 @@ ranking study they order the outputs by their systems' true quality, with noise.
 
 import json
 import random
+from datetime import timedelta
 
 from annotator import services
 from annotator.models import Criterion
@@ -141,3 +142,26 @@ def lease_to_new_workers(study, n: int) -> list:
         for i in range(n)
     ]
     return [(p, services.assignment_next(participation=p)) for p in parts]
+
+
+def crowd_visit(
+    study, platform: str, worker: str, session: str, items: int, ms: int, finish: bool = True
+):
+    """A crowd participant through the services: ``items`` answers, each submitted ``ms``
+    after its item was shown, then the study's end unless ``finish`` is false."""
+    part = services.participation_enter(
+        study=study, platform=platform, external_id=worker, session=session
+    )
+    rng = random.Random(worker)
+    for _ in range(items):
+        a = services.assignment_next(participation=part)
+        services.annotation_submit(
+            annotator=part.annotator,
+            token=a.token,
+            answer=answer(a, rng),
+            time_spent_ms=ms,
+            now=a.issued_at + timedelta(milliseconds=ms),
+        )
+    if finish:
+        services.participation_finish(part)
+    return part

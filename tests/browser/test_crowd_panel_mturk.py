@@ -3,9 +3,6 @@ stand-in MTurk (tests/mturk_standin.py): publish creates the HIT, what MTurk lac
 greyed out with its reason, a proposed return starts unchecked and, checked, is refused
 and sends nothing, approve / reject go through, and the bonus is paid once."""
 
-import random
-from datetime import timedelta
-
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
@@ -14,26 +11,12 @@ from annotator import services as annotator_services
 from crowd import platforms
 from crowd.models import CrowdStudy
 from tests.mturk_standin import HIT, StandIn
-from tests.protocol_sim import adaptive_bundle, answer
+from tests.protocol_sim import adaptive_bundle, crowd_visit
 from tests.services import require_postgres_and_redis
 
 
 def work(study, worker: str, items: int, ms: int, finish: bool = True) -> None:
-    part = annotator_services.participation_enter(
-        study=study, platform="mturk", external_id=worker, session=f"A-{worker}"
-    )
-    rng = random.Random(worker)
-    for _ in range(items):
-        a = annotator_services.assignment_next(participation=part)
-        annotator_services.annotation_submit(
-            annotator=part.annotator,
-            token=a.token,
-            answer=answer(a, rng),
-            time_spent_ms=ms,
-            now=a.issued_at + timedelta(milliseconds=ms),
-        )
-    if finish:
-        annotator_services.participation_finish(part)
+    crowd_visit(study, "mturk", worker, f"A-{worker}", items, ms, finish)
 
 
 @pytest.mark.django_db(transaction=True)

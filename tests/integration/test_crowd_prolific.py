@@ -8,7 +8,6 @@ lease freed by the hook; a forged hook refused."""
 import json
 import math
 import time
-from datetime import timedelta
 
 import httpx
 import pytest
@@ -22,7 +21,7 @@ from crowd.client import ProlificClient
 from crowd.models import CrowdStudy, HookDelivery, LedgerEntry, Submission
 from protocol.models import ProtocolConfig, Round
 from tests.prolific_server import StandIn
-from tests.protocol_sim import adaptive_bundle, answer
+from tests.protocol_sim import adaptive_bundle, answer, crowd_visit
 from tests.services import CeleryWorker, wait_for
 
 TOKEN = "test-token-1234"
@@ -173,24 +172,7 @@ def static_study(**options):
 
 
 def work(study, pid: str, session: str, items: int, ms: int, finish: bool = True):
-    import random
-
-    part = annotator_services.participation_enter(
-        study=study, platform="prolific", external_id=pid, session=session
-    )
-    rng = random.Random(pid)
-    for _ in range(items):
-        a = annotator_services.assignment_next(participation=part)
-        annotator_services.annotation_submit(  # answered ms after the item was shown
-            annotator=part.annotator,
-            token=a.token,
-            answer=answer(a, rng),
-            time_spent_ms=ms,
-            now=a.issued_at + timedelta(milliseconds=ms),
-        )
-    if finish:
-        annotator_services.participation_finish(part)
-    return part
+    return crowd_visit(study, "prolific", pid, session, items, ms, finish)
 
 
 @pytest.mark.django_db(transaction=True)

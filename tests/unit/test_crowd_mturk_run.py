@@ -26,7 +26,7 @@ from crowd.client import CrowdError
 from crowd.models import CrowdStudy, LedgerEntry, Submission
 from protocol.models import ProtocolConfig, Round
 from tests.mturk_standin import HIT, StandIn, boto_client
-from tests.protocol_sim import adaptive_bundle, answer
+from tests.protocol_sim import adaptive_bundle, answer, crowd_visit
 
 
 @pytest.fixture
@@ -233,22 +233,7 @@ def test_a_hit_made_with_fewer_than_ten_assignments_stays_under_ten(stub):
 
 
 def work(study, worker: str, items: int, ms: int, finish: bool = True) -> Participation:
-    part = annotator_services.participation_enter(
-        study=study, platform="mturk", external_id=worker, session=f"A-{worker}"
-    )
-    rng = random.Random(worker)
-    for _ in range(items):
-        a = annotator_services.assignment_next(participation=part)
-        annotator_services.annotation_submit(
-            annotator=part.annotator,
-            token=a.token,
-            answer=answer(a, rng),
-            time_spent_ms=ms,
-            now=a.issued_at + timedelta(milliseconds=ms),
-        )
-    if finish:
-        annotator_services.participation_finish(part)
-    return part
+    return crowd_visit(study, "mturk", worker, f"A-{worker}", items, ms, finish)
 
 
 def submitted(*workers: str, status: str = "Submitted") -> dict:

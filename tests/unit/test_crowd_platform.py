@@ -3,8 +3,6 @@ example), sealed tokens, money arithmetic, review proposals from evidence, the c
 
 import io
 import json
-import random
-from datetime import timedelta
 from decimal import Decimal
 
 import httpx
@@ -19,7 +17,7 @@ from crowd.admin import CrowdStudyForm
 from crowd.client import CrowdError, ProlificClient, Uncertain
 from crowd.models import CrowdStudy, LedgerEntry, Submission
 from tests.conftest import make_superuser
-from tests.protocol_sim import adaptive_bundle, answer
+from tests.protocol_sim import adaptive_bundle, crowd_visit
 
 
 def client_with(answers: list, sleeps: list):
@@ -163,22 +161,7 @@ def test_the_token_is_kept_sealed_and_never_shown_back(study):
 
 
 def submit(study, pid: str, items: int, ms: int, finish: bool = True) -> Participation:
-    part = annotator_services.participation_enter(
-        study=study, platform="prolific", external_id=pid, session=f"sub-{pid}"
-    )
-    rng = random.Random(pid)
-    for _ in range(items):
-        a = annotator_services.assignment_next(participation=part)
-        annotator_services.annotation_submit(
-            annotator=part.annotator,
-            token=a.token,
-            answer=answer(a, rng),
-            time_spent_ms=ms,
-            now=a.issued_at + timedelta(milliseconds=ms),
-        )
-    if finish:
-        annotator_services.participation_finish(part)
-    return part
+    return crowd_visit(study, "prolific", pid, f"sub-{pid}", items, ms, finish)
 
 
 def proposal(crowd, pid: str) -> tuple[str, str]:
