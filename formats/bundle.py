@@ -2,19 +2,25 @@
 
 A record that cannot be read comes as a message instead of a dict, so a reader can report
 every faulty line at once. :func:`study_jsonl` and :func:`study_csv` read the importer's
-study bundles as a stream, strictly; :func:`finite_number` and :func:`unstorable` are the
-tests of a value every reader shares.
+study bundles as a stream, strictly, and :func:`scan_csv` checks a CSV bundle in one pass;
+:func:`finite_number` and :func:`unstorable` are the tests of a value every reader shares.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
 import re
+from array import array
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from formats.specs import Config, Errors, Index, Inputs, InputSpec, StudySpec, assemble
+from formats.stream import Rejected, Stream
 
 #: One record: (where, the record) or (where, what is wrong with it).
 Record = tuple[str, "dict[str, Any] | str"]
@@ -183,3 +189,131 @@ def study_csv(lines: Iterable[str]) -> tuple[csv.DictReader[str], list[str]]:
     except csv.Error as exc:
         raise ValueError(f"line 1: malformed CSV header ({exc})") from None
     return reader, list(header)
+
+
+# --- the CSV study bundle, scanned ----------------------------------------------------------
+CSV_REQUIRED = ("input_id", "input", "system", "output")
+
+
+def _csv_rows(stream: Stream) -> tuple[csv.DictReader[str], list[str]]:
+    try:
+        return study_csv(stream.lines(newline=""))
+    except ValueError as exc:
+        raise Rejected([str(exc)]) from None
+
+
+def _digest(text: str) -> int:
+    """64 bits of a cryptographic hash of ``text`` (rows of one input must repeat its text)."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def scan_csv(stream: Stream, config: Config, errors: Errors) -> tuple[StudySpec, Index]:
+    reader, header = _csv_rows(stream)
+    missing = [c for c in CSV_REQUIRED if c not in header]
+    if missing:
+        raise Rejected([f"line 1: the CSV header lacks column(s) {', '.join(missing)}"])
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:
+        raise Rejected([f"line 1: the CSV header names column(s) {', '.join(twice)} twice"])
+    # per input, by its number: the line of its first row, a digest of its text, its systems
+    # (an entry of ``shapes``; -1 once a row of it is refused) and a given priority
+    number: dict[str, int] = {}
+    lines, digests, shape_of = array("q"), array("Q"), array("l")
+    shapes: dict[tuple[str, ...], int] = {(): 0}
+    by_shape: list[tuple[str, ...]] = [()]
+    grown: dict[tuple[int, str], int] = {}  # (shape, system) → the shape with it added
+    priorities: dict[int, str] = {}
+    try:
+        for row in reader:
+            where = f"line {reader.line_num}"
+            if None in row or any(v is None for v in row.values()):
+                errors.add(f"{where}: wrong number of fields")
+                continue
+            ident, system, output = row["input_id"].strip(), row["system"].strip(), row["output"]
+            if not ident or not system:
+                errors.add(f"{where}: 'input_id' and 'system' must not be empty")
+                continue
+            n = number.get(ident)
+            if n is None:
+                n = number[ident] = len(lines)
+                lines.append(reader.line_num)
+                digests.append(_digest(row["input"]))
+                shape_of.append(0)
+                if (row.get("priority") or "").strip():
+                    priorities[n] = row["priority"]
+            elif digests[n] != _digest(row["input"]):
+                errors.add(f"{where}: input '{ident}' has a different text than on line {lines[n]}")
+            if not output.strip():
+                errors.add(f"{where}: output of system '{system}' is empty")
+                shape_of[n] = -1
+                continue
+            if shape_of[n] < 0:
+                continue
+            if system in by_shape[shape_of[n]]:
+                errors.add(f"{where}: duplicate output for input '{ident}' and system '{system}'")
+                continue
+            key = (shape_of[n], system)
+            if key not in grown:
+                bigger = (*by_shape[shape_of[n]], system)
+                grown[key] = shapes.setdefault(bigger, len(shapes))
+                if grown[key] == len(by_shape):
+                    by_shape.append(bigger)
+            shape_of[n] = grown[key]
+    except csv.Error as exc:  # the bad row starts after the last one read
+        where = f"line {reader.line_num + 1}"
+        if str(exc) == "unexpected end of data":
+            errors.add(f"{where}: the file ends inside a quoted field; it looks cut off")
+        else:
+            errors.add(f"{where}: malformed CSV ({exc})")
+    index = Index()
+    for ident, n in number.items():
+        if n in priorities and _csv_priority(priorities[n]) is None:
+            errors.add(f"line {lines[n]}: priority '{priorities[n]}' is not a finite number")
+        index.add(ident, lines[n], by_shape[shape_of[n]] if shape_of[n] >= 0 else None)
+    counts = {ident: len(by_shape[shape_of[n]]) for ident, n in number.items()}
+    del number, digests
+    inputs = Inputs(lambda: _csv_inputs(stream, counts), len(counts))
+    spec = assemble(
+        config.options, config.criteria or [], config.systems or [], inputs, index=index
+    )
+    return spec, index
+
+
+def _csv_priority(text: str) -> float | None:
+    try:
+        return finite_number(float(text))
+    except ValueError:
+        return None
+
+
+def _csv_inputs(stream: Stream, counts: dict[str, int]) -> Iterator[InputSpec]:
+    """The inputs of a CSV file already validated, in the order of their first rows; an
+    input is given once its last row is read (``counts``: rows per input)."""
+    reader, _ = _csv_rows(stream)
+    pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for row in reader:
+        ident = row["input_id"].strip()
+        record = pending.get(ident)
+        if record is None:
+            record = pending[ident] = {
+                "where": f"line {reader.line_num} (input '{ident}')",
+                "input": row["input"],
+                "outputs": {},
+                "reference": row.get("reference") or "",
+                "priority": row.get("priority") or "",
+            }
+        record["outputs"][row["system"].strip()] = row["output"]
+        while pending:
+            first = next(iter(pending))
+            if len(pending[first]["outputs"]) < counts[first]:
+                break
+            done = pending.popitem(last=False)[1]
+            yield InputSpec(
+                first,
+                done["input"],
+                done["outputs"],
+                done["where"],
+                done["reference"],
+                _csv_priority(done["priority"]) if done["priority"].strip() else None,
+            )

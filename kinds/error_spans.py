@@ -233,8 +233,8 @@ def _match(
     known: Sequence[Mapping[str, Any]], given: Sequence[Mapping[str, Any]], tol: int
 ) -> list[int | None]:
     """Maximum one-to-one matching of known to given spans (same severity, each boundary within
-    ``tol`` characters), by augmenting paths; ``result[i]`` is the given span matched to known
-    span ``i`` or None."""
+    ``tol`` characters; ``scipy.sparse.csgraph.maximum_bipartite_matching``); ``result[i]`` is
+    the given span matched to known span ``i`` or None."""
 
     def fits(k: Mapping[str, Any], g: Mapping[str, Any]) -> bool:
         return bool(
@@ -243,24 +243,16 @@ def _match(
             and abs(k["end"] - g["end"]) <= tol
         )
 
-    edges = [[j for j, g in enumerate(given) if fits(k, g)] for k in known]
-    owner: dict[int, int] = {}
+    edges = [(i, j) for i, k in enumerate(known) for j, g in enumerate(given) if fits(k, g)]
+    if not edges:
+        return [None] * len(known)
+    from scipy.sparse import csr_array  # imported here: only gold answers need it
+    from scipy.sparse.csgraph import maximum_bipartite_matching
 
-    def augment(i: int, seen: set[int]) -> bool:
-        for j in edges[i]:
-            if j not in seen:
-                seen.add(j)
-                if j not in owner or augment(owner[j], seen):
-                    owner[j] = i
-                    return True
-        return False
-
-    for i in range(len(known)):
-        augment(i, set())
-    result: list[int | None] = [None] * len(known)
-    for j, i in owner.items():
-        result[i] = j
-    return result
+    rows, cols = zip(*edges, strict=True)
+    graph = csr_array(([1] * len(edges), (rows, cols)), shape=(len(known), len(given)))
+    columns = maximum_bipartite_matching(graph, perm_type="column")
+    return [int(j) if j >= 0 else None for j in columns]
 
 
 class ErrorSpans(Kind):

@@ -458,7 +458,7 @@ def test_a_file_above_the_limit_is_refused_before_it_is_parsed(existing, small_l
     assert len(at_limit) == LIMIT
     assert services.study_import(at_limit, filename="ok.jsonl")  # the limit itself is fine
     before = counts()
-    with mock.patch.object(importers, "decode", side_effect=AssertionError("parsed")):
+    with mock.patch.object(importers, "sniff", side_effect=AssertionError("parsed")):
         with pytest.raises(ImportTooLarge) as info:
             services.study_import(at_limit + b"\n", filename="big.jsonl")
     assert counts() == before
@@ -511,7 +511,7 @@ def test_cli_refuses_a_file_above_the_limit(existing, small_limit, tmp_path):
     path = tmp_path / "big.jsonl"
     path.write_bytes(big_bundle(LIMIT + 1))
     before = counts()
-    with mock.patch.object(importers, "decode", side_effect=AssertionError("parsed")):
+    with mock.patch.object(importers, "sniff", side_effect=AssertionError("parsed")):
         with pytest.raises(CommandError, match="the file is too large: the import limit is 16.0"):
             call_command("import_study", str(path))
     assert counts() == before
@@ -539,7 +539,7 @@ def test_api_answers_413_with_json_for_a_file_above_the_limit(existing, small_li
     before = counts()
     upload = io.BytesIO(big_bundle(LIMIT + 1)[: LIMIT + 1000])  # within the multipart slack
     upload.name = "big.jsonl"
-    with mock.patch.object(importers, "decode", side_effect=AssertionError("parsed")):
+    with mock.patch.object(importers, "sniff", side_effect=AssertionError("parsed")):
         response = client.post("/api/studies/import/", {"file": upload}, format="multipart")
     assert response.status_code == 413
     assert response["Content-Type"] == "application/json"

@@ -232,7 +232,16 @@ PURE_CORE_LAYERS = {
         "protocol.settings",
     },
     "formats.vocab": set(),
-    "formats.bundle": set(),
+    "formats.stream": set(),
+    "formats.specs": {"formats.stream"},
+    "formats.bundle": {"formats.specs", "formats.stream"},
+    "formats.judgebench_study": {
+        "formats.bundle",
+        "formats.judgebench",
+        "formats.specs",
+        "formats.stream",
+        "formats.vocab",
+    },
     "formats.ratings": {"formats.bundle"},
     "formats.labels": {"formats.bundle", "formats.judgebench"},
     "formats.judgebench": {"formats.bundle", "formats.vocab"},
@@ -254,9 +263,9 @@ PURE_CORE_LAYERS = {
 }
 
 
-#: What a task kind (``kinds/``) may import: the standard library, NumPy, pandas, the
+#: What a task kind (``kinds/``) may import: the standard library, NumPy, pandas, SciPy, the
 #: readers in ``formats`` and other kinds (docs/architecture.md, "Task kinds").
-KINDS_MAY_IMPORT = {"numpy", "pandas", "formats", "kinds"}
+KINDS_MAY_IMPORT = {"numpy", "pandas", "scipy", "formats", "kinds"}
 #: The project's own packages and Django: none of them below ``kinds``.
 NOT_BELOW_KINDS = {"django", "rest_framework", "annotator", "protocol", "analysis", "config"}
 

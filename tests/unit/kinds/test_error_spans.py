@@ -8,7 +8,7 @@ import pytest
 
 from kinds import span_prefill
 from kinds.base import AnswerError, OptionError
-from kinds.error_spans import KIND, parse_expected
+from kinds.error_spans import KIND, _match, parse_expected
 
 #          0123456789012345678901234
 OUTPUT = "The cat sat on the mat."
@@ -320,6 +320,61 @@ def test_gold_matching_is_one_to_one_and_maximal():
     ans1 = KIND.parse_answer(PLAIN, [0], {"spans": [span(3, 7, text=out)], "score": 1},
                              outputs=[out])  # fmt: skip
     assert not KIND.gold_correct(PLAIN, exp, ans1)
+
+
+def test_gold_matching_finds_what_a_greedy_match_misses():
+    """Known 3-6 fits marked 3-6 (exactly) and 0-3; known 6-9 fits only marked 3-6
+    (tolerance 3). Taking the closest or the first fitting span for 3-6 leaves 6-9
+    unmatched; the maximum matching pairs 3-6 with 0-3 and 6-9 with 3-6."""
+    out = "abcdefghijklmnop"
+    known = [span(3, 6, text=out), span(6, 9, text=out)]
+    given = [span(3, 6, text=out), span(0, 3, text=out)]  # as a first-fit greedy meets them
+    assert _match(known, given, 3) == [1, 0]
+    exp = parse_expected(PLAIN, {"spans": known, "char_tolerance": 3}, outputs=[out])
+    ans = KIND.parse_answer(PLAIN, [0], {"spans": given, "score": 1}, outputs=[out])
+    assert KIND.gold_correct(PLAIN, exp | {"extra": "none"}, ans)
+
+
+def test_gold_matching_is_as_large_as_any_one_to_one_matching():
+    """Against every assignment of small random span sets (seeded): the matching is one to
+    one, pairs only spans that fit, and is as large as the largest."""
+    import itertools
+
+    rng = random.Random(26)
+
+    def fits(k, g):
+        return (
+            k["severity"] == g["severity"]
+            and abs(k["start"] - g["start"]) <= 2
+            and (abs(k["end"] - g["end"]) <= 2)
+        )
+
+    for _ in range(300):
+        known, given = (
+            [
+                {
+                    "start": (a := rng.randrange(12)),
+                    "end": a + rng.randrange(1, 4),
+                    "severity": rng.choice(("minor", "major")),
+                }  # fmt: skip
+                for _ in range(rng.randrange(5))
+            ]
+            for _ in range(2)
+        )
+        matched = _match(known, given, 2)
+        pairs = [(i, j) for i, j in enumerate(matched) if j is not None]
+        assert len({j for _, j in pairs}) == len(pairs)
+        assert all(fits(known[i], given[j]) for i, j in pairs)
+        best = max(
+            (
+                sum(fits(known[i], given[j]) for i, j in enumerate(perm) if j is not None)
+                for perm in itertools.permutations(
+                    [*range(len(given)), *[None] * len(known)], len(known)
+                )
+            ),
+            default=0,
+        )
+        assert len(pairs) == best
 
 
 def test_gold_with_no_known_errors():
