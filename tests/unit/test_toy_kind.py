@@ -1,0 +1,277 @@
+"""A kind defined here, in the test, and registered for its duration, runs through every
+path a study takes: import → qualification → lease → submit → export → report → one
+adaptive round — touching no file outside this test (issue 26). What differs between
+kinds must live on the kind object; an app that branches on the kind's name or shape fails
+here, as it would for anyone adding a kind.
+
+The toy kind is *binary acceptability*: an item shows one output; the worker says whether it
+is acceptable (``yes``/``no``). Its answers are scored (``yes`` = 1, ``no`` = 0), so the
+adaptive protocol compares two systems by their outputs' scores on the same input; it has no
+Judge-Bench form, so that export is refused with a reason."""
+
+from __future__ import annotations
+
+import random
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client, override_settings
+
+import kinds
+from analysis.render import render_text
+from analysis.selectors import study_report
+from annotator import exports, services
+from annotator.errors import NoJudgeBenchForm
+from annotator.models import (
+    Annotation,
+    Assignment,
+    QualificationAttempt,
+    QualificationQuestion,
+    QualificationTest,
+)
+from formats.labels import read_export
+from protocol.models import Round, SystemPair
+from tests.conftest import boss_client
+from tests.protocol_sim import MEAN_RATING, adaptive_bundle
+
+CHOICES = {"yes": "Acceptable", "no": "Not acceptable"}
+
+
+class Acceptability(kinds.Kind):
+    """Binary acceptability: one output per item, ``{"accept": "yes"|"no"}``."""
+
+    name = "acceptability"
+    label = "Binary acceptability"
+    noun = "acceptability"
+    template = "toy/acceptability.html"
+    scored = True
+    adaptive = True
+
+    @property
+    def instructions_template(self) -> str:
+        return "toy/acceptability_instructions.html"
+
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+        if opts.get("collection") == "adaptive" and n_systems is not None and n_systems < 2:
+            raise kinds.OptionError(["study: adaptive collection compares systems"])
+        return {}
+
+    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+        return 1
+
+    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        return {"choices": list(CHOICES.items())}
+
+    def _accept(self, value: object) -> str:
+        value = kinds.base.once(value, "the answer")
+        if value not in CHOICES:
+            raise kinds.AnswerError("Say yes or no.")
+        return str(value)
+
+    def parse_answer(
+        self,
+        opts: Mapping[str, Any],
+        display_order: Sequence[int],
+        data: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        return {"accept": self._accept(data.get("accept"))}
+
+    def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+        accept = answer["accept"]
+        return {"raw_answer": accept, "value": "", "scores": {"acceptable": int(accept == "yes")}}
+
+    def answer_from_summary(
+        self, opts: Mapping[str, Any], value: str, scores: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {"accept": "yes" if scores.get("acceptable") else "no"}
+
+    def simulate_answer(self, opts, display_order, qualities, known_range, expected, rng, accuracy):
+        if expected:
+            right = rng.random() < accuracy
+            return {"accept": expected["accept"] if right else rng.choice(list(CHOICES))}, False
+        return {"accept": rng.choice(list(CHOICES))}, True
+
+    def scores(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict:
+        return {"acceptable": {0: float(answer.get("accept") == "yes")}}
+
+    def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+        return [("acceptable", 0, 1)]
+
+    def report_properties(self, opts, question, observed):
+        return [("acceptable", "categorical", tuple(CHOICES), "Acceptable?")]
+
+    def report_labels(self, opts, answer):
+        return [("acceptable", answer["accept"])]
+
+    def parse_expected(self, opts, gold, *, systems, outputs):
+        accept = gold.get("accept") if isinstance(gold, Mapping) else gold
+        return {"accept": self._accept(accept)}
+
+    def gold_correct(self, opts, expected, answer) -> bool:
+        return expected.get("accept") == answer.get("accept")
+
+    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+        return ["accept"]
+
+    def export_row(self, opts, answer, systems, display_order) -> dict[str, Any]:
+        return {"accept": answer["accept"]}
+
+
+TOY = Acceptability()
+
+#: The toy kind's templates, in memory (the worker's part of the task page, its sentence
+#: of the default instructions).
+TEMPLATES = {
+    "toy/acceptability.html": (
+        '{% load i18n %}<section class="output single">'
+        '{% include "kinds/_content.html" with content=outputs.0 %}</section>'
+        "{% for value, caption in choices %}"
+        '<label><input type="radio" name="accept" value="{{ value }}" required>'
+        "{{ caption }}</label>{% endfor %}"
+        '<button type="submit" class="answer submit">{% translate "Submit" %}</button>'
+    ),
+    "toy/acceptability_instructions.html": "Say whether the response is acceptable.",
+}
+
+
+@pytest.fixture
+def toy_kind(settings):
+    """The toy kind registered, and its templates found, for one test."""
+    engine = dict(settings.TEMPLATES[0])
+    engine["APP_DIRS"] = False
+    engine["OPTIONS"] = {
+        **engine["OPTIONS"],
+        "loaders": [
+            ("django.template.loaders.locmem.Loader", TEMPLATES),
+            "django.template.loaders.filesystem.Loader",
+            "django.template.loaders.app_directories.Loader",
+        ],
+    }
+    kinds.register(TOY)
+    try:
+        with override_settings(TEMPLATES=[engine]):
+            yield TOY
+    finally:
+        kinds.unregister(TOY.name)
+
+
+def toy_answer(assignment, rng: random.Random) -> dict[str, str]:
+    """A simulated worker: says ``yes`` with a chance that grows with the system's quality."""
+    system = assignment.item.output_list()[0].system.name
+    return {"accept": "yes" if rng.random() < (MEAN_RATING[system] - 1) / 4 else "no"}
+
+
+def token_of(page: str) -> str:
+    return re.search(r'name="token" value="([0-9a-f-]+)"', page).group(1)
+
+
+def test_the_registry_takes_a_kind_and_gives_it_back(toy_kind):
+    assert kinds.get("acceptability") is toy_kind and "acceptability" in kinds.NAMES
+    assert ("acceptability", "Binary acceptability") in kinds.choices()
+    assert "acceptability" not in kinds.judgebench_kinds()
+    with pytest.raises(ValueError, match="name of its own"):
+        kinds.register(Acceptability())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kind_defined_in_a_test_runs_through_every_path(toy_kind):
+    # --- import: an adaptive study of four systems, one item per output in round 1
+    data = adaptive_bundle(20, kind="acceptability", name="toy study")
+    study = services.study_import(data, filename="toy.jsonl")
+    assert (study.kind, study.collection) == ("acceptability", "adaptive")
+    assert SystemPair.objects.filter(study=study).count() == 6
+    (first,) = Round.objects.filter(study=study)
+    assert first.state == "open" and first.items > 0
+
+    # --- qualification: a test of the kind, written as the admin writes it
+    test = QualificationTest.objects.create(name="toy test", kind="acceptability", pass_threshold=2)
+    for k, (text, gold) in enumerate([("Fine answer.", "yes"), ("<b>Bad</b> answer.", "no")]):
+        question = QualificationQuestion(
+            test=test, prompt=f"q{k}", outputs=[text], expected=gold, order=k
+        )
+        question.full_clean()
+        question.save()
+    assert [q.expected for q in test.questions.all()] == [{"accept": "yes"}, {"accept": "no"}]
+    study.qualification = test
+    study.full_clean()
+    study.save()
+
+    client = Client()
+    assert client.get(f"/w/{study.public_id}/", {"worker": "person"}).status_code == 302
+    for k in range(2):
+        page = client.get(f"/w/{study.public_id}/qualify/")
+        html = page.content.decode()
+        assert page.status_code == 200 and 'name="accept" value="yes"' in html
+        assert "<b>Bad</b>" not in html  # model outputs are text, never markup
+        step = QualificationAttempt.objects.get(annotator__external_id="person").order[k]
+        known = QualificationQuestion.objects.get(pk=step["question"]).expected["accept"]
+        refused = client.post(
+            f"/w/{study.public_id}/qualify/", {"question": step["question"], "accept": "maybe"}
+        )
+        assert refused.status_code == 400 and "Say yes or no." in refused.content.decode()
+        done = client.post(
+            f"/w/{study.public_id}/qualify/", {"question": step["question"], "accept": known}
+        )
+        assert done.status_code == 302
+    attempt = QualificationAttempt.objects.get(annotator__external_id="person")
+    assert (attempt.n_correct, attempt.passed) == (2, True)
+
+    # --- lease and submit through the worker's page
+    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    assert 'name="accept" value="no"' in page
+    token = token_of(page)
+    refused = client.post(f"/w/{study.public_id}/task/", {"token": token, "accept": "perhaps"})
+    assert refused.status_code == 400 and not Annotation.objects.exists()
+    answered = client.post(f"/w/{study.public_id}/task/", {"token": token, "accept": "yes"})
+    assert answered.status_code == 200
+    (label,) = Annotation.objects.all()
+    assert (label.answer, label.raw_answer, label.scores) == (
+        {"accept": "yes"},
+        "yes",
+        {"acceptable": 1},
+    )
+
+    # --- one adaptive round: the worker answers the rest of round 1 on the page (a simulated
+    # worker: "yes" more often for a better system); it closes, is decided, round 2 opens
+    rng = random.Random(0)
+    page = answered.content.decode()
+    while first.refresh_from_db() or first.state == "open":
+        assignment = Assignment.objects.get(token=token_of(page))
+        answer = {"token": assignment.token, **toy_answer(assignment, rng)}
+        page = client.post(f"/w/{study.public_id}/task/", answer).content.decode()
+    assert first.state == "decided"
+    assert Round.objects.filter(study=study, number=2).exists() or not SystemPair.objects.filter(
+        study=study, state="open"
+    )
+    evidence = SystemPair.objects.filter(study=study).values_list("evidence", flat=True)
+    assert all(e["round"] == 1 and sum(e["human"]) > 0 for e in evidence)
+
+    # --- export: every row format through the project's own reader; Judge-Bench refused
+    n = Annotation.objects.filter(study=study).count()
+    for fmt in exports.ROW_FORMATS:
+        read = read_export("".join(exports.export_chunks(study, fmt)), f".{fmt}")
+        assert not read.errors and len(read.rows) == n, fmt
+        assert set(read.rows["accept"].astype(str)) == {"yes", "no"}, fmt
+    with pytest.raises(NoJudgeBenchForm):
+        exports.export_chunks(study, "judgebench")
+    with tempfile.TemporaryDirectory() as tmp:
+        call_command("export_labels", str(study.pk), "--format", "hf", tmp)
+        card = (Path(tmp) / "README.md").read_text()
+    assert "acceptab" in card.lower()
+
+    # --- report: the kind's property, in the text and on the researcher's page
+    report = study_report(study, n_boot=20, seed=0)
+    assert [p["name"] for p in report["properties"]] == ["acceptable"]
+    assert "acceptable" in render_text(report)
+    boss = boss_client()
+    page = boss.get(f"/studies/{study.pk}/report/")
+    assert page.status_code == 200 and "Acceptable?" in page.content.decode()
+    dashboard = boss.get(f"/studies/{study.pk}/protocol/")
+    assert dashboard.status_code == 200 and "s1" in dashboard.content.decode()
