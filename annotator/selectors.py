@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 import kinds
+from formats import vocab
 from kinds import conversation
 
 from . import span_prefill
@@ -741,7 +742,7 @@ def annotation_revisions(study: Study) -> dict[int, int]:
 
 
 #: A pair preference of the first output over the second as a report label.
-PAIR_LABELS = {1.0: "A", 0.0: "B", 0.5: "tie"}
+PAIR_LABELS = vocab.LABEL_OF_PREFERENCE
 
 
 def answer_rows(

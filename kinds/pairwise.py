@@ -22,6 +22,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from formats import vocab
+
 from . import criteria
 from .base import AnswerError, Kind, OptionError, PairPreference, once
 
@@ -43,7 +45,7 @@ class Choice(NamedTuple):
 
 
 #: Answers that name neither side (the same in display and system order).
-SIDE_NEUTRAL = ("tie", "both_good", "both_bad")
+SIDE_NEUTRAL = vocab.SIDE_NEUTRAL
 
 
 def normalise(raw: str, display_order: Sequence[int]) -> str:

@@ -13,13 +13,14 @@ from django.db.models import Count, Q
 
 from annotator.models import Input, Item, ItemOutput, JudgeRating, Output, Study
 from annotator.selectors import label_rows, score_rows
+from formats import vocab
 
 from .decision import preferences_from_scores
 from .models import ProtocolConfig, Round, SystemPair
 from .outcome import pair_status
 
 #: A judge's preference label in system order → index into [n>, n=, n<].
-LABEL_INDEX = {"A": 0, "tie": 1, "both_good": 1, "both_bad": 1, "B": 2}
+LABEL_INDEX = {vocab.A: 0, **dict.fromkeys(vocab.SIDE_NEUTRAL, 1), vocab.B: 2}
 #: A pair preference (1 the first system better, 0.5 a draw, 0) → index into [n>, n=, n<].
 PREFERENCE_INDEX = {1.0: 0, 0.5: 1, 0.0: 2}
 #: Preference code (+1 a better, 0 draw, −1 b better) → the same index.
@@ -462,7 +463,7 @@ def dashboard(study: Study) -> dict[str, Any]:
 
 #: Bootstrap resamples of the dashboard's ranking (computed on each page view).
 DASHBOARD_N_BOOT = 200
-_OUTCOME_OF_INDEX = ("A", "tie", "B")
+_OUTCOME_OF_INDEX = (vocab.A, vocab.TIE, vocab.B)
 
 
 def ranking_comparisons(study: Study) -> list[dict[str, Any]]:
