@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .base import (
     ANSWER_SWITCHES,
+    ITEM_SHAPES,
     AnswerError,
     Kind,
     OptionError,
@@ -22,6 +23,7 @@ from .ranking import KIND as _RANKING
 
 __all__ = [
     "ANSWER_SWITCHES",
+    "ITEM_SHAPES",
     "NAMES",
     "AnswerError",
     "Kind",

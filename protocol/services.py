@@ -3,6 +3,7 @@ close a complete round, decide it exactly once and open the next."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections import defaultdict
@@ -64,8 +65,10 @@ def round_open(study: Study, number: int) -> Round | None:
     ledger is locked and charged ``items × redundancy``; nothing is released beyond the
     budget. With nothing left to release the open pairs close as exhausted.
 
-    Likert studies release one item per output instead (:func:`_likert_items`), ranking
-    studies items of m outputs chosen for the open pairs (:func:`_ranking_items`)."""
+    How items are made is the study's item shape (:func:`_shape`): pairwise studies release
+    one item per pair and input; scored studies (Likert, error spans) one item per output
+    instead (:func:`_scored_items`), ranking studies items of m outputs chosen for the open
+    pairs (:func:`_ranking_items`)."""
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(
@@ -76,16 +79,8 @@ def round_open(study: Study, number: int) -> Round | None:
     if not pairs:
         return None
     redundancy = study.redundancy
-    scored = study.kind_impl.scored  # one item per output, compared by score
-    itemised = selectors.likert_itemised(study) if scored else None
-    shown = _shown(study)  # items of several outputs (rankings); else None
-    unused = []
-    for pair in pairs:
-        if shown is not None:
-            used = set(selectors.shown_together(shown, pair))
-        else:
-            used = selectors.pair_used_inputs(study, pair, itemised)
-        unused.append(sorted(selectors.pair_inputs(study, pair) - used))
+    shape = _shape(study)
+    unused = [sorted(selectors.pair_inputs(study, pair) - shape.given(pair)) for pair in pairs]
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
     give = rounds.round_allocation(
@@ -102,30 +97,9 @@ def round_open(study: Study, number: int) -> Round | None:
         (o.input_id, o.system_id): o
         for o in Output.objects.filter(input__study=study).only("pk", "input_id", "system_id")
     }
-    if scored:
-        rank = _study_order(study, config, priority)
-        chosen = _likert_items(pairs, unused, give, itemised, rank, affordable)
-        if not chosen:  # one item left in the budget and every input needs two
-            return _exhaust(pairs, "budget")
-        new = [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
-    elif shown is not None:
-        rank = _study_order(study, config, priority)
-        order = list(study.systems.order_by("name").values_list("pk", flat=True))
-        m = _outputs_per_item(study)
-        chosen = _ranking_items(pairs, unused, give, shown, rank, affordable, m, order)
-        if not chosen:  # no input left on which an open pair's systems can be ranked
-            return _exhaust(pairs, "budget" if affordable == 0 else "inputs")
-        new = [(Input(pk=i), [outputs[(i, s)] for s in systems]) for i, systems in chosen]
-    else:
-        rng = random.Random(f"{config.seed}:{study.pk}:{number}")
-        new = []
-        for pair, inputs, n in zip(pairs, unused, give, strict=True):
-            rng.shuffle(inputs)
-            inputs.sort(key=lambda i: _priority_key(priority[i]))
-            new += [
-                (Input(pk=i), [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
-                for i in inputs[: int(n)]
-            ]
+    new = shape.release(config, number, pairs, unused, give, affordable, priority, outputs)
+    if isinstance(new, str):  # nothing could be made: what ran out
+        return _exhaust(pairs, new)
     rnd = Round.objects.create(study=study, number=number)
     items_create(study, new, round_number=number)
     charge = len(new) * redundancy
@@ -140,13 +114,142 @@ def _outputs_per_item(study: Study) -> int:
     return study.kind_impl.outputs_per_item(study.kind_options(), study.systems.count())
 
 
-def _shown(study: Study) -> dict | None:
-    """The study's released items by input (:func:`selectors.items_shown`) when an item
-    shows more than two outputs and serves several pairs (a ranking study), else ``None``:
-    pairwise items serve one pair, scored kinds' one output (:func:`_likert_items`)."""
-    if study.kind_impl.scored or _outputs_per_item(study) <= 2:
-        return None
-    return selectors.items_shown(study)
+#: A round's new items: ``(input, its outputs in system order)`` each.
+NewItems = list[tuple[Input, list[Output]]]
+
+
+class _PairShape:
+    """Item shape ``pair`` (``Kind.item_shape``): an item shows the two outputs of one pair
+    on one input and gives that pair a label per annotation."""
+
+    #: One annotation serves several pairs: pool with the correlation of their labels, and
+    #: decide at the lone-pair level (docs/protocol.md, "Ranking and Likert studies, live").
+    shared = False
+
+    def __init__(self, study: Study) -> None:
+        self.study = study
+
+    def given(self, pair: SystemPair) -> set[int]:
+        """The inputs the pair has been given."""
+        return set(selectors.pair_items(self.study, pair).values_list("input_id", flat=True))
+
+    def release(self, config, number, pairs, unused, give, affordable, priority, outputs):
+        """The round's new items, or what ran out (``"budget"``/``"inputs"``) when none can
+        be made: each pair's share of its unused inputs, highest priority first, else in a
+        seeded random order."""
+        study = self.study
+        rng = random.Random(f"{config.seed}:{study.pk}:{number}")
+        new: NewItems = []
+        for pair, inputs, n in zip(pairs, unused, give, strict=True):
+            rng.shuffle(inputs)
+            inputs.sort(key=lambda i: _priority_key(priority[i]))
+            new += [
+                (Input(pk=i), [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
+                for i in inputs[: int(n)]
+            ]
+        return new
+
+    def humans(self, config: ProtocolConfig):
+        """The study's human labels as the decision counts them."""
+        return selectors.PairLabels(self.study)
+
+    def labels_per_input(self, redundancy: int) -> int:
+        """The labels one input gives a pair (an item's annotations)."""
+        return redundancy
+
+    def used_and_pool(self, humans, pairs, inputs, redundancy):
+        """Per pair, the labels it has been given and the most it could get (``used`` and
+        ``pool`` of :func:`protocol.rounds.decide_round`)."""
+        # each item at its own redundancy (an edit may have changed it since it was
+        # released), the inputs not yet given at the study's current one
+        given = [
+            selectors.pair_items(self.study, p).aggregate(n=Count("pk"), r=Sum("redundancy"))
+            for p in pairs
+        ]
+        used = np.array([g["r"] or 0 for g in given])
+        return used, used + (inputs - np.array([g["n"] for g in given])) * redundancy
+
+    def budget_left(self, humans, pairs, items: int, redundancy: int) -> int:
+        """The budget left as the decision reads it (``items``: whole items it pays for)."""
+        return items * redundancy
+
+
+class _ScoredShape(_PairShape):
+    """Item shape ``scored``: an item shows one output and serves every pair with its
+    system; a pair gets one label per input once both its outputs are rated, by the sign of
+    their score difference."""
+
+    shared = True
+
+    @functools.cached_property
+    def itemised(self) -> dict[int, frozenset[int]]:
+        return selectors.scored_itemised(self.study)
+
+    def given(self, pair: SystemPair) -> set[int]:
+        return selectors.itemised_for_both(self.itemised, pair)
+
+    def release(self, config, number, pairs, unused, give, affordable, priority, outputs):
+        rank = _study_order(self.study, config, priority)
+        chosen = _scored_items(pairs, unused, give, self.itemised, rank, affordable)
+        if not chosen:  # one item left in the budget and every input needs two
+            return "budget"
+        return [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
+
+    def humans(self, config: ProtocolConfig):
+        return selectors.ScoredLabels(self.study, config)
+
+    def labels_per_input(self, redundancy: int) -> int:
+        return 1
+
+    def used_and_pool(self, humans, pairs, inputs, redundancy):
+        return np.array([len(humans.ratings.both(p)) for p in pairs]), inputs
+
+    def budget_left(self, humans, pairs, items: int, redundancy: int) -> int:
+        # in inputs (an input costs at most two new items, often one or none)
+        return _scored_budget_inputs(self.study, pairs, humans.ratings, items)
+
+
+class _SeveralShape(_PairShape):
+    """Item shape ``several``: an item of m > 2 outputs (a ranking) gives each of its
+    m(m−1)/2 pairs a label per annotation."""
+
+    shared = True
+
+    @functools.cached_property
+    def shown(self) -> dict[int, list[tuple[frozenset[int], int, int | None]]]:
+        return selectors.items_shown(self.study)
+
+    def given(self, pair: SystemPair) -> set[int]:
+        return set(selectors.shown_together(self.shown, pair))
+
+    def release(self, config, number, pairs, unused, give, affordable, priority, outputs):
+        study = self.study
+        rank = _study_order(study, config, priority)
+        order = list(study.systems.order_by("name").values_list("pk", flat=True))
+        m = _outputs_per_item(study)
+        chosen = _ranking_items(pairs, unused, give, self.shown, rank, affordable, m, order)
+        if not chosen:  # no input left on which an open pair's systems can be ranked
+            return "budget" if affordable == 0 else "inputs"
+        return [(Input(pk=i), [outputs[(i, s)] for s in systems]) for i, systems in chosen]
+
+    def used_and_pool(self, humans, pairs, inputs, redundancy):
+        # every item showing both systems gives the pair one label per annotation
+        given = [selectors.shown_together(self.shown, p) for p in pairs]
+        used = np.array([sum(g.values()) for g in given])
+        return used, used + (inputs - np.array([len(g) for g in given])) * redundancy
+
+    def budget_left(self, humans, pairs, items: int, redundancy: int) -> int:
+        m = _outputs_per_item(self.study)  # a ranking of m gives up to m(m-1)/2 pair labels
+        return items * redundancy * (m * (m - 1) // 2)
+
+
+#: The protocol's strategy for each item shape (``kinds.ITEM_SHAPES``).
+SHAPES = {"pair": _PairShape, "scored": _ScoredShape, "several": _SeveralShape}
+
+
+def _shape(study: Study) -> _PairShape:
+    """The strategy of the study's item shape (``Kind.item_shape``)."""
+    return SHAPES[selectors.item_shape(study)](study)
 
 
 def _ranking_items(
@@ -249,7 +352,7 @@ def _priority_key(priority: float | None) -> float:
     return -(priority if priority is not None else -np.inf)
 
 
-def _likert_items(
+def _scored_items(
     pairs: list[SystemPair],
     unused: list[list[int]],
     give: np.ndarray,
@@ -377,12 +480,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     × m(m−1)/2), as the replay counts it. Ranking and Likert studies pool with the
     correlation of pairs that share inputs (:func:`_correlation`)."""
     r = study.redundancy
-    ratings = selectors.likert_ratings(study, config) if study.kind_impl.scored else None
-    per_input = 1 if ratings is not None else r  # labels an input gives the pair
-    rows = selectors.label_rows(study) if ratings is None else None
+    shape = _shape(study)
+    humans = shape.humans(config)
+    per_input = shape.labels_per_input(r)  # labels an input gives the pair
     evidence = [
         selectors.pair_evidence(
-            study, p, config.metric_judge, config.metric_dead_zone, ratings=ratings, rows=rows
+            study, p, config.metric_judge, config.metric_dead_zone, humans=humans
         )
         for p in pairs
     ]
@@ -393,24 +496,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         metric = np.array([e["metric"] for e in evidence])
     pools = [selectors.pair_inputs(study, p) for p in pairs]
     inputs = np.array([len(pool) for pool in pools])
-    shown = _shown(study)
-    if shown is not None:
-        # a ranking: every item showing both systems gives the pair one label per annotation
-        given = [selectors.shown_together(shown, p) for p in pairs]
-        used = np.array([sum(g.values()) for g in given])
-        pool = used + (inputs - np.array([len(g) for g in given])) * r
-    elif ratings is None:
-        # each item at its own redundancy (an edit may have changed it since it was
-        # released), the inputs not yet given at the study's current one
-        given = [
-            selectors.pair_items(study, p).aggregate(n=Count("pk"), r=Sum("redundancy"))
-            for p in pairs
-        ]
-        used = np.array([g["r"] or 0 for g in given])
-        pool = used + (inputs - np.array([g["n"] for g in given])) * r
-    else:
-        used = np.array([len(ratings.both(p)) for p in pairs])
-        pool = inputs * per_input
+    used, pool = shape.used_and_pool(humans, pairs, inputs, r)
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
@@ -420,7 +506,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if not settings.paper and level is None:
         look, n_max = settings.batch * per_input, int(pool.max())
         lone = rounds.decision_level(settings, n_max, look, human)
-        if shown is not None or ratings is not None:
+        if shape.shared:
             # one annotation serves several pairs: the lone-pair level, checked with
             # correlated labels; the study-level and futility calibrations simulate one
             # label per pair (docs/protocol.md, "Ranking and Likert studies, live")
@@ -434,18 +520,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     # what the budget can still buy: whole items (r annotations each); less than an item's
     # worth left means this is every open pair's last look
     budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk)) // r
-    if ratings is not None:
-        budget_left = _likert_budget_inputs(study, pairs, ratings, budget_left)
-    else:
-        budget_left *= r
-        if shown is not None:  # a ranking of m outputs gives up to m(m-1)/2 pair labels
-            m = _outputs_per_item(study)
-            budget_left *= m * (m - 1) // 2
+    budget_left = shape.budget_left(humans, pairs, budget_left, r)
     closed, closed_pairs = _closed_pairs(study, system_ids)
     correlation = None
-    if (shown is not None or ratings is not None) and settings.pooling and not settings.paper:
+    if shape.shared and settings.pooling and not settings.paper:
         # one annotation serves several pairs: pool with the correlation of their labels
-        correlation = _correlation(study, pairs, pools, closed_pairs, rows, ratings)
+        correlation = _correlation(study, pairs, pools, closed_pairs, humans.rows, humans.ratings)
     result = rounds.decide_round(
         post,
         used,
@@ -520,7 +600,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     Decision.objects.bulk_create(decisions)
 
 
-def _likert_budget_inputs(study, pairs, ratings: selectors.LikertRatings, affordable: int) -> int:
+def _scored_budget_inputs(study, pairs, ratings: selectors.ScoredRatings, affordable: int) -> int:
     """The budget left of a Likert study as the decision reads it, in inputs: the items it
     still pays for, or 0 when that is one item and no open pair has an input that one
     item completes (its last look is then now, not after a round that cannot open)."""
@@ -571,7 +651,7 @@ def _correlation(
     pools: list[set[int]],
     closed: list[SystemPair],
     rows: pd.DataFrame | None,
-    ratings: selectors.LikertRatings | None,
+    ratings: selectors.ScoredRatings | None,
 ) -> np.ndarray:
     """The correlation of the pairs' effect estimates (open pairs, then ``closed``) when
     one annotation serves several pairs (:func:`protocol.correlation.correlation_from_rows`):
