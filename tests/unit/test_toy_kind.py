@@ -38,6 +38,7 @@ from annotator.models import (
     QualificationAttempt,
     QualificationQuestion,
     QualificationTest,
+    Study,
 )
 from formats.labels import read_export
 from protocol.models import Round, SystemPair
@@ -381,3 +382,35 @@ def right_answer(toy_kind, known: dict, display_order: list[int]) -> str:
     if "accept" in known:
         return known["accept"]
     return "first" if "AB"[display_order[0]] == known["value"] else "second"
+
+
+class Unadaptive(Acceptability):
+    """The acceptability toy, declared unfit for adaptive collection (``Kind.adaptive``)."""
+
+    name = "unadaptive"
+    label = "Acceptability, collected whole"
+    noun = "whole-acceptability"
+    adaptive = False
+
+
+@pytest.mark.django_db
+def test_a_kind_that_is_not_adaptive_is_refused_adaptive_collection_with_the_reason():
+    """``Kind.adaptive`` is every built-in kind's, not a given: a kind without it is
+    refused ``collection: adaptive`` at import, naming why, and nothing is stored; the same
+    study collected whole imports."""
+    from annotator.errors import ImportRejected
+
+    kinds.register(Unadaptive())
+    try:
+        data = adaptive_bundle(4, kind="unadaptive", name="whole")
+        with pytest.raises(ImportRejected) as refused:
+            services.study_import(data, filename="toy.jsonl")
+        assert "study: whole-acceptability studies cannot be collected adaptively" in (
+            refused.value.errors
+        )
+        assert not Study.objects.exists()
+        whole = adaptive_bundle(4, kind="unadaptive", name="whole", collection="all")
+        study = services.study_import(whole, filename="toy.jsonl")
+        assert (study.collection, study.items.count()) == ("all", 16)
+    finally:
+        kinds.unregister("unadaptive")
