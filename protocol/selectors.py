@@ -95,11 +95,11 @@ def shown_together(
     return out
 
 
-# --- Likert studies: a preference per input from the two outputs' mean ratings ----------------
+# --- scored studies (Likert, error spans): a preference per input from two outputs' scores --
 @dataclass(frozen=True)
 class ScoredRatings:
-    """What the protocol reads of a Likert study, for every pair at once: per system the
-    inputs whose output has an item (``itemised``; a Likert item shows one output and serves
+    """What the protocol reads of a scored study, for every pair at once: per system the
+    inputs whose output has an item (``itemised``; a scored item shows one output and serves
     every pair with that system), per ``(input, system)`` the output's score where its item
     is complete (``scores``: the mean rating over the annotators whose labels count, kept
     exact), and the dead zone of Definition 5 in scale points."""
@@ -120,7 +120,7 @@ def itemised_for_both(itemised: dict[int, frozenset[int]], pair: SystemPair) -> 
 
 
 def scored_itemised(study: Study) -> dict[int, frozenset[int]]:
-    """Per system, the inputs whose output has a (non-gold) Likert item."""
+    """Per system, the inputs whose output has a (non-gold) item of its own (a scored study)."""
     out: dict[int, set[int]] = defaultdict(set)
     single = ItemOutput.objects.filter(item__study=study, item__is_gold=False, position=0).exclude(
         item__item_outputs__position=1
@@ -180,7 +180,7 @@ def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Fraction 
 
 
 def scored_ratings(study: Study, config: ProtocolConfig | None = None) -> ScoredRatings:
-    """Every output's score in a Likert study (see :class:`ScoredRatings`), from the study's
+    """Every output's score in a scored study (see :class:`ScoredRatings`), from the study's
     score rows (``annotator.selectors.score_rows``). Only complete items count; flagged
     labels (workers blocked after gold checks) and gold items never do. The criterion and
     dead zone are the study's protocol settings (``ProtocolConfig.scored_criterion``,
