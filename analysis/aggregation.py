@@ -27,6 +27,9 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 
+# pairwise preference labels; the last three count as a tie (ORA, Section 3.4)
+from formats.vocab import PAIRWISE_LABELS
+
 __all__ = [
     "BOOTSTRAP_CACHE_CELLS",
     "CROWD_KIT_MISSING",
@@ -57,8 +60,6 @@ __all__ = [
     "soft_vote",
 ]
 
-PAIRWISE_LABELS: tuple[str, ...] = ("A", "B", "tie", "both_good", "both_bad")
-"""Pairwise preference labels; the last three count as a tie (ORA, Section 3.4)."""
 
 SeedLike = int | np.random.Generator | None
 

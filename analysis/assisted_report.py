@@ -16,12 +16,13 @@ import pandas as pd
 
 from analysis import assisted
 from analysis.properties import Property
+from formats import vocab
 from ranking.bradley_terry import ELO_BASE, ELO_SCALE
 
 __all__ = ["ASSISTED_METHOD", "assisted_section", "preference_value"]
 
 #: A pairwise label as the share of preference for the item's first system.
-PREFERENCE = {"A": 1.0, "B": 0.0, "tie": 0.5, "both_good": 0.5, "both_bad": 0.5}
+PREFERENCE = vocab.PREFERENCE
 
 ASSISTED_METHOD = {
     "estimator": "PPI++ (Angelopoulos, Duchi & Zrnic 2023): the human-only estimate plus λ "

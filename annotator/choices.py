@@ -2,15 +2,17 @@
 
 from django.db import models
 
+from formats import vocab
+
 
 class Preference(models.TextChoices):
     """A pairwise answer in *system order*: A is the item's first output (position 0)."""
 
-    A = "A", "A is better"
-    B = "B", "B is better"
-    TIE = "tie", "Tie"
-    BOTH_GOOD = "both_good", "Both good"
-    BOTH_BAD = "both_bad", "Both bad"
+    A = vocab.A, "A is better"
+    B = vocab.B, "B is better"
+    TIE = vocab.TIE, "Tie"
+    BOTH_GOOD = vocab.BOTH_GOOD, "Both good"
+    BOTH_BAD = vocab.BOTH_BAD, "Both bad"
 
 
 class AssignmentState(models.TextChoices):

@@ -39,6 +39,7 @@ from django.db.models import Q
 from django.template import Context, Engine, TemplateDoesNotExist, TemplateSyntaxError
 from django.utils import timezone
 
+from formats import vocab
 from kinds.likert import choices as likert_choices
 
 from . import services
@@ -49,7 +50,7 @@ from .models import Criterion, JudgeRating, JudgeRun, Output, Study
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 API_KEY_ENV = "HUMEVAL_JUDGE_API_KEY"
 #: Answers a pairwise judge may give: the first shown output, the second, a tie.
-LABEL_FIRST, LABEL_SECOND, LABEL_TIE = "A", "B", "tie"
+LABEL_FIRST, LABEL_SECOND, LABEL_TIE = vocab.A, vocab.B, vocab.TIE
 #: Statuses that mean every further call would fail too: the run stops.
 FATAL = {401, 403, 404}
 RAW_ANSWER_MAX = 20_000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -15,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 import kinds
+from formats import vocab
 from kinds import conversation
 
 from . import span_prefill
@@ -526,15 +528,13 @@ def _judgebench_parts(study: Study, annotations: QuerySet[Annotation] | None) ->
 
 
 def _judgebench_pairwise(study: Study, labels: QuerySet) -> tuple:
-    from formats.judgebench_export import PREFERENCE, JudgeBenchProperty
+    from formats.judgebench_export import PREFERENCE
 
-    raw = {"left": "A", "right": "B"}
-    answers = study.kind_impl.context(study.kind_options())["answers"]
-    allowed = tuple(raw.get(a.value, a.value) for a in answers)
+    (declared,) = study.kind_impl.judgebench_properties(study.kind_options(), study.question)
     # a label no longer allowed (the study was reconfigured) is still declared
     given = set(labels.exclude(value="").values_list("value", flat=True).distinct())
-    allowed += tuple(sorted(given - set(allowed)))
-    properties = [JudgeBenchProperty(PREFERENCE, allowed, description=study.question)]
+    allowed = declared.labels + tuple(sorted(given - set(declared.labels)))
+    properties = [replace(declared, labels=allowed)]
 
     def instance(pk: int, inp, outs: list[tuple[str, str]]) -> dict:
         (sys_a, out_a), (sys_b, out_b) = outs
@@ -552,14 +552,7 @@ def _judgebench_pairwise(study: Study, labels: QuerySet) -> tuple:
 
 
 def _judgebench_likert(study: Study, labels: QuerySet) -> tuple:
-    from formats.judgebench_export import JudgeBenchProperty
-
-    properties = [
-        JudgeBenchProperty(c.name, tuple(map(str, c.labels)), description=c.label)
-        if c.labels
-        else JudgeBenchProperty(c.name, (), c.scale_min, c.scale_max, c.label)
-        for c in study.criteria.all()
-    ]
+    properties = study.kind_impl.judgebench_properties(study.kind_options(), study.question)
 
     def instance(pk: int, inp, outs: list[tuple[str, str]]) -> dict:
         (system, text) = outs[0]
@@ -741,7 +734,7 @@ def annotation_revisions(study: Study) -> dict[int, int]:
 
 
 #: A pair preference of the first output over the second as a report label.
-PAIR_LABELS = {1.0: "A", 0.0: "B", 0.5: "tie"}
+PAIR_LABELS = vocab.LABEL_OF_PREFERENCE
 
 
 def answer_rows(

@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import vocab
+
 __all__ = ["JudgeBenchProperty", "judgebench_chunks", "judgebench_document", "majority"]
 
 #: The property name of a pairwise study's preference (as in the report).
 PREFERENCE = "preference"
 #: The platform's pairwise labels in system order, as both readers map them.
-PAIRWISE_LABELS = ("A", "B", "tie", "both_good", "both_bad")
+PAIRWISE_LABELS = vocab.PAIRWISE_LABELS
 
 
 @dataclass(frozen=True)

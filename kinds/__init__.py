@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .base import (
     ANSWER_SWITCHES,
+    ITEM_SHAPES,
     AnswerError,
     Kind,
     OptionError,
@@ -22,6 +23,7 @@ from .ranking import KIND as _RANKING
 
 __all__ = [
     "ANSWER_SWITCHES",
+    "ITEM_SHAPES",
     "NAMES",
     "AnswerError",
     "Kind",
@@ -31,12 +33,32 @@ __all__ = [
     "judgebench_kinds",
     "position_names",
     "preferences_from_scores",
+    "register",
+    "unregister",
 ]
 
 _REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING, _ERROR_SPANS)}
 
 #: Every registered kind's name, in registration order.
 NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def register(kind: Kind) -> None:
+    """Add ``kind`` to the registry (a kind defined outside this package, e.g. a test's);
+    ``ValueError`` when its name is taken or blank. Studies, tests, imports and exports
+    then take it like the built-in kinds."""
+    global NAMES
+    if not kind.name or kind.name in _REGISTRY:
+        raise ValueError(f"a kind must have a name of its own, not {kind.name!r}")
+    _REGISTRY[kind.name] = kind
+    NAMES = tuple(_REGISTRY)
+
+
+def unregister(name: str) -> None:
+    """Remove the kind called ``name`` (one :func:`register` added)."""
+    global NAMES
+    del _REGISTRY[name]
+    NAMES = tuple(_REGISTRY)
 
 
 def get(name: str) -> Kind:

@@ -28,8 +28,11 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from formats.judgebench_export import JudgeBenchProperty
+
 __all__ = [
     "ANSWER_SWITCHES",
+    "ITEM_SHAPES",
     "AnswerError",
     "Kind",
     "OptionError",
@@ -43,6 +46,9 @@ __all__ = [
 
 #: The study's answer switches a kind may take (:attr:`Kind.answer_switches`).
 ANSWER_SWITCHES = ("allow_tie", "allow_both_good", "allow_both_bad")
+
+#: How the adaptive protocol releases and counts a kind's items (:meth:`Kind.item_shape`).
+ITEM_SHAPES = ("pair", "scored", "several")
 
 #: (criterion, position i, position j, preference of i over j: 1.0, 0.5 or 0.0), i < j.
 PairPreference = tuple[str, int, int, float]
@@ -164,6 +170,16 @@ class Kind:
         """The criterion of the overall preference (the one the protocol counts) of a study
         with options ``opts``. Default: ``preference``."""
         return "preference"
+
+    def item_shape(self, opts: Mapping[str, Any], n_systems: int) -> str:
+        """How the adaptive protocol releases and counts this kind's items (one of
+        :data:`ITEM_SHAPES`): ``"scored"`` (:attr:`scored`: an item shows one output; a pair
+        of systems gets one label per input, from its two outputs' scores), ``"pair"`` (an
+        item shows two outputs and gives their pair a label per annotation) or ``"several"``
+        (an item of m > 2 outputs gives each of its m(m−1)/2 pairs a label per annotation)."""
+        if self.scored:
+            return "scored"
+        return "pair" if self.outputs_per_item(opts, n_systems) <= 2 else "several"
 
     # --- options and items -------------------------------------------------------------
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
@@ -318,6 +334,15 @@ class Kind:
         raise NotImplementedError
 
     # --- export --------------------------------------------------------------------------
+    def judgebench_properties(
+        self, opts: Mapping[str, Any], question: str
+    ) -> list[JudgeBenchProperty]:
+        """The properties a Judge-Bench dataset of the kind's labels declares (its
+        :attr:`judgebench_form`): ``"pair"``, the preference with the labels the study allows
+        in system order; ``"rating"``, one per criterion. ``question``: the study's question.
+        Default: none (a kind without a Judge-Bench form)."""
+        return []
+
     def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         """What a dataset card of the study's labels states of the kind's options."""
         return {}

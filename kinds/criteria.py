@@ -41,6 +41,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from formats import vocab
 from formats.labels import LABEL_FIELDS
 from kinds.base import AnswerError, OptionError, PairPreference, once, shown
 
@@ -118,7 +119,7 @@ _SIMPLE = (
     ("both_good", "Both good"),
     ("both_bad", "Both bad"),
 )
-_SIDE_NEUTRAL = {"tie", "both_good", "both_bad"}
+_SIDE_NEUTRAL = frozenset(vocab.SIDE_NEUTRAL)
 
 _SLUG = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Names a criterion may not take: the label export's own columns (LABEL_FIELDS and those
@@ -367,7 +368,7 @@ def criterion_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
 
 
 #: A study's pairwise labels in report order (``analysis.aggregation.PAIRWISE_LABELS``).
-PAIRWISE_VALUES = ("A", "B", "tie", "both_good", "both_bad")
+PAIRWISE_VALUES = vocab.PAIRWISE_LABELS
 #: The ordinal labels of a ``<name>_strength`` report property.
 STRENGTH_LABELS = (-2, -1, 0, 1, 2)
 _VALUE_OF_RAW = {"left": "A", "right": "B", "left>>": "A", "left>": "A", "=": "tie"}

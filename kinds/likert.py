@@ -19,6 +19,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from formats.judgebench_export import JudgeBenchProperty
+
 from .base import AnswerError, Kind, OptionError, once, shown
 
 #: Standard deviation, in scale points, of a simulated worker's rating around the truth.
@@ -97,6 +99,22 @@ class Likert(Kind):
 
     def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
         return 1
+
+    def judgebench_properties(
+        self, opts: Mapping[str, Any], question: str
+    ) -> list[JudgeBenchProperty]:
+        """One property per criterion: categorical with its labels, else graded on its
+        scale."""
+        return [
+            JudgeBenchProperty(
+                c["name"], tuple(map(str, c["labels"])), description=c.get("label", "")
+            )
+            if c.get("labels")
+            else JudgeBenchProperty(
+                c["name"], (), c.get("scale_min", 1), c.get("scale_max", 5), c.get("label", "")
+            )
+            for c in opts.get("criteria") or []
+        ]
 
     def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         return {

@@ -22,6 +22,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from formats import vocab
+from formats.judgebench_export import PREFERENCE, JudgeBenchProperty
+
 from . import criteria
 from .base import AnswerError, Kind, OptionError, PairPreference, once
 
@@ -43,7 +46,7 @@ class Choice(NamedTuple):
 
 
 #: Answers that name neither side (the same in display and system order).
-SIDE_NEUTRAL = ("tie", "both_good", "both_bad")
+SIDE_NEUTRAL = vocab.SIDE_NEUTRAL
 
 
 def normalise(raw: str, display_order: Sequence[int]) -> str:
@@ -113,6 +116,14 @@ class Pairwise(Kind):
         allowed += ["both_good"] if opts.get("allow_both_good") else []
         allowed += ["both_bad"] if opts.get("allow_both_bad") else []
         return allowed
+
+    def judgebench_properties(
+        self, opts: Mapping[str, Any], question: str
+    ) -> list[JudgeBenchProperty]:
+        """The preference, with the answers the study allows in system order."""
+        side = {"left": vocab.A, "right": vocab.B}
+        labels = tuple(side.get(a, a) for a in self.answers(opts))
+        return [JudgeBenchProperty(PREFERENCE, labels, description=question)]
 
     def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)]}

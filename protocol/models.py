@@ -45,17 +45,18 @@ class ProtocolConfig(models.Model):
         validators=[MinValueValidator(0)],
         help_text="Score differences within ± this count as a draw (Definition 5).",
     )
-    likert_criterion = models.CharField(
+    scored_criterion = models.CharField(
         max_length=60,
         blank=True,
-        help_text="Likert studies: the numeric criterion whose mean ratings give each input's "
-        "preference (Definition 5); empty: every numeric criterion, averaged.",
+        help_text="Scored studies (Likert, error spans): the criterion rated on a scale whose "
+        "mean ratings give each input's preference (Definition 5); empty: every such "
+        "criterion, averaged.",
     )
-    likert_dead_zone = models.FloatField(
+    scored_dead_zone = models.FloatField(
         default=0.0,
         validators=[MinValueValidator(0)],
-        help_text="Likert studies: mean-rating differences within ± this many scale points "
-        "count as a draw (Definition 5).",
+        help_text="Scored studies (Likert, error spans): mean-rating differences within ± "
+        "this many scale points count as a draw (Definition 5).",
     )
     seed = models.BigIntegerField(default=0, help_text="Seeds input order and the sampler.")
     #: The ledger: annotations committed to released items (items × redundancy). Items are
@@ -77,12 +78,12 @@ class ProtocolConfig(models.Model):
         return f"protocol of {self.study}"
 
     def clean(self) -> None:
-        if self.likert_criterion:
+        if self.scored_criterion:
             study = self.study
             numeric = {name for name, _, _ in study.kind_impl.score_scales(study.kind_options())}
-            if self.likert_criterion not in numeric:
+            if self.scored_criterion not in numeric:
                 raise ValidationError(
-                    {"likert_criterion": "Name a criterion of the study rated on a scale."}
+                    {"scored_criterion": "Name a criterion of the study rated on a scale."}
                 )
 
 

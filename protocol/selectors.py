@@ -13,13 +13,14 @@ from django.db.models import Count, Q
 
 from annotator.models import Input, Item, ItemOutput, JudgeRating, Output, Study
 from annotator.selectors import label_rows, score_rows
+from formats import vocab
 
 from .decision import preferences_from_scores
 from .models import ProtocolConfig, Round, SystemPair
 from .outcome import pair_status
 
 #: A judge's preference label in system order → index into [n>, n=, n<].
-LABEL_INDEX = {"A": 0, "tie": 1, "both_good": 1, "both_bad": 1, "B": 2}
+LABEL_INDEX = {vocab.A: 0, **dict.fromkeys(vocab.SIDE_NEUTRAL, 1), vocab.B: 2}
 #: A pair preference (1 the first system better, 0.5 a draw, 0) → index into [n>, n=, n<].
 PREFERENCE_INDEX = {1.0: 0, 0.5: 1, 0.0: 2}
 #: Preference code (+1 a better, 0 draw, −1 b better) → the same index.
@@ -49,15 +50,16 @@ def pair_items(study: Study, pair: SystemPair):
     ).filter(item_outputs__position=1, item_outputs__output__system=pair.system_b)
 
 
-def pair_used_inputs(
-    study: Study, pair: SystemPair, itemised: dict[int, frozenset[int]] | None = None
-) -> set[int]:
-    """The inputs the pair has been given: pairwise, those with an item of the pair; Likert,
-    those whose outputs of both systems have an item (whichever pair asked for them;
-    ``itemised``: :func:`likert_itemised`, read once for all pairs, else here)."""
-    if study.kind_impl.scored:
-        return itemised_for_both(itemised if itemised is not None else likert_itemised(study), pair)
-    return set(pair_items(study, pair).values_list("input_id", flat=True))
+def item_shape(study: Study) -> str:
+    """How the protocol releases and counts the study's items (``Kind.item_shape``:
+    ``pair``, ``scored`` or ``several``)."""
+    return study.kind_impl.item_shape(study.kind_options(), study.systems.count())
+
+
+def pair_used_inputs(study: Study, pair: SystemPair) -> set[int]:
+    """The inputs the pair has been given, as its study's human labels count them
+    (:func:`human_evidence`)."""
+    return human_evidence(study).given(pair)
 
 
 # --- kinds whose items show several outputs (rankings) ----------------------------------------
@@ -93,11 +95,11 @@ def shown_together(
     return out
 
 
-# --- Likert studies: a preference per input from the two outputs' mean ratings ----------------
+# --- scored studies (Likert, error spans): a preference per input from two outputs' scores --
 @dataclass(frozen=True)
-class LikertRatings:
-    """What the protocol reads of a Likert study, for every pair at once: per system the
-    inputs whose output has an item (``itemised``; a Likert item shows one output and serves
+class ScoredRatings:
+    """What the protocol reads of a scored study, for every pair at once: per system the
+    inputs whose output has an item (``itemised``; a scored item shows one output and serves
     every pair with that system), per ``(input, system)`` the output's score where its item
     is complete (``scores``: the mean rating over the annotators whose labels count, kept
     exact), and the dead zone of Definition 5 in scale points."""
@@ -117,8 +119,8 @@ def itemised_for_both(itemised: dict[int, frozenset[int]], pair: SystemPair) -> 
     return set(itemised.get(pair.system_a_id, empty) & itemised.get(pair.system_b_id, empty))
 
 
-def likert_itemised(study: Study) -> dict[int, frozenset[int]]:
-    """Per system, the inputs whose output has a (non-gold) Likert item."""
+def scored_itemised(study: Study) -> dict[int, frozenset[int]]:
+    """Per system, the inputs whose output has a (non-gold) item of its own (a scored study)."""
     out: dict[int, set[int]] = defaultdict(set)
     single = ItemOutput.objects.filter(item__study=study, item__is_gold=False, position=0).exclude(
         item__item_outputs__position=1
@@ -137,7 +139,7 @@ class Scale:
     scale_max: Fraction
 
 
-def likert_criteria(study: Study, criterion: str = "") -> list[Scale]:
+def scored_criteria(study: Study, criterion: str = "") -> list[Scale]:
     """The criteria whose ratings make an output's score: the named one, or (blank) every
     criterion the study's kind rates on a scale (``Kind.score_scales``); categorical
     criteria have no order and never count."""
@@ -177,15 +179,15 @@ def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Fraction 
     return sum(values, Fraction(0)) / len(values) if values else None
 
 
-def likert_ratings(study: Study, config: ProtocolConfig | None = None) -> LikertRatings:
-    """Every output's score in a Likert study (see :class:`LikertRatings`), from the study's
+def scored_ratings(study: Study, config: ProtocolConfig | None = None) -> ScoredRatings:
+    """Every output's score in a scored study (see :class:`ScoredRatings`), from the study's
     score rows (``annotator.selectors.score_rows``). Only complete items count; flagged
     labels (workers blocked after gold checks) and gold items never do. The criterion and
-    dead zone are the study's protocol settings (``ProtocolConfig.likert_criterion``,
-    ``likert_dead_zone``)."""
+    dead zone are the study's protocol settings (``ProtocolConfig.scored_criterion``,
+    ``scored_dead_zone``)."""
     if config is None:
         config = ProtocolConfig.objects.filter(study=study).first()
-    criteria = likert_criteria(study, config.likert_criterion if config else "")
+    criteria = scored_criteria(study, config.scored_criterion if config else "")
     totals: dict[tuple[int, int], list] = {}
     rows = score_rows(study)
     rows = rows[rows["complete"].astype(bool)]
@@ -205,14 +207,14 @@ def likert_ratings(study: Study, config: ProtocolConfig | None = None) -> Likert
             total = totals.setdefault((input_id, system_id), [Fraction(0), 0])
             total[0] += rating
             total[1] += 1
-    return LikertRatings(
-        itemised=likert_itemised(study),
+    return ScoredRatings(
+        itemised=scored_itemised(study),
         scores={key: total / n for key, (total, n) in totals.items()},
-        dead_zone=config.likert_dead_zone if config else 0.0,
+        dead_zone=config.scored_dead_zone if config else 0.0,
     )
 
 
-def likert_labels(pair: SystemPair, ratings: LikertRatings) -> dict[int, list[int]]:
+def scored_labels(pair: SystemPair, ratings: ScoredRatings) -> dict[int, list[int]]:
     """Per input whose outputs of both systems are rated, the one derived preference of the
     pair as an index into [>, =, <]: the sign of the difference of the two outputs' mean
     ratings, a draw within the dead zone (Definition 5). The difference is exact (means of
@@ -230,9 +232,9 @@ def likert_labels(pair: SystemPair, ratings: LikertRatings) -> dict[int, list[in
 
 
 def score_preference_rows(
-    study: Study, pairs: list[SystemPair], ratings: LikertRatings
+    study: Study, pairs: list[SystemPair], ratings: ScoredRatings
 ) -> pd.DataFrame:
-    """The pairs' per-input preferences in a scored study (:func:`likert_labels`) as pair
+    """The pairs' per-input preferences in a scored study (:func:`scored_labels`) as pair
     preference rows (``input, system, other_system, preference`` with 1 / 0.5 / 0 for
     ``system``, as ``label_rows`` gives them), with the ``round`` in which the later of the
     two outputs' items was released."""
@@ -248,7 +250,7 @@ def score_preference_rows(
     out = []
     for pair in pairs:
         a, b = pair.system_a_id, pair.system_b_id
-        for input_id, labels in likert_labels(pair, ratings).items():
+        for input_id, labels in scored_labels(pair, ratings).items():
             number = max(round_of.get((input_id, a), 0), round_of.get((input_id, b), 0))
             out += [(input_id, a, b, 1.0 - index / 2, number) for index in labels]
     return pd.DataFrame(out, columns=["input", "system", "other_system", "preference", "round"])
@@ -308,41 +310,85 @@ def metric_labels(study: Study, pair: SystemPair, judge: str, dead_zone: float) 
     return out
 
 
+# --- the human labels of a pair, by item shape ------------------------------------------------
+class PairLabels:
+    """The human labels of a study whose items give their pairs labels (item shape ``pair``
+    or ``several``): every label counts (:func:`human_labels`; the study's pair rows read
+    once, for all pairs)."""
+
+    ratings: ScoredRatings | None = None
+
+    def __init__(self, study: Study, rows: pd.DataFrame | None = None) -> None:
+        self.study = study
+        self.rows = rows if rows is not None else label_rows(study)
+
+    def labels(self, pair: SystemPair) -> dict[int, list[int]]:
+        """Per input, the pair's labels as indices into [>, =, <]."""
+        return human_labels(self.study, pair, self.rows)
+
+    def given(self, pair: SystemPair) -> set[int]:
+        """The inputs with an item of the pair."""
+        return set(pair_items(self.study, pair).values_list("input_id", flat=True))
+
+
+class ScoredLabels:
+    """The human labels of a scored study (item shape ``scored``): one derived label per
+    input, by the sign of the two outputs' score difference (:func:`scored_labels`; the
+    study's ratings read once, for all pairs)."""
+
+    rows: pd.DataFrame | None = None
+
+    def __init__(self, study: Study, config: ProtocolConfig | None = None) -> None:
+        self.study = study
+        self.ratings = scored_ratings(study, config)
+
+    def labels(self, pair: SystemPair) -> dict[int, list[int]]:
+        """Per input, the pair's one label as an index into [>, =, <]."""
+        return scored_labels(pair, self.ratings)
+
+    def given(self, pair: SystemPair) -> set[int]:
+        """The inputs whose outputs of both systems have an item (whichever pair asked)."""
+        return self.ratings.both(pair)
+
+
+def human_evidence(study: Study, config: ProtocolConfig | None = None) -> PairLabels | ScoredLabels:
+    """The study's human labels as the protocol counts them, by its item shape
+    (:func:`item_shape`); ``config``: the scored settings (criterion, dead zone)."""
+    if item_shape(study) == "scored":
+        return ScoredLabels(study, config)
+    return PairLabels(study)
+
+
 def pair_evidence(
     study: Study,
     pair: SystemPair,
     judge: str = "",
     dead_zone: float = 0.0,
     *,
-    ratings: LikertRatings | None = None,
-    rows: pd.DataFrame | None = None,
+    humans: PairLabels | ScoredLabels | None = None,
 ) -> dict[str, Any]:
     """Counts for Algorithm 1: human ``[n>, n=, n<]``; with a metric, the confusion
     ``n[c, c']`` (metric said c, a human c') on human-rated inputs, counted per human label,
     and the metric-only counts ``m`` on inputs no human rated for this pair (never the
     metric ratings of human-rated inputs again).
 
-    Pairwise studies count every human label; Likert studies one derived label per input
-    (:func:`likert_labels`; ``ratings``: the study's ratings, read once for all pairs, else
-    here; ``rows``: the study's pair rows, likewise). ``dead_zone`` is the metric's
-    (``ProtocolConfig.metric_dead_zone``)."""
-    if study.kind_impl.scored:
-        ratings = ratings if ratings is not None else likert_ratings(study)
-        humans = likert_labels(pair, ratings)
-    else:
-        humans = human_labels(study, pair, rows)
+    Pairwise and ranking studies count every human label; scored studies one derived label
+    per input (``humans``: :func:`human_evidence`, read once for all pairs, else here).
+    ``dead_zone`` is the metric's (``ProtocolConfig.metric_dead_zone``)."""
+    evidence_of = humans if humans is not None else human_evidence(study)
+    by_input = evidence_of.labels(pair)
     human = np.zeros(3, dtype=np.int64)
-    for labels in humans.values():
+    for labels in by_input.values():
         human += np.bincount(labels, minlength=3)
     evidence: dict[str, Any] = {"human": human, "confusion": None, "metric": None}
     if judge:
         metric = metric_labels(study, pair, judge, dead_zone)
         confusion = np.zeros((3, 3), dtype=np.int64)
         only = np.zeros(3, dtype=np.int64)
-        itemised = pair_used_inputs(study, pair, ratings.itemised if ratings else None)
+        given = evidence_of.given(pair)
         for input_id, c in metric.items():
-            if input_id in itemised:
-                for c_human in humans.get(input_id, []):
+            if input_id in given:
+                for c_human in by_input.get(input_id, []):
                     confusion[c, c_human] += 1
             else:
                 only[c] += 1
@@ -439,8 +485,8 @@ def dashboard(study: Study) -> dict[str, Any]:
                 "spent_so_far": spent,
             }
         )
-    scored = study.kind_impl.scored
-    criterion = ((config.likert_criterion if config else "") or "mean") if scored else None
+    scored = item_shape(study) == "scored"
+    criterion = ((config.scored_criterion if config else "") or "mean") if scored else None
     return {
         "study": study.pk,
         "kind": study.kind,
@@ -448,7 +494,7 @@ def dashboard(study: Study) -> dict[str, Any]:
         "scored": scored,
         # what a pair's counts count: every human label, or one derived label per input
         "human_counts_unit": "inputs" if scored else "labels",
-        "likert_criterion": criterion,
+        "scored_criterion": criterion,
         "budget": study.budget,
         "committed": config.committed if config else 0,
         "spent": spent,
@@ -462,20 +508,18 @@ def dashboard(study: Study) -> dict[str, Any]:
 
 #: Bootstrap resamples of the dashboard's ranking (computed on each page view).
 DASHBOARD_N_BOOT = 200
-_OUTCOME_OF_INDEX = ("A", "tie", "B")
+_OUTCOME_OF_INDEX = (vocab.A, vocab.TIE, vocab.B)
 
 
 def ranking_comparisons(study: Study) -> list[dict[str, Any]]:
     """The human preferences of every system pair as comparisons ``input, system_a,
     system_b, outcome`` ("A", "tie", "B"), counted as the protocol counts them: every human
     label of a pairwise study, one derived label per input of a Likert study."""
-    ratings = likert_ratings(study) if study.kind_impl.scored else None
-    pair_rows = label_rows(study) if ratings is None else None
+    humans = human_evidence(study)
     rows = []
     pairs = SystemPair.objects.filter(study=study).select_related("system_a", "system_b")
     for pair in pairs.order_by("pk"):
-        humans = likert_labels(pair, ratings) if ratings else human_labels(study, pair, pair_rows)
-        for input_id, labels in sorted(humans.items()):
+        for input_id, labels in sorted(humans.labels(pair).items()):
             rows += [
                 {
                     "input": input_id,

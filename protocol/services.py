@@ -4,19 +4,17 @@ close a complete round, decide it exactly once and open the next."""
 from __future__ import annotations
 
 import logging
-import random
-from collections import defaultdict
 from dataclasses import replace
 from itertools import combinations
 
 import numpy as np
 import pandas as pd
 from django.db import connection, transaction
-from django.db.models import Count, F, Sum
+from django.db.models import F
 from django.utils import timezone
 
 from annotator.errors import ConfigRefused
-from annotator.models import Input, Item, Output, Study
+from annotator.models import Item, Output, Study
 from annotator.services import items_create, items_resize
 from annotator.signals import collection_changed
 
@@ -24,6 +22,7 @@ from . import rounds, selectors
 from .correlation import correlation_from_rows
 from .models import Decision, ProtocolConfig, Round, SystemPair
 from .settings import ProtocolSettings
+from .shapes import shape_of
 
 log = logging.getLogger(__name__)
 BIG = 10**12
@@ -64,8 +63,10 @@ def round_open(study: Study, number: int) -> Round | None:
     ledger is locked and charged ``items × redundancy``; nothing is released beyond the
     budget. With nothing left to release the open pairs close as exhausted.
 
-    Likert studies release one item per output instead (:func:`_likert_items`), ranking
-    studies items of m outputs chosen for the open pairs (:func:`_ranking_items`)."""
+    How items are made is the study's item shape (:func:`protocol.shapes.shape_of`):
+    pairwise studies release one item per pair and input; scored studies (Likert, error
+    spans) one item per output instead, ranking studies items of m outputs chosen for the
+    open pairs."""
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(
@@ -76,16 +77,8 @@ def round_open(study: Study, number: int) -> Round | None:
     if not pairs:
         return None
     redundancy = study.redundancy
-    scored = study.kind_impl.scored  # one item per output, compared by score
-    itemised = selectors.likert_itemised(study) if scored else None
-    shown = _shown(study)  # items of several outputs (rankings); else None
-    unused = []
-    for pair in pairs:
-        if shown is not None:
-            used = set(selectors.shown_together(shown, pair))
-        else:
-            used = selectors.pair_used_inputs(study, pair, itemised)
-        unused.append(sorted(selectors.pair_inputs(study, pair) - used))
+    shape = shape_of(study)
+    unused = [sorted(selectors.pair_inputs(study, pair) - shape.given(pair)) for pair in pairs]
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
     give = rounds.round_allocation(
@@ -102,30 +95,9 @@ def round_open(study: Study, number: int) -> Round | None:
         (o.input_id, o.system_id): o
         for o in Output.objects.filter(input__study=study).only("pk", "input_id", "system_id")
     }
-    if scored:
-        rank = _study_order(study, config, priority)
-        chosen = _likert_items(pairs, unused, give, itemised, rank, affordable)
-        if not chosen:  # one item left in the budget and every input needs two
-            return _exhaust(pairs, "budget")
-        new = [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
-    elif shown is not None:
-        rank = _study_order(study, config, priority)
-        order = list(study.systems.order_by("name").values_list("pk", flat=True))
-        m = _outputs_per_item(study)
-        chosen = _ranking_items(pairs, unused, give, shown, rank, affordable, m, order)
-        if not chosen:  # no input left on which an open pair's systems can be ranked
-            return _exhaust(pairs, "budget" if affordable == 0 else "inputs")
-        new = [(Input(pk=i), [outputs[(i, s)] for s in systems]) for i, systems in chosen]
-    else:
-        rng = random.Random(f"{config.seed}:{study.pk}:{number}")
-        new = []
-        for pair, inputs, n in zip(pairs, unused, give, strict=True):
-            rng.shuffle(inputs)
-            inputs.sort(key=lambda i: _priority_key(priority[i]))
-            new += [
-                (Input(pk=i), [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
-                for i in inputs[: int(n)]
-            ]
+    new = shape.release(config, number, pairs, unused, give, affordable, priority, outputs)
+    if isinstance(new, str):  # nothing could be made: what ran out
+        return _exhaust(pairs, new)
     rnd = Round.objects.create(study=study, number=number)
     items_create(study, new, round_number=number)
     charge = len(new) * redundancy
@@ -133,94 +105,6 @@ def round_open(study: Study, number: int) -> Round | None:
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
     rnd.refresh_from_db()
     return rnd
-
-
-def _outputs_per_item(study: Study) -> int:
-    """How many outputs one item of the study shows (``Kind.outputs_per_item``)."""
-    return study.kind_impl.outputs_per_item(study.kind_options(), study.systems.count())
-
-
-def _shown(study: Study) -> dict | None:
-    """The study's released items by input (:func:`selectors.items_shown`) when an item
-    shows more than two outputs and serves several pairs (a ranking study), else ``None``:
-    pairwise items serve one pair, scored kinds' one output (:func:`_likert_items`)."""
-    if study.kind_impl.scored or _outputs_per_item(study) <= 2:
-        return None
-    return selectors.items_shown(study)
-
-
-def _ranking_items(
-    pairs: list[SystemPair],
-    unused: list[list[int]],
-    give: np.ndarray,
-    shown: dict[int, list[tuple[frozenset[int], int, int | None]]],
-    rank: dict[int, tuple[float, int]],
-    affordable: int,
-    m: int,
-    order: list[int],
-) -> list[tuple[int, list[int]]]:
-    """The items of a ranking round: ``(input, m system ids in name order)`` each.
-
-    An item of m outputs gives every pair among them a label. The open pair that still
-    wants most labels (``give``, in inputs) asks next: it takes its next input in the
-    study's order, and the item adds, one at a time, the system that gives most labels to
-    open pairs still short of their share, then most to any open pair, then fewest to
-    closed pairs (systems whose pairs are all closed come last), then the first by name.
-    An open pair never gets a second item on one input (a system that would give it one is
-    left out); an input on which m such systems cannot be found is skipped for that pair.
-    Every open pair the item shows counts it towards its share. At most ``affordable``
-    items."""
-    index = {(p.system_a_id, p.system_b_id): k for k, p in enumerate(pairs)}
-    index |= {(b, a): k for (a, b), k in list(index.items())}
-    together: dict[int, set[frozenset[int]]] = defaultdict(set)
-    for input_id, items in shown.items():
-        for systems, _, _ in items:
-            together[input_id] |= {frozenset(c) for c in combinations(systems, 2)}
-    queue = [sorted(inputs, key=rank.__getitem__) for inputs in unused]
-    want = [int(n) for n in give]
-    place = {s: n for n, s in enumerate(order)}
-    chosen: list[tuple[int, list[int]]] = []
-    while len(chosen) < affordable:
-        asking = [k for k in range(len(pairs)) if want[k] > 0]
-        if not asking:
-            break
-        k = max(asking, key=lambda j: (want[j], -j))
-        a, b = pairs[k].system_a_id, pairs[k].system_b_id
-        while queue[k] and frozenset((a, b)) in together[queue[k][0]]:
-            queue[k].pop(0)  # given to this pair by another pair's item meanwhile
-        if not queue[k]:
-            want[k] = 0
-            continue
-        i = queue[k].pop(0)
-        members = [a, b]
-        while len(members) < m:
-            best, best_key = None, None
-            for s in order:
-                if s in members:
-                    continue
-                ks = [index.get((s, t)) for t in members]
-                if any(j is not None and frozenset((s, t)) in together[i]
-                       for j, t in zip(ks, members, strict=True)):  # fmt: skip
-                    continue
-                key = (
-                    sum(j is not None and want[j] > 0 for j in ks),
-                    sum(j is not None for j in ks),
-                    -sum(j is None for j in ks),
-                )
-                if best_key is None or key > best_key:
-                    best, best_key = s, key
-            if best is None:
-                break
-            members.append(best)
-        if len(members) < m:
-            continue  # this input cannot carry a ranking of m for the pair
-        for s, t in combinations(members, 2):
-            together[i].add(frozenset((s, t)))
-            j = index.get((s, t))
-            if j is not None:
-                want[j] -= 1
-        chosen.append((i, sorted(members, key=place.__getitem__)))
-    return chosen
 
 
 def _exhaust(pairs: list[SystemPair], why: str) -> None:
@@ -231,92 +115,6 @@ def _exhaust(pairs: list[SystemPair], why: str) -> None:
         pair.evidence = {**pair.evidence, "outcome": why}
     SystemPair.objects.bulk_update(pairs, ["state", "evidence"])
     return None
-
-
-def _study_order(
-    study: Study, config: ProtocolConfig, priority: dict[int, float | None]
-) -> dict[int, tuple[float, int]]:
-    """Every input's place in the study's order: highest priority first, the rest in one
-    seeded random order, the same in every round and for every pair (so pairs that share a
-    system ask for the same inputs and share their items)."""
-    ids = sorted(priority)
-    random.Random(f"{config.seed}:{study.pk}").shuffle(ids)
-    return {i: (_priority_key(priority[i]), n) for n, i in enumerate(ids)}
-
-
-def _priority_key(priority: float | None) -> float:
-    """Sort key of an input's priority: highest first, inputs without one last."""
-    return -(priority if priority is not None else -np.inf)
-
-
-def _likert_items(
-    pairs: list[SystemPair],
-    unused: list[list[int]],
-    give: np.ndarray,
-    itemised: dict[int, frozenset[int]],
-    rank: dict[int, tuple[float, int]],
-    affordable: int,
-) -> list[tuple[int, int]]:
-    """The ``(input, system)`` outputs to itemise in a Likert round.
-
-    Giving pair (a, b) input i means both outputs (i, a) and (i, b) are rated; an output's
-    item serves every pair with its system, so only missing items are made, and an input
-    costs 0, 1 or 2 new items. Pairs take inputs in turn, one at a time, so a budget that
-    runs short is shared out evenly: each takes its next input in the study's order,
-    preferring one whose other output has an item already at equal priority, and only one
-    whose missing items the budget (``affordable`` items) still pays for. Every pair for
-    which an input becomes complete gets it, also a pair that did not ask (at no cost); it
-    counts towards that pair's share (``give``, in inputs) of the round."""
-    have: dict[int, set[int]] = {system: set(inputs) for system, inputs in itemised.items()}
-    for pair in pairs:
-        have.setdefault(pair.system_a_id, set())
-        have.setdefault(pair.system_b_id, set())
-    remaining = [sorted(inputs, key=rank.__getitem__) for inputs in unused]
-    left = [set(inputs) for inputs in unused]
-    start = [0] * len(pairs)  # remaining[k][:start[k]] are all given already
-    want = [int(n) for n in give]
-    chosen: list[tuple[int, int]] = []
-
-    def missing(pair: SystemPair, i: int) -> list[int]:
-        return [s for s in (pair.system_a_id, pair.system_b_id) if i not in have[s]]
-
-    def pick(k: int) -> int | None:
-        while start[k] < len(remaining[k]) and remaining[k][start[k]] not in left[k]:
-            start[k] += 1
-        budget = affordable - len(chosen)
-        top = None
-        for i in remaining[k][start[k] :]:
-            if i not in left[k]:
-                continue
-            cost = len(missing(pairs[k], i))
-            if cost > budget:
-                continue
-            if top is not None and rank[i][0] != rank[top][0]:
-                break  # cheaper inputs are preferred only at equal priority
-            if cost == 1:
-                return i
-            top = i if top is None else top
-        return top
-
-    progress = True
-    while progress:
-        progress = False
-        for k, pair in enumerate(pairs):
-            if want[k] <= 0:
-                continue
-            i = pick(k)
-            if i is None:
-                want[k] = 0
-                continue
-            for system in missing(pair, i):
-                have[system].add(i)
-                chosen.append((i, system))
-            for j, other in enumerate(pairs):  # every pair this input completes gets it
-                if i in left[j] and not missing(other, i):
-                    left[j].discard(i)
-                    want[j] -= 1
-            progress = True
-    return chosen
 
 
 def round_close_if_complete(study_id: int, number: int) -> bool:
@@ -386,12 +184,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     × m(m−1)/2), as the replay counts it. Ranking and Likert studies pool with the
     correlation of pairs that share inputs (:func:`_correlation`)."""
     r = study.redundancy
-    ratings = selectors.likert_ratings(study, config) if study.kind_impl.scored else None
-    per_input = 1 if ratings is not None else r  # labels an input gives the pair
-    rows = selectors.label_rows(study) if ratings is None else None
+    shape = shape_of(study)
+    humans = shape.humans(config)
+    per_input = shape.labels_per_input(r)  # labels an input gives the pair
     evidence = [
         selectors.pair_evidence(
-            study, p, config.metric_judge, config.metric_dead_zone, ratings=ratings, rows=rows
+            study, p, config.metric_judge, config.metric_dead_zone, humans=humans
         )
         for p in pairs
     ]
@@ -402,24 +200,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
         metric = np.array([e["metric"] for e in evidence])
     pools = [selectors.pair_inputs(study, p) for p in pairs]
     inputs = np.array([len(pool) for pool in pools])
-    shown = _shown(study)
-    if shown is not None:
-        # a ranking: every item showing both systems gives the pair one label per annotation
-        given = [selectors.shown_together(shown, p) for p in pairs]
-        used = np.array([sum(g.values()) for g in given])
-        pool = used + (inputs - np.array([len(g) for g in given])) * r
-    elif ratings is None:
-        # each item at its own redundancy (an edit may have changed it since it was
-        # released), the inputs not yet given at the study's current one
-        given = [
-            selectors.pair_items(study, p).aggregate(n=Count("pk"), r=Sum("redundancy"))
-            for p in pairs
-        ]
-        used = np.array([g["r"] or 0 for g in given])
-        pool = used + (inputs - np.array([g["n"] for g in given])) * r
-    else:
-        used = np.array([len(ratings.both(p)) for p in pairs])
-        pool = inputs * per_input
+    used, pool = shape.used_and_pool(humans, pairs, inputs, r)
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
     post = rounds.posterior(human, confusion, metric, settings, rng)
     system_ids = {pk: i for i, pk in enumerate(study.systems.values_list("pk", flat=True))}
@@ -429,7 +210,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if not settings.paper and level is None:
         look, n_max = settings.batch * per_input, int(pool.max())
         lone = rounds.decision_level(settings, n_max, look, human)
-        if shown is not None or ratings is not None:
+        if shape.shared:
             # one annotation serves several pairs: the lone-pair level, checked with
             # correlated labels; the study-level and futility calibrations simulate one
             # label per pair (docs/protocol.md, "Ranking and Likert studies, live")
@@ -443,18 +224,12 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     # what the budget can still buy: whole items (r annotations each); less than an item's
     # worth left means this is every open pair's last look
     budget_left = _budget_left(study, ProtocolConfig.objects.get(pk=config.pk)) // r
-    if ratings is not None:
-        budget_left = _likert_budget_inputs(study, pairs, ratings, budget_left)
-    else:
-        budget_left *= r
-        if shown is not None:  # a ranking of m outputs gives up to m(m-1)/2 pair labels
-            m = _outputs_per_item(study)
-            budget_left *= m * (m - 1) // 2
+    budget_left = shape.budget_left(humans, pairs, budget_left, r)
     closed, closed_pairs = _closed_pairs(study, system_ids)
     correlation = None
-    if (shown is not None or ratings is not None) and settings.pooling and not settings.paper:
+    if shape.shared and settings.pooling and not settings.paper:
         # one annotation serves several pairs: pool with the correlation of their labels
-        correlation = _correlation(study, pairs, pools, closed_pairs, rows, ratings)
+        correlation = _correlation(study, pairs, pools, closed_pairs, humans.rows, humans.ratings)
     result = rounds.decide_round(
         post,
         used,
@@ -529,21 +304,6 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     Decision.objects.bulk_create(decisions)
 
 
-def _likert_budget_inputs(study, pairs, ratings: selectors.LikertRatings, affordable: int) -> int:
-    """The budget left of a Likert study as the decision reads it, in inputs: the items it
-    still pays for, or 0 when that is one item and no open pair has an input that one
-    item completes (its last look is then now, not after a round that cannot open)."""
-    if affordable != 1:
-        return affordable
-    empty: frozenset[int] = frozenset()
-    for pair in pairs:
-        a = ratings.itemised.get(pair.system_a_id, empty)
-        b = ratings.itemised.get(pair.system_b_id, empty)
-        if (a ^ b) & selectors.pair_inputs(study, pair):
-            return 1
-    return 0
-
-
 def _closed_pairs(
     study: Study, system_ids: dict[int, int]
 ) -> tuple[rounds.ClosedPairs, list[SystemPair]]:
@@ -580,7 +340,7 @@ def _correlation(
     pools: list[set[int]],
     closed: list[SystemPair],
     rows: pd.DataFrame | None,
-    ratings: selectors.LikertRatings | None,
+    ratings: selectors.ScoredRatings | None,
 ) -> np.ndarray:
     """The correlation of the pairs' effect estimates (open pairs, then ``closed``) when
     one annotation serves several pairs (:func:`protocol.correlation.correlation_from_rows`):

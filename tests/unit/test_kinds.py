@@ -311,3 +311,34 @@ def test_a_simulated_pairwise_answer_names_the_better_output_in_display_order():
         PAIR_OPTS, [0, 1], [None, None], None, {"value": "B"}, rng, 1.0
     )
     assert (data, at_random) == ({"answer": "right"}, False)
+
+
+@pytest.mark.parametrize(
+    ("name", "opts", "n_systems", "shape"),
+    [
+        ("pairwise", {}, 4, "pair"),
+        ("likert", {}, 4, "scored"),
+        ("error_spans", {}, 4, "scored"),
+        ("ranking", {"per_item": 3}, 4, "several"),
+        ("ranking", {}, 3, "several"),
+    ],
+)
+def test_each_kind_names_the_item_shape_the_protocol_collects_it_in(name, opts, n_systems, shape):
+    kind = kinds.get(name)
+    assert shape in kinds.ITEM_SHAPES
+    assert kind.item_shape(opts, n_systems) == shape
+
+
+def test_a_kind_declares_its_judgebench_properties():
+    """The Judge-Bench export asks the kind (``Kind.judgebench_properties``), never reads a
+    template's context or the study's rows."""
+    from formats.judgebench_export import JudgeBenchProperty
+
+    assert PAIRWISE.judgebench_properties(PAIR_OPTS, "Which?") == [
+        JudgeBenchProperty("preference", ("A", "B", "tie", "both_bad"), description="Which?")
+    ]
+    assert LIKERT.judgebench_properties(LIKERT_OPTS, "") == [
+        JudgeBenchProperty("fluency", (), 1, 5, "Fluent?"),
+        JudgeBenchProperty("safe", ("yes", "no"), description="Safe?"),
+    ]
+    assert kinds.get("ranking").judgebench_properties({}, "") == []

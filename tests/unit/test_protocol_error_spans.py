@@ -91,7 +91,7 @@ def test_simulated_esa_workers_decide_the_rounds_and_the_better_system_wins():
     )  # equal systems
     config.refresh_from_db()
     assert Annotation.objects.filter(study=study).count() == config.committed
-    ratings = selectors.likert_ratings(study)
+    ratings = selectors.scored_ratings(study)
     assert all(len(ratings.both(p)) > 0 for p in SystemPair.objects.filter(study=study))
 
 

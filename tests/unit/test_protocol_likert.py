@@ -60,7 +60,7 @@ def test_adaptive_likert_import_starts_round_one_with_shared_items():
     assert len({frozenset(inputs) for inputs in per_system.values()}) == 1
     assert all(len(inputs) == 5 for inputs in per_system.values())
     assert config.committed == 20 * 2  # items × redundancy
-    likert = selectors.likert_ratings(study)
+    likert = selectors.scored_ratings(study)
     assert all(len(likert.both(p)) == 5 for p in SystemPair.objects.filter(study=study))
 
 
@@ -140,7 +140,7 @@ def test_items_are_made_only_for_systems_of_open_pairs_that_need_them():
     study, _ = make(redundancy=1)
     run_workers(study)
     assert Round.objects.count() >= 3
-    final = selectors.likert_ratings(study)
+    final = selectors.scored_ratings(study)
     system_of = dict(study.systems.values_list("pk", "name"))
     for rnd in Round.objects.all():
         open_pairs = [d.pair for d in rnd.decisions.select_related("pair")]
@@ -311,7 +311,7 @@ def rated_study(transactional_db):
 def labels_by_input(study) -> dict[str, str]:
     only = SystemPair.objects.get(study=study)
     names = dict(Input.objects.values_list("pk", "external_id"))
-    labels = selectors.likert_labels(only, selectors.likert_ratings(study))
+    labels = selectors.scored_labels(only, selectors.scored_ratings(study))
     assert all(len(v) == 1 for v in labels.values())  # one derived label per input
     return {names[i]: ">=<"[v[0]] for i, v in labels.items()}
 
@@ -325,13 +325,13 @@ def test_derived_label_is_the_sign_of_the_mean_difference_with_a_dead_zone(rated
     assert only.evidence["used"] == only.evidence["pool"] == 4
     assert selectors.pair_evidence(study, only)["human"].tolist() == [1, 1, 2]
     config = ProtocolConfig.objects.get(study=study)
-    config.likert_dead_zone = 0.5  # a difference of exactly the dead zone is a draw
+    config.scored_dead_zone = 0.5  # a difference of exactly the dead zone is a draw
     config.save()
     assert labels_by_input(study) == {"in0": "=", "in1": "=", "in2": "<", "in3": "<"}
-    config.likert_dead_zone = 0.4
+    config.scored_dead_zone = 0.4
     config.save()
     assert labels_by_input(study)["in0"] == ">"
-    config.likert_dead_zone, config.likert_criterion = 0.0, "fluency"
+    config.scored_dead_zone, config.scored_criterion = 0.0, "fluency"
     config.save()
     assert labels_by_input(study) == {"in0": ">", "in1": "=", "in2": "<", "in3": ">"}
 
@@ -362,12 +362,12 @@ def test_incomplete_items_give_no_label(rated_study):
 def test_likert_criterion_must_be_rated_on_a_scale(rated_study):
     config = ProtocolConfig.objects.get(study=rated_study)
     for name in ("safe", "nonsense"):
-        config.likert_criterion = name
+        config.scored_criterion = name
         with pytest.raises(ValidationError):
             config.full_clean()
         with pytest.raises(ValueError, match="not a criterion rated on a scale"):
-            selectors.likert_ratings(rated_study, config)
-    config.likert_criterion = "coverage"
+            selectors.scored_ratings(rated_study, config)
+    config.scored_criterion = "coverage"
     config.full_clean()
 
 
@@ -434,7 +434,7 @@ def test_dashboard_and_api_of_a_likert_study():
     api = APIClient()
     api.login(username="boss", password=PASSWORD)
     data = api.get(f"/api/studies/{study.pk}/protocol/").json()
-    assert (data["kind"], data["human_counts_unit"], data["likert_criterion"]) == (
+    assert (data["kind"], data["human_counts_unit"], data["scored_criterion"]) == (
         "likert",
         "inputs",
         "mean",
@@ -448,3 +448,25 @@ def test_dashboard_and_api_of_a_likert_study():
     page = client.get(f"/studies/{study.pk}/protocol/").content.decode()
     assert "Likert study: a pair's n counts inputs" in page and "mean over the criteria" in page
     assert page.count("<svg") == 3  # the partial order, the ranking, the budget
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keeps_the_scored_settings_under_their_new_names():
+    """0007_scored_settings: ``likert_criterion``/``likert_dead_zone`` serve every scored
+    kind and are renamed ``scored_criterion``/``scored_dead_zone``, their values kept."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    study = services.study_import(likert_bundle(4), filename="s.jsonl")
+    before = [("protocol", "0006_protocolconfig_calibrated_levels")]
+    after = [("protocol", "0007_scored_settings")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    old.get_model("protocol", "ProtocolConfig").objects.filter(study_id=study.pk).update(
+        likert_criterion="overall", likert_dead_zone=0.25
+    )
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    config = ProtocolConfig.objects.get(study=study)
+    assert (config.scored_criterion, config.scored_dead_zone) == ("overall", 0.25)

@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError
 
+from formats import vocab
 from protocol.replay import ranking_sim, simulation
 
 #: The platform's labels (system order) in the replay's vocabulary.
-EXPORT_LABELS = {"A": "a", "B": "b", "tie": "tie", "both_good": "tie", "both_bad": "tie"}
+EXPORT_LABELS = {vocab.A: "a", vocab.B: "b", **dict.fromkeys(vocab.SIDE_NEUTRAL, "tie")}
 
 
 def read_export(path: Path) -> pd.DataFrame:
