@@ -208,6 +208,7 @@ PURE_CORE_LAYERS = {
         "formats.vocab",
     },
     "analysis.report_base": {"analysis.aggregation"},
+    "analysis.tables": {"analysis.formatting"},
     "analysis.report_systems": {
         "analysis.aggregation",
         "analysis.report_base",

@@ -54,7 +54,7 @@ def test_report_sections_match_the_analysis_functions():
     assert {w["worker"] for w in workers["workers"]} == {"w0", "w1", "w2", "w3"}
     assert sum(d["count"] for d in workers["methods"][0]["distribution"]) == 30
     text = render_text(rep)
-    assert "spearman (human mean; p = " in text
+    assert "spearman with human mean; p = " in text
     assert "Random-labeller baseline" in text and "Dawid-Skene" in text
     html = render_html(rep)
     assert "Worker-weighted labels" in html and "Agreement among a judge" in html
