@@ -6,7 +6,7 @@
 
 PATH is a label export of the platform (JSON Lines, CSV, a JSON array, as written by
 ``manage.py export_labels``, or the API's ``?format=json`` page) or a Judge-Bench ``.json``
-file; ``--judge`` adds judge labels (format in :func:`analysis.loaders.read_judges`). Prints
+file; ``--judge`` adds judge labels (format in :func:`analysis.loaders_judges.read_judges`). Prints
 the report as text (or JSON with ``--json``) and writes a standalone HTML page with
 ``--html``. Exit status 2 on bad input.
 """
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis import loaders
+from analysis import loaders, loaders_judges
 from analysis.render import render_html, render_text
 from analysis.report import build_report
 
@@ -95,7 +95,7 @@ def report_for_file(
     dataset = loaders.load_dataset(path)
     if labels:
         dataset = loaders.with_labels(dataset, dict(loaders.parse_labels_option(x) for x in labels))
-    judge_frame, judge_notes = loaders.load_judges(judges, dataset)
+    judge_frame, judge_notes = loaders_judges.load_judges(judges, dataset)
     return build_report(
         dataset.annotations,
         dataset.properties,

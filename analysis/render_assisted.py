@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis import tables
 from analysis.formatting import num, pct, plain
 from charts.ranking import ranking_chart
 
@@ -77,8 +78,19 @@ def _digits(a: dict[str, Any]) -> int:
     return 1 if a.get("win_rates") else 3
 
 
+def _win_table(a: dict[str, Any]) -> tables.Table:
+    title = "Win rates (share of human preference for system a)"
+    return tables.table(title, WIN_HEADERS, _win_rows(a), text_cols=(0, 1))
+
+
+def _rank_table(a: dict[str, Any]) -> tables.Table:
+    what = "Bradley-Terry scores" if a.get("win_rates") else "Mean scores"
+    title = f"{what} with rank-sets"
+    return tables.table(title, RANK_HEADERS, _rank_rows(a, _digits(a)), text_cols=(0,))
+
+
 def assisted_text(prop: dict[str, Any]) -> list[str]:
-    from analysis.render import text_table  # the report's table layout
+    from analysis.plaintext import table_text  # the report's table layout
 
     a = prop.get("assisted")
     if not a:
@@ -89,14 +101,9 @@ def assisted_text(prop: dict[str, Any]) -> list[str]:
     if a.get("note"):
         out.append(f"  Note: {plain(a['note'])}")
     if a.get("win_rates"):
-        out.append("Win rates (share of human preference for system a)")
-        out.append(text_table(WIN_HEADERS, [[plain(c) for c in r] for r in _win_rows(a)]))
+        out.extend(table_text(_win_table(a)))
     if a.get("ranking"):
-        what = "Bradley-Terry scores" if a.get("win_rates") else "Mean scores"
-        out.append(f"{what} with rank-sets")
-        out.append(
-            text_table(RANK_HEADERS, [[plain(c) for c in r] for r in _rank_rows(a, _digits(a))])
-        )
+        out.extend(table_text(_rank_table(a)))
     elif a.get("ranking_reason"):
         out.append(f"  Ranking undefined -- {plain(a['ranking_reason'])}")
     return out
@@ -111,11 +118,7 @@ def assisted_context(prop: dict[str, Any]) -> dict[str, Any] | None:
     out["note"] = a.get("note", "") or a.get("ranking_reason", "")
     out["source"] = "; ".join(a.get("method", {}).values())
     if a.get("win_rates"):
-        out["win_table"] = {
-            "headers": WIN_HEADERS,
-            "rows": [[{"text": c} for c in r] for r in _win_rows(a)],
-            "text_cols": [0, 1],
-        }
+        out["win_table"] = _win_table(a)
     if a.get("ranking"):
         rows = [
             {**r, "rank": f"{r['rank_low']}–{r['rank_high']}" if r.get("rank_low") else None}
@@ -123,11 +126,7 @@ def assisted_context(prop: dict[str, Any]) -> dict[str, Any] | None:
         ]
         what = "Bradley-Terry scores" if a.get("win_rates") else "Mean scores"
         out["chart"] = ranking_chart(rows, f"{what}: judge-assisted intervals")
-        out["rank_table"] = {
-            "headers": RANK_HEADERS,
-            "rows": [[{"text": c} for c in r] for r in _rank_rows(a, _digits(a))],
-            "text_cols": [0],
-        }
+        out["rank_table"] = _rank_table(a)
     return out
 
 
@@ -184,8 +183,21 @@ def _blocks(s: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+def _style_tables(who: str, block: dict[str, Any]) -> tuple[tables.Table, tables.Table]:
+    rank = tables.table(
+        f"{who} ({num(block['n'])} comparisons)",
+        STYLE_RANK_HEADERS,
+        _style_rank_rows(block),
+        text_cols=(1,),
+    )
+    coef = tables.table(
+        f"Style coefficients ({who})", COEF_HEADERS, _coef_rows(block), text_cols=(0, 4)
+    )
+    return rank, coef
+
+
 def style_text(prop: dict[str, Any]) -> list[str]:
-    from analysis.render import text_table
+    from analysis.plaintext import table_text
 
     s = prop.get("style")
     if not s:
@@ -197,11 +209,8 @@ def style_text(prop: dict[str, Any]) -> list[str]:
         if block.get("reason"):
             out.append(f"  {plain(who)}: undefined -- {plain(block['reason'])}")
             continue
-        out.append(f"{plain(who)} ({num(block['n'])} comparisons)")
-        out.append(
-            text_table(STYLE_RANK_HEADERS, [[plain(c) for c in r] for r in _style_rank_rows(block)])
-        )
-        out.append(text_table(COEF_HEADERS, [[plain(c) for c in r] for r in _coef_rows(block)]))
+        for table in _style_tables(who, block):
+            out.extend(table_text(table))
     return out
 
 
@@ -214,16 +223,7 @@ def style_context(prop: dict[str, Any]) -> dict[str, Any] | None:
         entry: dict[str, Any] = {"who": who, "reason": block.get("reason", "")}
         if not entry["reason"]:
             entry["n"] = num(block["n"])
-            entry["ranking"] = {
-                "headers": STYLE_RANK_HEADERS,
-                "rows": [[{"text": c} for c in r] for r in _style_rank_rows(block)],
-                "text_cols": [1],
-            }
-            entry["coefficients"] = {
-                "headers": COEF_HEADERS,
-                "rows": [[{"text": c} for c in r] for r in _coef_rows(block)],
-                "text_cols": [0, 4],
-            }
+            entry["ranking"], entry["coefficients"] = _style_tables(who, block)
         blocks.append(entry)
     return {
         "title": STYLE_TITLE,

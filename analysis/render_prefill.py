@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis import tables
 from analysis.formatting import num, pct, plain
 
 __all__ = ["prefill_context", "prefill_text"]
@@ -102,19 +103,27 @@ def _skip_lines(skip: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _rate_table(block: dict[str, Any]) -> tables.Table:
+    return tables.table("Suggestions: rates", RATE_HEADERS, _rate_rows(block))
+
+
+def _effect_table(block: dict[str, Any]) -> tables.Table:
+    title = "With vs without suggestions (the control share)"
+    return tables.table(title, EFFECT_HEADERS, _effect_rows(block))
+
+
 def prefill_text(section: dict[str, Any]) -> list[str]:
     """The block as text lines (none without one)."""
-    from analysis.render import text_table  # the report's table layout
+    from analysis.plaintext import table_text  # the report's table layout
 
     block = section.get("prefill")
     if not block:
         return []
     out = ["", TITLE, *(f"  {plain(line)}" for line in _lines(block))]
     if _rate_rows(block):
-        out.append(text_table(RATE_HEADERS, [[plain(c) for c in r] for r in _rate_rows(block)]))
+        out.extend(table_text(_rate_table(block)))
     if _effect_rows(block):
-        out.append("With vs without suggestions (the control share)")
-        out.append(text_table(EFFECT_HEADERS, [[plain(c) for c in r] for r in _effect_rows(block)]))
+        out.extend(table_text(_effect_table(block)))
     if block.get("skip"):
         out += [SKIP_TITLE, *(f"  {plain(line)}" for line in _skip_lines(block["skip"]))]
     return out
@@ -127,17 +136,9 @@ def prefill_context(section: dict[str, Any]) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {"title": TITLE, "lines": _lines(block)}
     if _rate_rows(block):
-        out["rates"] = {
-            "headers": RATE_HEADERS,
-            "rows": [[{"text": c} for c in r] for r in _rate_rows(block)],
-            "text_cols": [0],
-        }
+        out["rates"] = _rate_table(block)
     if _effect_rows(block):
-        out["effect"] = {
-            "headers": EFFECT_HEADERS,
-            "rows": [[{"text": c} for c in r] for r in _effect_rows(block)],
-            "text_cols": [0],
-        }
+        out["effect"] = _effect_table(block)
     if block.get("skip"):
         out["skip"] = {"title": SKIP_TITLE, "lines": _skip_lines(block["skip"])}
     return out

@@ -11,7 +11,8 @@ computed here equals the report of ``python -m analysis report`` on that study's
 * one item row per item: input id, ``system_a`` (the system of the item's first output),
   ``system_b`` (of its second; none for a Likert item), the input's ``priority`` and the
   gold flag;
-* judge ratings (``JudgeRating``) mapped onto items by :func:`analysis.loaders.attach_judges`:
+* judge ratings (``JudgeRating``) mapped onto items by
+  :func:`analysis.loaders_judges.attach_judges`:
   a preference stored in the order (``system``, ``other_system``) is flipped where the item's
   A is ``other_system``; a Likert score per (input, system, criterion) goes to the Likert item
   of that output; per-output metric scores become preferences by the sign of their difference.
@@ -24,7 +25,8 @@ from typing import Any
 import pandas as pd
 from django.db.models import Count
 
-from analysis.loaders import Dataset, attach_judges
+from analysis.loaders import Dataset
+from analysis.loaders_judges import attach_judges
 from analysis.prefill_report import with_skip
 from analysis.report import Property, build_report, json_safe
 from analysis.revisions import by_revision

@@ -1,7 +1,7 @@
 """Judge and metric rating files (JSONL, CSV or a JSON array): one rating per record.
 
 Read by ``manage.py import_ratings`` (:mod:`annotator.ratings`) and by the analysis CLI's
-``--judge`` (:func:`analysis.loaders.read_judges`); each checks the records against its own
+``--judge`` (:func:`analysis.loaders_judges.read_judges`); each checks the records against its own
 data. A record has ``judge``, ``input_id`` and ``system`` (or, for the analysis, ``item``),
 optionally ``system_b`` and ``criterion``, and a ``label`` or a ``score``.
 """

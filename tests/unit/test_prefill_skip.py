@@ -295,7 +295,7 @@ def test_the_prefill_block_as_text_and_page_context():
     assert "2 labels with suggestions, 2 in the control share" in text
     assert "3 suggestions; 2 span(s) added by the workers" in text
     assert "Judge-vs-final span F1 (character level, labels with suggestions): 0.750" in text
-    rows = [r[0]["text"] for r in prefill_context(section)["rates"]["rows"]]
+    rows = [r[0].text for r in prefill_context(section)["rates"].rows]
     assert rows == [
         "accepted as they were",
         "edited",
@@ -309,8 +309,8 @@ def test_the_prefill_block_as_text_and_page_context():
     assert "[-5.350, 7.350]" in text and "undefined: needs two?[31m" in text
     assert "\x1b" not in text and "Items skipped" not in text
     context = prefill_context(section)
-    assert [r[0]["text"] for r in context["rates"]["rows"]][0] == "accepted as they were"
-    assert [r[0]["text"] for r in context["effect"]["rows"]] == [
+    assert [r[0].text for r in context["rates"].rows][0] == "accepted as they were"
+    assert [r[0].text for r in context["effect"].rows] == [
         "error spans per label",
         "score (0-100)",
     ]

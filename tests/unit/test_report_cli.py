@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import agreement, loaders
+from analysis import agreement, loaders, loaders_judges
 from analysis.__main__ import main as cli_main
 from analysis.aggregation import pairwise_win_rates, soft_vote
 from analysis.render import render_html, render_text
@@ -183,8 +183,8 @@ def test_judge_preference_is_flipped_to_the_items_orientation():
             # an unknown pair is reported, not guessed
             {"judge": "j", "input_id": "q9", "system": "alpha", "system_b": "beta", "label": "A"},
         ]
-    ).reindex(columns=[*loaders.JUDGE_COLUMNS, "where"])
-    frame, notes = loaders.attach_judges(records, items, [PREF])
+    ).reindex(columns=[*loaders_judges.JUDGE_COLUMNS, "where"])
+    frame, notes = loaders_judges.attach_judges(records, items, [PREF])
     got = {(r.judge, r.item): r.label for r in frame.itertuples()}
     assert got == {
         ("j", 7): "B",
@@ -232,7 +232,7 @@ def test_loader_errors_name_file_and_line(tmp_path):
         '{"input_id": "q", "system": "a", "label": "A"}\n{"judge": "j", "score": "x"}\n'
     )
     with pytest.raises(ValueError) as exc:
-        loaders.read_judges(judge)
+        loaders_judges.read_judges(judge)
     assert "judge.jsonl: line 1: no 'judge'" in str(exc.value)
     assert "judge.jsonl: line 2: give 'item', or 'input_id' and 'system'" in str(exc.value)
     assert cli_main(["report", str(bad)]) == 2

@@ -54,7 +54,7 @@ def test_report_sections_match_the_analysis_functions():
     assert {w["worker"] for w in workers["workers"]} == {"w0", "w1", "w2", "w3"}
     assert sum(d["count"] for d in workers["methods"][0]["distribution"]) == 30
     text = render_text(rep)
-    assert "spearman (human mean; p = " in text
+    assert "spearman with human mean; p = " in text
     assert "Random-labeller baseline" in text and "Dawid-Skene" in text
     html = render_html(rep)
     assert "Worker-weighted labels" in html and "Agreement among a judge" in html
@@ -67,7 +67,7 @@ def test_one_sample_per_judge_and_missing_crowd_kit_are_explained(monkeypatch):
     ann, jud = study(1)
     jud = jud.drop_duplicates(["item"])
     monkeypatch.setitem(sys.modules, "crowdkit", None)
-    monkeypatch.setattr("analysis.report.crowd_kit_available", lambda: False)
+    monkeypatch.setattr("analysis.report_judges.crowd_kit_available", lambda: False)
     rep = build_report(
         ann, [Property("q", "ordinal", (1, 2, 3, 4, 5))], judges=jud, n_boot=0, worker_models=True
     )
@@ -92,7 +92,7 @@ def test_worker_models_are_computed_on_request_only():
 
 
 def test_records_are_plain_python_with_none_for_every_missing_value():
-    from analysis.report import _records
+    from analysis.report_base import frame_records
 
     frame = pd.DataFrame(
         {
@@ -103,11 +103,11 @@ def test_records_are_plain_python_with_none_for_every_missing_value():
             "ok": np.array([True, False, True]),
         }
     )
-    got = _records(frame)
+    got = frame_records(frame)
     assert got == [
         {"metric": "a", "value": 0.5, "low": None, "n": 3, "ok": True},
         {"metric": "b", "value": None, "low": 0.25, "n": 0, "ok": False},
         {"metric": None, "value": 1.0, "low": None, "n": 2, "ok": True},
     ]
     assert [type(v) for v in got[0].values()] == [str, float, type(None), int, bool]
-    assert _records(frame.iloc[:0]) == []
+    assert frame_records(frame.iloc[:0]) == []
