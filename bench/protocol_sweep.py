@@ -8,7 +8,7 @@ systems, systems far apart (the largest set whose every pair all data decide)
 and random subsets of its inputs. Batch 10, γ 0.05, ``--repeats`` random orders per row (seed 0).
 
     nice -n 10 python bench/protocol_sweep.py [--repeats 4]
-        [--only synthetic|eight|ende|futility|partial-null|bound]
+        [--only synthetic|eight|ende|futility|partial-null|bound|cost]
 
 Prints one markdown row per study: pairs significant on all data, then Correct / Ann. /
 insertions / omissions / inversions of the default and of the paper's protocol
@@ -213,12 +213,51 @@ def partial_null_check(studies: int, overrides: dict[str, Any]) -> None:
         print(f"| {pool} | {spread} | {len(hits)} | {np.mean(hits):.3f} | {se:.3f} |", flush=True)
 
 
+def cost_check(repeats: int, overrides: dict[str, Any]) -> None:
+    """Where the annotations go on the eight-system studies of 100 % and 75 % significant
+    pairs: per study and protocol, the share of the pool and its split into each pair's first
+    batch, its labels up to ``min_annotations`` (the floor) and beyond it; the pairs still at
+    one batch when the study ends (parked until implied or exhausted) and those decided by
+    implication (random orders 0…``repeats`` − 1)."""
+    floor = ProtocolSettings().min_annotations
+    print(
+        "| study | protocol | Ann. | first batch | up to the floor | beyond the floor "
+        "| pairs at one batch | implied |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for share in (1.0, 0.75):
+        for pool in (200, 527):
+            data, how = study_for(share, pool, systems=(8,))
+            total = float(data.pool_sizes.sum())
+            for name, settings in (
+                ("default", ProtocolSettings(batch=10, **overrides)),
+                ("paper", ProtocolSettings.paper_protocol(batch=10)),
+            ):
+                runs = [
+                    replay_once(data, settings, np.random.default_rng(r)) for r in range(repeats)
+                ]
+                used = np.array([r.used for r in runs], dtype=float)
+                parts = (
+                    np.minimum(used, 10),
+                    np.clip(used - 10, 0, floor - 10),
+                    np.maximum(used - floor, 0),
+                )
+                cells = [f"{p.sum(axis=1).mean() / total:.3f}" for p in (used, *parts)]
+                at_one = float(np.mean((used <= 10).sum(axis=1)))
+                implied = float(np.mean([len(r.implied or {}) for r in runs]))
+                print(
+                    f"| {share:.0%}, pool {pool} ({how}) | {name} | {' | '.join(cells)} "
+                    f"| {at_one:.1f} | {implied:.1f} |",
+                    flush=True,
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeats", type=int, default=4)
     p.add_argument(
         "--only",
-        choices=["synthetic", "eight", "ende", "futility", "partial-null", "bound"],
+        choices=["synthetic", "eight", "ende", "futility", "partial-null", "bound", "cost"],
         default=None,
     )
     p.add_argument("--mqm", default=str(MQM))
@@ -236,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.only == "bound":
         bound_check(overrides)
+        return 0
+    if args.only == "cost":
+        cost_check(args.repeats, overrides)
         return 0
     if args.only == "partial-null":
         partial_null_check(60, overrides)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 from django.core.management import call_command
 
-from protocol.replay.simulation import load_mqm, mqm_systems
+from protocol.replay.simulation import PAPER_SYSTEMS, load_mqm, mqm_systems
 
 
 def _mqm(path, seed=0):
@@ -40,3 +40,21 @@ def test_the_command_says_which_systems_it_took_and_reports_null_decisions(tmp_p
     assert result["systems"] == ["A", "B", "C"]
     assert 0 <= result["null"]["decided"] <= 1 and result["null"]["repeats"] == 2
     assert "implied" in result["summary"]
+
+
+def test_a_file_with_the_paper_systems_says_the_others_are_left_out_as_not_the_papers(
+    tmp_path, capsys
+):
+    """WMT21 en-de also rates metric systems on every segment: they are left out because the
+    paper's eleven are taken, not for too few segments."""
+    rng = np.random.default_rng(0)
+    lines = ["system mqm_avg_score seg_id"]
+    for seg in range(20):
+        for system in (*PAPER_SYSTEMS, "metricsystem1"):
+            lines.append(f"{system} {-rng.exponential(1.0):.3f} {seg}")
+    path = tmp_path / "ende.tsv"
+    path.write_text("\n".join(lines) + "\n")
+    call_command("replay", "--mqm", str(path), "--repeats", "1")
+    out = capsys.readouterr().out
+    assert "left out, not among the paper's eleven: metricsystem1 (20 segments)" in out
+    assert "too few segments" not in out

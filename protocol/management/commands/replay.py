@@ -109,9 +109,14 @@ class Command(BaseCommand):
         except (OSError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         left = [f"{s} ({n} segments)" for s, n in sorted(rated.items()) if s not in chosen]
+        why = (
+            "not among the paper's eleven"
+            if chosen == list(simulation.PAPER_SYSTEMS)
+            else "rated on too few segments"
+        )
         self.stdout.write(
             f"Systems ({len(chosen)}): {', '.join(chosen)}"
-            + (f"; left out, rated on too few segments: {', '.join(left)}" if left else "")
+            + (f"; left out, {why}: {', '.join(left)}" if left else "")
         )
 
     def _loop(self, options: dict) -> None:
