@@ -13,8 +13,8 @@ with ``-p tests.xdist_services``, so it runs before pytest-django configures Dja
 
 Tests that cannot share are kept apart by marks: ``xdist_group`` runs a group's tests in one
 worker (the Redis throttle tests share database 3); every other module is a group of its
-own, so module-scoped fixtures are built once; ``alone`` (stopping PostgreSQL or Redis) runs
-in a phase of its own after the parallel one.
+own, so module-scoped fixtures are built once; ``alone`` (stopping PostgreSQL or Redis,
+timing gunicorn, the schemathesis fuzz) runs in a phase of its own after the parallel one.
 """
 
 from __future__ import annotations

@@ -31,7 +31,10 @@ from schemathesis.checks import CHECKS, load_all_checks
 from analysis.views import MAX_N_BOOT
 from tests.conftest import LLMBAR, bundle, pairwise_bundle
 
-pytestmark = pytest.mark.integration
+#: In one process, after the parallel phase (``alone``): schemathesis gives every case of a
+#: test one node id, which pytest-xdist does not run, and the closing test reads the
+#: statuses the fuzzing saw in this process.
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 #: Fuzzed examples per operation and identity (the examples and coverage phases add their
 #: own deterministic cases). Tuned so the module runs in about a minute on 2 cores; a longer
