@@ -31,7 +31,10 @@ from schemathesis.checks import CHECKS, load_all_checks
 from analysis.views import MAX_N_BOOT
 from tests.conftest import LLMBAR, bundle, pairwise_bundle
 
-pytestmark = pytest.mark.integration
+#: In one process, after the parallel phase (``alone``): schemathesis gives every case of a
+#: test one node id, which pytest-xdist does not run, and the closing test reads the
+#: statuses the fuzzing saw in this process.
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 #: Fuzzed examples per operation and identity (the examples and coverage phases add their
 #: own deterministic cases). Tuned so the module runs in about a minute on 2 cores; a longer
@@ -264,6 +267,34 @@ def world(django_db_setup, django_db_blocker):
             call_command("flush", interactive=False, verbosity=0)
 
 
+#: The most bootstrap resamples a report computes here, whatever valid n_boot was asked.
+FUZZ_N_BOOT = 20
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _few_resamples():
+    """A valid bootstrap size (default 1,000, at most 10,000) changes only how long the
+    report takes, not its shape: the query is validated as sent (10,000 is accepted,
+    10,001 answers 400), then at most 20 resamples are drawn. (The coverage phase sends
+    its boundary values as strings: rewriting the query's integers missed them, and the
+    report operation took about five minutes.)"""
+    from analysis import selectors
+
+    study_report = selectors.study_report
+
+    def capped(study, *, n_boot: int = 1000, **options):
+        CALLS.append(n_boot)
+        return study_report(study, n_boot=min(n_boot, FUZZ_N_BOOT), **options)
+
+    selectors.study_report = capped
+    yield
+    selectors.study_report = study_report
+
+
+#: n_boot of every report computed (each capped at FUZZ_N_BOOT).
+CALLS: list[int] = []
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _one_connection_per_test():
     """Requests run inside the test's transaction, so Django must not close the connection
@@ -321,13 +352,6 @@ def _call_and_validate(case, world: World, identity: str) -> None:
         # half of the well-formed ids
         download = case.path.endswith("/download/")
         case.path_parameters["public_id"] = world.export_job if download else world.job
-    if case.operation.path.endswith("/report/"):
-        # A valid bootstrap size (default 1,000, at most 10,000) changes only how long the
-        # report takes: 20 resamples keep every answer's shape at a fraction of the time.
-        query = case.query if isinstance(case.query, dict) else {}
-        n_boot = query.get("n_boot", MAX_N_BOOT)
-        if isinstance(n_boot, int) and not isinstance(n_boot, bool) and 20 < n_boot <= MAX_N_BOOT:
-            case.query = {**query, "n_boot": 20}
     cache.clear()  # throttle counters: this is about conformance; 429 is tested below
     response = case.call_and_validate(
         headers=world.headers(identity),
@@ -508,5 +532,7 @@ def test_the_researcher_got_real_answers_from_every_operation():
     ran = {op for identity, op in SEEN if identity == "researcher"}
     if not ran:
         pytest.skip("the fuzzing tests did not run in this session")
+    # the largest valid bootstrap size was asked, accepted and (capped) computed
+    assert MAX_N_BOOT in CALLS and max(CALLS) == MAX_N_BOOT
     failed = sorted(op for op in ran if not any(200 <= s < 300 for s in SEEN["researcher", op]))
     assert not failed, f"never a 2xx as the researcher: {failed}"

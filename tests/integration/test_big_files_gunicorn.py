@@ -25,6 +25,10 @@ from tests.conftest import bundle
 from tests.integration.test_faults import gunicorn_server
 from tests.services import CeleryWorker, wait_for
 
+#: gunicorn's 3 s worker timeout must not be spent waiting for a CPU that parallel tests
+#: hold (a worker timed out serving the login page): in one process, after the others.
+pytestmark = pytest.mark.alone
+
 TIMEOUT = 3
 INPUTS = 3000
 SYSTEMS = ("m1", "m2", "m3")

@@ -15,6 +15,9 @@ from annotator import services, throttle
 from annotator.models import Annotator, Assignment, Participation
 from tests.conftest import pairwise_bundle
 
+#: Shares Redis database 3 with test_throttle_redis.py: one worker runs both.
+pytestmark = pytest.mark.xdist_group("redis-throttle")
+
 
 @pytest.fixture
 def redis_counts():

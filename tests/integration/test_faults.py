@@ -22,6 +22,9 @@ from tests.conftest import pairwise_bundle
 from tests.protocol_sim import adaptive_bundle, run_workers
 from tests.services import ROOT, CeleryWorker, RoundLock, database_url_for, wait_for
 
+#: Stops and restarts the one PostgreSQL and Redis of the run: in a phase of its own.
+pytestmark = pytest.mark.alone
+
 
 def as_postgres(*cmd: str) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else list(cmd)

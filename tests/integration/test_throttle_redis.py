@@ -4,10 +4,15 @@ import time
 import uuid
 from types import SimpleNamespace
 
+import pytest
 from django.conf import settings
 from django.test import override_settings
 
 from annotator import throttle
+
+#: Redis database 3 holds every xdist worker's counters, keyed by study and address ids
+#: that repeat between the workers' databases: these tests run in one worker.
+pytestmark = pytest.mark.xdist_group("redis-throttle")
 
 
 def test_the_throttle_counts_in_redis_with_an_expiring_key():

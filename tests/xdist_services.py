@@ -1,0 +1,64 @@
+"""Integration and browser tests in parallel (pytest-xdist, ``./run test``): each xdist
+worker process gets its own services, set here before Django reads its settings (loaded
+with ``-p tests.xdist_services``, so it runs before pytest-django configures Django).
+
+- PostgreSQL: pytest-django already names each worker's test database (``test_humeval_gw0``
+  …), and the Celery workers a test starts use that database.
+- Redis: the Celery broker is database ``4 + n`` for worker ``gwn`` (0 is the broker of a
+  run without xdist, 3 holds the throttle's counters): one worker's Celery processes never
+  take another's tasks.
+- The job directory (uploads and exports, named by job id) is the worker's own: two
+  workers' job 1 are different jobs.
+- Live servers, gunicorn and nginx already bind free ports.
+
+Tests that cannot share are kept apart by marks: ``xdist_group`` runs a group's tests in one
+worker (the Redis throttle tests share database 3); every other module is a group of its
+own, so module-scoped fixtures are built once; ``alone`` (stopping PostgreSQL or Redis,
+timing gunicorn, the schemathesis fuzz) runs in a phase of its own after the parallel one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+#: The Redis database of worker gw0's broker; gwN's is FIRST_BROKER_DB + N.
+FIRST_BROKER_DB = 4
+
+
+def worker_index() -> int | None:
+    """The xdist worker's number (``gw3`` → 3), None outside xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") else None
+
+
+def broker_url_for(url: str, index: int) -> str:
+    """``url`` on the worker's own Redis database."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{FIRST_BROKER_DB + index}"))
+
+
+def _own_services() -> None:
+    index = worker_index()
+    broker = os.environ.get("CELERY_BROKER_URL", "")
+    if index is None or not broker.startswith("redis://"):
+        return
+    os.environ["CELERY_BROKER_URL"] = broker_url_for(broker, index)
+    if "HUMEVAL_JOB_DIR" not in os.environ:
+        os.environ["HUMEVAL_JOB_DIR"] = tempfile.mkdtemp(prefix=f"humeval-jobs-gw{index}-")
+
+
+_own_services()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, a test without an ``xdist_group`` is in its module's group
+    (xdist's own hook, which reads the marks, runs after this one)."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
