@@ -24,24 +24,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import agreement, perception
+from analysis import agreement, judges, perception
 from analysis.aggregation import (
     CROWD_KIT_MISSING,
-    PAIRWISE_LABELS,
-    Estimate,
-    LabelCounts,
     crowd_kit_available,
     dawid_skene,
-    holm,
     likert_summary,
     mace,
     majority_vote,
-    pairwise_win_rates,
-    position_bias,
-    prioritisation_check,
     soft_vote,
 )
 from analysis.assisted_report import assisted_section
+from analysis.counts import PAIRWISE_LABELS, LabelCounts
+from analysis.estimates import Estimate
+from analysis.pairwise import holm, pairwise_win_rates, position_bias, prioritisation_check
 from analysis.properties import Property
 from analysis.style_report import style_section
 from ranking.bradley_terry import bradley_terry
@@ -773,7 +769,7 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
     if prop.scale == "ordinal":
         corr = pd.concat(
             [
-                agreement.judge_correlations(lc, judge=name, aggregate=how, **kw)
+                judges.judge_correlations(lc, judge=name, aggregate=how, **kw)
                 for how in ("median", "mean")
             ],
             ignore_index=True,
@@ -784,7 +780,7 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
             "(Judge-Bench Section 4; scipy.stats)"
         )
     else:
-        vs = agreement.judge_vs_majority(lc, judge=name, **kw)
+        vs = judges.judge_vs_majority(lc, judge=name, **kw)
         out["vs_majority"] = _records(vs)
         out["vs_majority_source"] = "judge vs human majority; Cohen 1960 (Judge-Bench Section 4)"
     binning = "median" if prop.scale == "ordinal" else "mode"
@@ -796,7 +792,7 @@ def _judge(lc: LabelCounts, name: str, prop: Property, opts: _Opts) -> dict[str,
         "bins": bins,
     }
     level = "ordinal" if prop.scale == "ordinal" else "nominal"
-    strat = agreement.stratified_agreement(lc, judge=name, level=level, **kw)
+    strat = judges.stratified_agreement(lc, judge=name, level=level, **kw)
     out["stratified"] = {
         "level": level,
         "by": "percentage_agreement",
@@ -813,7 +809,7 @@ def _judges_extra(
     Fig. 1-2) and the agreement among each judge's samples (machine vs machine)."""
     kw = opts.kw
     random_rows = pd.concat(
-        [agreement.random_labeller(lc, distribution=d, **kw) for d in ("human", "uniform")],
+        [judges.random_labeller(lc, distribution=d, **kw) for d in ("human", "uniform")],
         ignore_index=True,
     )
     out: dict[str, Any] = {
@@ -824,7 +820,7 @@ def _judges_extra(
         out["samples_reason"] = "no judge labels for this property"
         return out
     level = "ordinal" if prop.scale == "ordinal" else "nominal"
-    samples = agreement.judge_sample_agreement(jud, labels=list(prop.labels), level=level, **kw)
+    samples = judges.judge_sample_agreement(jud, labels=list(prop.labels), level=level, **kw)
     out["samples"] = _records(samples)
     out["samples_source"] = (
         f"several samples of one judge per item as raters: percentage agreement (A.4 Eq. 3), "
