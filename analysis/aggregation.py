@@ -47,7 +47,8 @@ def soft_mode(counts: np.ndarray) -> np.ndarray:
     top = counts.max(axis=1, keepdims=True)
     is_mode = (counts == top) & (top > 0)
     n_modes = is_mode.sum(axis=1, keepdims=True)
-    return np.divide(is_mode, n_modes, out=np.zeros(counts.shape), where=n_modes > 0)
+    soft: np.ndarray = np.divide(is_mode, n_modes, out=np.zeros(counts.shape), where=n_modes > 0)
+    return soft
 
 
 def median_positions(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +340,7 @@ def _fast_mace(base: type) -> type:
     knowing counts by worker in ``factorize`` order — so its labels and competences equal
     crowd-kit's (``tests/unit/analysis/test_worker_models.py``)."""
 
-    class FastMACE(base):  # type: ignore[misc, valid-type]
+    class FastMACE(base):  # type: ignore[misc]
         def _e_step(
             self,
             annotation: pd.DataFrame,

@@ -14,7 +14,7 @@ agreement equals its expectation over a uniform tie-break and every figure is de
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,8 @@ def mean_terms(values: np.ndarray, defined: np.ndarray) -> np.ndarray:
 
 def mean_reduce(s: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return s[:, 0] / s[:, 1]
+        means: np.ndarray = s[:, 0] / s[:, 1]
+        return means
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,7 +80,8 @@ def loo_expected(counts: np.ndarray, target: np.ndarray | None) -> np.ndarray:
         match = mode[:, c] if target is None else (mode * target[has]).sum(axis=1)
         hits[has] += counts[has, c] * match
     with np.errstate(divide="ignore", invalid="ignore"):
-        return hits / m
+        rate: np.ndarray = hits / m
+        return rate
 
 
 def _loo_random(
@@ -228,7 +230,8 @@ def _loo_random_estimate(
 def _pick(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cum = np.cumsum(counts, axis=1)
     u = rng.random(counts.shape[0]) * cum[:, -1]
-    return np.minimum((cum <= u[:, None]).sum(axis=1), counts.shape[1] - 1)
+    picked: np.ndarray = np.minimum((cum <= u[:, None]).sum(axis=1), counts.shape[1] - 1)
+    return picked
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,7 +247,7 @@ def pa_values(counts: np.ndarray, reference: str, values: np.ndarray | None = No
             top = counts.max(axis=1)
             return np.where(top > 1, top / m, 0.0)
         if reference == "median":
-            below, above = median_bins(counts, values)
+            below, above = median_bins(counts, cast(np.ndarray, values))
             rows = np.arange(len(m))
             share = np.maximum(counts[rows, below], counts[rows, above]) / m
             return np.where(below >= 0, share, np.nan)
@@ -359,7 +362,8 @@ def alpha_reducer(level: Level, values: np.ndarray | None, k: int) -> Reducer:
         observed = (o * dist).sum(axis=1)
         expected = (nv[:, iu] * nv[:, ju] * dist).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return 1.0 - (n - 1.0) * observed / expected
+            alpha: np.ndarray = 1.0 - (n - 1.0) * observed / expected
+            return alpha
 
     return reduce
 
@@ -556,13 +560,15 @@ Weights = Literal["linear", "quadratic"] | None
 
 def _weight_matrix(k: int, weights: Weights) -> np.ndarray:
     idx = np.arange(k)
-    diff = np.abs(idx[:, None] - idx[None, :]).astype(np.float64)
+    diff: np.ndarray = np.abs(idx[:, None] - idx[None, :]).astype(np.float64)
     if weights is None:
-        return (diff > 0).astype(np.float64)
+        unweighted: np.ndarray = (diff > 0).astype(np.float64)
+        return unweighted
     if weights == "linear":
         return diff
     if weights == "quadratic":
-        return diff**2
+        squared: np.ndarray = diff**2
+        return squared
     raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
 
 
@@ -575,7 +581,8 @@ def cohen_reducer(k: int, weights: Weights) -> Reducer:
         n = o.sum(axis=(1, 2))
         e = o.sum(axis=2)[:, :, None] * o.sum(axis=1)[:, None, :] / n[:, None, None]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return 1.0 - (o * w).sum(axis=(1, 2)) / (e * w).sum(axis=(1, 2))
+            kappa: np.ndarray = 1.0 - (o * w).sum(axis=(1, 2)) / (e * w).sum(axis=(1, 2))
+            return kappa
 
     return reduce
 

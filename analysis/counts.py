@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,7 +47,8 @@ def _sorted_labels(values: np.ndarray) -> pd.Index:
 
 def _numeric_values(labels: pd.Index) -> np.ndarray | None:
     if labels.dtype.kind in "iuf":
-        return labels.to_numpy(dtype=float)
+        numeric: np.ndarray = labels.to_numpy(dtype=float)
+        return numeric
     return None
 
 
@@ -57,7 +59,8 @@ def _label_codes(values: pd.Series, labels: pd.Index, what: str) -> np.ndarray:
         raise ValueError(
             f"{what} contain labels outside the declared label set {list(labels)}: {list(unknown)}"
         )
-    return codes.astype(np.int64)
+    coded: np.ndarray = codes.astype(np.int64)
+    return coded
 
 
 def _factorize_sorted(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -100,7 +103,7 @@ class LabelCounts:
     labels: pd.Index
     human: np.ndarray
     judges: Mapping[str, np.ndarray] = field(default_factory=dict)
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_frames(
@@ -194,7 +197,8 @@ class LabelCounts:
         if key not in self._cache:
             blocks = [self.human] if judge is None else [self.human, self.judge_counts(judge)[1]]
             self._cache[key] = find_patterns(np.hstack(blocks))
-        return self._cache[key]
+        patterns: Patterns = self._cache[key]
+        return patterns
 
 
 def as_label_counts(

@@ -98,7 +98,9 @@ def as_generator(seed: SeedLike) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def _multinomial_chunks(freq: np.ndarray, n_boot: int, rng: np.random.Generator) -> Iterable:
+def _multinomial_chunks(
+    freq: np.ndarray, n_boot: int, rng: np.random.Generator
+) -> Iterable[np.ndarray]:
     n = int(freq.sum())
     pvals = freq / n
     step = max(1, BOOTSTRAP_CACHE_CELLS // max(1, len(freq)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -79,11 +79,13 @@ def _weighted_pearson(t: np.ndarray, xv: np.ndarray, yv: np.ndarray) -> np.ndarr
         cov = np.einsum("bij,bi,bj->b", t, dx, dy)
         vx = (rx * dx**2).sum(axis=1)
         vy = (cy * dy**2).sum(axis=1)
-        return cov / np.sqrt(vx * vy)
+        r: np.ndarray = cov / np.sqrt(vx * vy)
+        return r
 
 
 def _midranks(margin: np.ndarray) -> np.ndarray:
-    return np.cumsum(margin, axis=1) - margin + (margin + 1.0) / 2.0
+    ranks: np.ndarray = np.cumsum(margin, axis=1) - margin + (margin + 1.0) / 2.0
+    return ranks
 
 
 def _table_correlation(t: np.ndarray, xv: np.ndarray, yv: np.ndarray, method: Method) -> np.ndarray:
@@ -106,7 +108,8 @@ def _table_correlation(t: np.ndarray, xv: np.ndarray, yv: np.ndarray, method: Me
         n1 = (rx * (rx - 1) / 2.0).sum(axis=1)
         n2 = (cy * (cy - 1) / 2.0).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return s / np.sqrt((n0 - n1) * (n0 - n2))
+            tau: np.ndarray = s / np.sqrt((n0 - n1) * (n0 - n2))
+            return tau
     raise ValueError(f"method must be 'spearman', 'kendall' or 'pearson', got {method!r}")
 
 
@@ -160,6 +163,7 @@ def _correlation(
         res = stats.pearsonr(xa, ya)
     else:
         raise ValueError(f"method must be 'spearman', 'kendall' or 'pearson', got {method!r}")
+    p: float | None
     point, p = float(res.statistic), float(res.pvalue)
     p = p if math.isfinite(p) else None
     if n_boot <= 0:
@@ -384,7 +388,7 @@ def judge_sample_agreement(
             why = "needs two or more samples per item; this judge has one"
             ests = {m: Estimate.undefined(why) for m in ("percentage_agreement", "alpha")}
         else:
-            kw = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
+            kw: dict[str, Any] = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
             ests = {
                 "percentage_agreement": percentage_agreement(lc, **kw),
                 "alpha": krippendorff_alpha(lc, level=level, **kw),
@@ -520,7 +524,7 @@ def stratified_agreement(
         values = lc.ordinal_values()
         hw, mw = soft_median(c, values), soft_median(jc, values)
         pa = pa_values(c, "median", values)
-        binning = "median"
+        binning: Literal["median", "mode"] = "median"
     elif level == "nominal":
         values = lc.values if lc.values is not None else np.arange(k, dtype=np.float64)
         hw, mw = soft_mode(c), soft_mode(jc)
@@ -541,7 +545,7 @@ def stratified_agreement(
         raise ValueError("by must be 'percentage_agreement' or 'n_unique'")
 
     _, bw = bin_weights(c, lc.labels, binning, "split")
-    blocks: list[tuple[str, str, np.ndarray, Reducer, str]] = []
+    blocks: list[tuple[str, str, np.ndarray, Reducer | None, str]] = []
     alpha_red = alpha_reducer(level, values, k)
     ones = np.ones(len(c))
     blocks += [
@@ -589,7 +593,7 @@ def stratified_agreement(
                 placed[id(terms)] = slice(start, start + terms.shape[1])
                 start += terms.shape[1]
             slices.append(placed[id(terms)])
-            reducers.append(red)
+            reducers.append(cast(Reducer, red))  # a None in blocks was replaced above
             reasons.append(why)
         vp = np.hstack(cols)
         total = (pat.freq[idx] @ vp)[None, :]
@@ -620,8 +624,8 @@ def stratified_agreement(
             stats[key] = Estimate(point, lo, hi, n_s, n_ok)
         for metric in ("alpha", "percentage_agreement", "fleiss", "randolph", "jsd_b"):
             rows.append(_strat_row(name, sname, n_s, total_valid, metric, stats, reps, confidence))
-    cols = [f"{c}{s}" for c in ("hh", "hm", "h1m", "delta") for s in ("", "_low", "_high")]
-    return nullable_floats(pd.DataFrame(rows), cols)
+    columns = [f"{c}{s}" for c in ("hh", "hm", "h1m", "delta") for s in ("", "_low", "_high")]
+    return nullable_floats(pd.DataFrame(rows), columns)
 
 
 def _strat_row(
@@ -655,7 +659,7 @@ def _strat_row(
             reasons.append(f"{comp}: {est.reason}")
     hh, hm = stats.get((metric, "hh")), stats.get((metric, "hm"))
     if hh is not None and hm is not None and hh.defined and hm.defined:
-        row["delta"] = hh.value - hm.value
+        row["delta"] = cast(float, hh.value) - cast(float, hm.value)
         lo, hi, _ = percentile_interval(reps[(metric, "hh")] - reps[(metric, "hm")], confidence)
         row["delta_low"], row["delta_high"] = lo, hi
     else:

@@ -213,7 +213,9 @@ def prioritisation_check(
         if not 0 < k <= 100:
             raise ValueError("percents must lie in (0, 100]")
         m = max(1, math.ceil(k * n / 100 - 1e-9))
-        draws = rng.hypergeometric(total, n - total, m, size=n_orders) / m if n_orders else []
+        draws: np.ndarray | list[float] = (
+            rng.hypergeometric(total, n - total, m, size=n_orders) / m if n_orders else []
+        )
         rows.append(
             {
                 "k_percent": float(k),
