@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.aggregation import PAIRWISE_LABELS
+from analysis.counts import PAIRWISE_LABELS
 from analysis.properties import Property
 from kinds.criteria import IMPLICIT, STRENGTH_LABELS, strength_property
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.aggregation import PAIRWISE_LABELS
+from analysis.counts import PAIRWISE_LABELS
 from analysis.criteria import export_criteria
 from analysis.properties import Property
 from formats import judgebench

@@ -8,7 +8,7 @@ by its share of items (Eq. 2); the perception charts (Section 3.3) show the same
 An item between bins (median 2.5 of [2, 3], or several modes) goes by ``ties``: ``"split"``
 (default) counts it ½ (1/t) in each neighbouring bin, order-independent; ``"own_bin"``
 (ordinal) gives it bin ``2.5``; ``"drop"`` keeps it only in ``n``, as the reference code
-(Appendix A.7) does. Input frames: :mod:`analysis.aggregation`.
+(Appendix A.7) does. Input frames: :mod:`analysis.counts`.
 """
 
 from __future__ import annotations
@@ -20,18 +20,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from analysis.aggregation import (
-    PAIRWISE_LABELS,
-    Estimate,
-    LabelCounts,
-    SeedLike,
-    as_label_counts,
-    estimate_from_sums,
-    median_bins,
-    median_positions,
-    soft_median,
-    soft_mode,
-)
+from analysis.aggregation import median_bins, median_positions, soft_median, soft_mode
+from analysis.counts import PAIRWISE_LABELS, LabelCounts, as_label_counts
+from analysis.estimates import Estimate, SeedLike, estimate_from_sums
 
 __all__ = [
     "BinnedJSD",

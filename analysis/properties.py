@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from analysis.aggregation import PAIRWISE_LABELS
+from analysis.counts import PAIRWISE_LABELS
 
 __all__ = ["Property", "Scale"]
 

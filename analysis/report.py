@@ -23,13 +23,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import agreement
-from analysis.aggregation import (
-    PAIRWISE_LABELS,
-    Estimate,
-    LabelCounts,
-    soft_vote,
-)
+from analysis.aggregation import soft_vote
 from analysis.assisted_report import assisted_section
+from analysis.counts import PAIRWISE_LABELS, LabelCounts
+from analysis.estimates import Estimate
 from analysis.properties import Property
 from analysis.report_base import (
     REPORT_SCHEMA,

@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.aggregation import (
-    Estimate,
-)
+from analysis.estimates import Estimate
 
 REPORT_SCHEMA = "humeval.report/1"
 
@@ -40,7 +38,7 @@ def json_safe(obj: Any) -> Any:
 
 
 def estimate_dict(est: Estimate, **extra: Any) -> dict[str, Any]:
-    """An :class:`~analysis.aggregation.Estimate` as a dict, ``extra`` keys first."""
+    """An :class:`~analysis.estimates.Estimate` as a dict, ``extra`` keys first."""
     return {**extra, **json_safe(est.as_dict())}
 
 

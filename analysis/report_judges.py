@@ -7,15 +7,15 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import agreement, perception
+from analysis import agreement, judges, perception
 from analysis.aggregation import (
     CROWD_KIT_MISSING,
-    LabelCounts,
     crowd_kit_available,
     dawid_skene,
     mace,
     majority_vote,
 )
+from analysis.counts import LabelCounts
 from analysis.properties import Property
 from analysis.report_base import ReportOptions, estimate_dict, frame_records, json_safe
 
@@ -47,7 +47,7 @@ def judge_figures(
     if prop.scale == "ordinal":
         corr = pd.concat(
             [
-                agreement.judge_correlations(lc, judge=name, aggregate=how, **kw)
+                judges.judge_correlations(lc, judge=name, aggregate=how, **kw)
                 for how in ("median", "mean")
             ],
             ignore_index=True,
@@ -58,7 +58,7 @@ def judge_figures(
             "(Judge-Bench Section 4; scipy.stats)"
         )
     else:
-        vs = agreement.judge_vs_majority(lc, judge=name, **kw)
+        vs = judges.judge_vs_majority(lc, judge=name, **kw)
         out["vs_majority"] = frame_records(vs)
         out["vs_majority_source"] = "judge vs human majority; Cohen 1960 (Judge-Bench Section 4)"
     binning = "median" if prop.scale == "ordinal" else "mode"
@@ -70,7 +70,7 @@ def judge_figures(
         "bins": bins,
     }
     level = "ordinal" if prop.scale == "ordinal" else "nominal"
-    strat = agreement.stratified_agreement(lc, judge=name, level=level, **kw)
+    strat = judges.stratified_agreement(lc, judge=name, level=level, **kw)
     out["stratified"] = {
         "level": level,
         "by": "percentage_agreement",
@@ -87,7 +87,7 @@ def judges_extra_figures(
     Fig. 1-2) and the agreement among each judge's samples (machine vs machine)."""
     kw = opts.kw
     random_rows = pd.concat(
-        [agreement.random_labeller(lc, distribution=d, **kw) for d in ("human", "uniform")],
+        [judges.random_labeller(lc, distribution=d, **kw) for d in ("human", "uniform")],
         ignore_index=True,
     )
     out: dict[str, Any] = {
@@ -98,7 +98,7 @@ def judges_extra_figures(
         out["samples_reason"] = "no judge labels for this property"
         return out
     level = "ordinal" if prop.scale == "ordinal" else "nominal"
-    samples = agreement.judge_sample_agreement(jud, labels=list(prop.labels), level=level, **kw)
+    samples = judges.judge_sample_agreement(jud, labels=list(prop.labels), level=level, **kw)
     out["samples"] = frame_records(samples)
     out["samples_source"] = (
         f"several samples of one judge per item as raters: percentage agreement (A.4 Eq. 3), "

@@ -8,14 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.aggregation import (
-    LabelCounts,
-    holm,
-    likert_summary,
-    pairwise_win_rates,
-    position_bias,
-    prioritisation_check,
-)
+from analysis.aggregation import likert_summary
+from analysis.counts import LabelCounts
+from analysis.pairwise import holm, pairwise_win_rates, position_bias, prioritisation_check
 from analysis.report_base import ReportOptions, frame_records, with_reason
 from ranking.bradley_terry import bradley_terry
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.aggregation import (
+from analysis.estimates import (
     Estimate,
     SeedLike,
     bootstrap_sums,

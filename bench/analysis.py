@@ -30,13 +30,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis import agreement, perception  # noqa: E402
-from analysis.aggregation import (  # noqa: E402
-    LabelCounts,
-    clear_bootstrap_cache,
-    likert_summary,
-    majority_vote,
-)
+from analysis import agreement, judges, perception  # noqa: E402
+from analysis.aggregation import likert_summary, majority_vote  # noqa: E402
+from analysis.counts import LabelCounts  # noqa: E402
+from analysis.estimates import clear_bootstrap_cache  # noqa: E402
 from analysis.report import Property, build_report  # noqa: E402
 
 LABELS = [1, 2, 3, 4, 5]
@@ -104,16 +101,16 @@ def run_report(ann: pd.DataFrame, jud: pd.DataFrame, n_boot: int) -> dict[str, f
     timed("alpha_interval", lambda: agreement.krippendorff_alpha(lc, level="interval", **kw))
     timed("fleiss", lambda: agreement.fleiss_kappa(lc, **kw))
     timed("randolph", lambda: agreement.randolph_kappa(lc, **kw))
-    timed("judge_vs_majority", lambda: agreement.judge_vs_majority(lc, **kw))
-    timed("judge_correlations", lambda: agreement.judge_correlations(lc, **kw))
+    timed("judge_vs_majority", lambda: judges.judge_vs_majority(lc, **kw))
+    timed("judge_correlations", lambda: judges.judge_correlations(lc, **kw))
     timed("binned_jsd", lambda: perception.binned_jsd(lc, **kw))
     timed(
         "stratified_pa",
-        lambda: agreement.stratified_agreement(lc, level="ordinal", **kw),
+        lambda: judges.stratified_agreement(lc, level="ordinal", **kw),
     )
     timed(
         "stratified_unique",
-        lambda: agreement.stratified_agreement(lc, level="ordinal", by="n_unique", **kw),
+        lambda: judges.stratified_agreement(lc, level="ordinal", by="n_unique", **kw),
     )
     timed("perception_chart", lambda: perception.ordinal_perception_chart(lc))
     return steps

@@ -367,7 +367,7 @@ def criterion_labels(opts: Mapping[str, Any], answer: Mapping[str, Any]) -> list
     return out
 
 
-#: A study's pairwise labels in report order (``analysis.aggregation.PAIRWISE_LABELS``).
+#: A study's pairwise labels in report order (``analysis.counts.PAIRWISE_LABELS``).
 PAIRWISE_VALUES = vocab.PAIRWISE_LABELS
 #: The ordinal labels of a ``<name>_strength`` report property.
 STRENGTH_LABELS = (-2, -1, 0, 1, 2)

@@ -16,7 +16,8 @@ from rest_framework.test import APIClient
 
 from analysis import agreement, selectors
 from analysis.__main__ import main as cli_main
-from analysis.aggregation import pairwise_win_rates, soft_vote
+from analysis.aggregation import soft_vote
+from analysis.pairwise import pairwise_win_rates
 from annotator import services
 from annotator.models import Annotation, Item, Participation
 from tests.conftest import active_markup, bundle, make_superuser, pairwise_bundle

@@ -14,7 +14,9 @@ import pytest
 
 from analysis import agreement, loaders, loaders_judges
 from analysis.__main__ import main as cli_main
-from analysis.aggregation import pairwise_win_rates, soft_vote
+from analysis.aggregation import soft_vote
+from analysis.judges import judge_vs_majority
+from analysis.pairwise import pairwise_win_rates
 from analysis.render import render_html, render_text
 from analysis.report import Property, build_report
 from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, ROOT, active_markup, boss_client
@@ -104,7 +106,7 @@ def test_figures_equal_the_core():
     judge = prop["judges"][0]
     outer = agreement.loo_agreement_outer(ann, judges, judge="llm", **core_kw)
     assert judge["loo_outer"]["value"] == pytest.approx(outer.value)
-    kappa = agreement.judge_vs_majority(ann, judges, judge="llm", **core_kw)
+    kappa = judge_vs_majority(ann, judges, judge="llm", **core_kw)
     got_kappa = next(r for r in judge["vs_majority"] if r["metric"] == "cohen_kappa")
     assert got_kappa["value"] == pytest.approx(
         kappa.set_index("metric").loc["cohen_kappa", "value"]

@@ -1,7 +1,7 @@
 """The pairwise vocabulary is defined once (``formats.vocab``, issue 26): every module that
 names the labels takes them from there, so a reader and a writer cannot drift apart."""
 
-from analysis import aggregation, assisted_report
+from analysis import assisted_report, counts
 from annotator import judging
 from annotator import selectors as annotator_selectors
 from annotator.choices import Preference
@@ -12,7 +12,7 @@ from protocol.management.commands import replay
 
 
 def test_every_module_takes_the_labels_from_the_vocabulary():
-    assert aggregation.PAIRWISE_LABELS is vocab.PAIRWISE_LABELS
+    assert counts.PAIRWISE_LABELS is vocab.PAIRWISE_LABELS
     assert judgebench_export.PAIRWISE_LABELS is vocab.PAIRWISE_LABELS
     assert criteria.PAIRWISE_VALUES is vocab.PAIRWISE_LABELS
     assert pairwise.SIDE_NEUTRAL is vocab.SIDE_NEUTRAL

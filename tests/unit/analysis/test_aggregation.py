@@ -10,7 +10,9 @@ import pytest
 from scipy.stats import binomtest
 
 from analysis import aggregation as agg
-from analysis.aggregation import Estimate, LabelCounts
+from analysis import counts, estimates, pairwise
+from analysis.counts import LabelCounts
+from analysis.estimates import Estimate
 
 
 def long_frame(items: dict) -> pd.DataFrame:
@@ -39,10 +41,10 @@ def test_label_counts_encoding_and_validation():
 
 def test_pivot_labels():
     ann = pd.DataFrame({"item": ["x", "x", "y"], "annotator": ["u", "v", "v"], "label": [1, 2, 3]})
-    m = agg.pivot_labels(ann)
+    m = counts.pivot_labels(ann)
     assert m.loc["x", "u"] == 1 and m.loc["y", "v"] == 3 and np.isnan(m.loc["y", "u"])
     with pytest.raises(ValueError, match="more than one label"):
-        agg.pivot_labels(pd.concat([ann, ann.iloc[:1]]))
+        counts.pivot_labels(pd.concat([ann, ann.iloc[:1]]))
 
 
 def test_estimate_undefined_has_reason():
@@ -113,7 +115,9 @@ def test_pairwise_win_rates_orients_pairs():
             "system_b": ["m2", "m2", "m2", "m1", "m1", "m1"],
         }
     )
-    res = agg.pairwise_win_rates(outcomes, pairs, n_boot=200).set_index(["system_1", "system_2"])
+    res = pairwise.pairwise_win_rates(outcomes, pairs, n_boot=200).set_index(
+        ["system_1", "system_2"]
+    )
     # m1 vs m2: items 0,1 m1 wins; 2 m2 wins; 3 tie; 4 (m2 shown as A, B wins) m1 wins
     row = res.loc[("m1", "m2")]
     assert (row["wins_1"], row["wins_2"], row["ties"], row["n_items"]) == (3, 1, 1, 5)
@@ -129,40 +133,40 @@ def test_pairwise_win_rates_orients_pairs():
 
 def test_find_patterns_groups_rows():
     m = np.array([[1, 2], [0, 0], [1, 2], [3, 1]])
-    pat = agg.find_patterns(m)
+    pat = counts.find_patterns(m)
     assert pat.freq.sum() == 4 and len(pat.freq) == 3
     assert (pat.rows[pat.inverse] == m).all()
 
 
 def test_bootstrap_counts_are_resamples_of_n_items():
     freq = np.array([5, 1, 30, 4])
-    w = agg.bootstrap_counts(freq, n_boot=500, seed=1)
+    w = estimates.bootstrap_counts(freq, n_boot=500, seed=1)
     assert w.shape == (500, 4) and (w.sum(axis=1) == 40).all()
-    assert (agg.bootstrap_counts(freq, 500, seed=1) == w).all()
-    assert not (agg.bootstrap_counts(freq, 500, seed=2) == w).all()
+    assert (estimates.bootstrap_counts(freq, 500, seed=1) == w).all()
+    assert not (estimates.bootstrap_counts(freq, 500, seed=2) == w).all()
     # each pattern's count is Binomial(40, freq/40): mean freq
     assert w.mean(axis=0) == pytest.approx(freq, rel=0.1)
 
 
 def test_memoised_bootstrap_counts_are_one_multinomial_draw_shared_without_copies():
     freq = np.random.default_rng(3).integers(1, 50, size=777)
-    agg.clear_bootstrap_cache()
-    w = agg.bootstrap_counts(freq, n_boot=250, seed=5)
+    estimates.clear_bootstrap_cache()
+    w = estimates.bootstrap_counts(freq, n_boot=250, seed=5)
     # the seeded stream of one multinomial call (the report's pinned intervals rely on it)
     n = freq.sum()
     assert (w == np.random.default_rng(5).multinomial(n, freq / n, size=250)).all()
     # the memoised matrix itself, read-only: a statistic's resamples cost no copy
-    again = agg.bootstrap_counts(freq, n_boot=250, seed=5)
+    again = estimates.bootstrap_counts(freq, n_boot=250, seed=5)
     assert np.shares_memory(w, again) and not w.flags.writeable
-    agg.clear_bootstrap_cache()
+    estimates.clear_bootstrap_cache()
 
 
 @pytest.mark.parametrize("seed", [0, np.random.default_rng(0)])
 def test_bootstrap_of_a_mean_matches_naive_resampling(seed):
     rng = np.random.default_rng(3)
     x = rng.integers(0, 4, size=400).astype(float)  # per-item values with repeats
-    pat = agg.find_patterns(x[:, None].astype(np.int64))
-    sums = agg.bootstrap_sums(pat.rows.astype(float), pat.freq, n_boot=4000, seed=seed)
+    pat = counts.find_patterns(x[:, None].astype(np.int64))
+    sums = estimates.bootstrap_sums(pat.rows.astype(float), pat.freq, n_boot=4000, seed=seed)
     means = sums[:, 0] / len(x)
     naive = np.array([x[rng.integers(0, len(x), len(x))].mean() for _ in range(4000)])
     # the standard error of a mean is sd / sqrt(n); both bootstraps estimate it
@@ -174,13 +178,13 @@ def test_bootstrap_of_a_mean_matches_naive_resampling(seed):
 
 def test_estimate_from_sums_reports_undefined_point_and_partial_resamples():
     vals = np.array([[1.0, 1.0], [0.0, 0.0]])  # ratio of column sums; second pattern has 0/0
-    est = agg.estimate_from_sums(
+    est = estimates.estimate_from_sums(
         vals, np.array([1, 9]), lambda s: s[:, 0] / s[:, 1], n=10, n_boot=400, seed=0
     )
     assert est.value == 1.0
     # resamples without the first pattern give 0/0: (9/10)^10 ~ 35% of them
     assert 0 < est.n_boot < 400 and "resamples in which it was defined" in est.reason
-    bad = agg.estimate_from_sums(
+    bad = estimates.estimate_from_sums(
         vals, np.array([0, 5]), lambda s: s[:, 0] / s[:, 1], n=5, undefined="nothing to divide"
     )
     assert bad.value is None and bad.reason == "nothing to divide"
@@ -193,13 +197,13 @@ def test_holm_matches_statsmodels_and_the_worked_example():
     from statsmodels.stats.multitest import multipletests
 
     # by hand: sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04; running max 0.06
-    assert agg.holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert pairwise.holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
     rng = np.random.default_rng(7)
     for p in (rng.uniform(size=9), rng.uniform(0, 0.05, size=30), [0.2, 0.2, 0.01, 0.9, 0.6]):
         reference = multipletests(p, method="holm")[1]
-        assert agg.holm(p) == pytest.approx(reference, abs=1e-12)
-    assert agg.holm([0.5, 0.7]).tolist() == [1.0, 1.0]  # capped at 1
-    assert agg.holm([]).tolist() == []
+        assert pairwise.holm(p) == pytest.approx(reference, abs=1e-12)
+    assert pairwise.holm([0.5, 0.7]).tolist() == [1.0, 1.0]  # capped at 1
+    assert pairwise.holm([]).tolist() == []
 
 
 def test_position_bias_counts_and_binomial_test():
@@ -212,7 +216,7 @@ def test_position_bias_counts_and_binomial_test():
             + ["tie", "tie"],
         }
     )
-    res = agg.position_bias(frame)
+    res = pairwise.position_bias(frame)
     overall = res[res["scope"] == "overall"].iloc[0]
     assert (overall["n"], overall["n_left"], overall["n_excluded"]) == (12, 9, 4)
     assert overall["p_value"] == pytest.approx(binomtest(9, 12, 0.5).pvalue)
@@ -223,7 +227,7 @@ def test_position_bias_counts_and_binomial_test():
     assert u["p_value"] == pytest.approx(112 / 1024)
     w = res[res["rater"] == "w"].iloc[0]
     assert w["n"] == 0 and pd.isna(w["p_value"]) and "nothing to test" in w["reason"]
-    same = agg.position_bias(
+    same = pairwise.position_bias(
         frame.assign(chose_left=frame["raw"].map({"left": True, "right": False})).drop(
             columns="raw"
         )
@@ -237,7 +241,7 @@ def test_position_bias_counts_and_binomial_test():
 def test_prioritisation_check_perfect_and_random():
     n, ties = 200, 50
     frame = pd.DataFrame({"priority": np.arange(n, 0, -1), "is_tie": np.arange(n) >= n - ties})
-    res = agg.prioritisation_check(frame, n_orders=2000, seed=1).set_index("k_percent")
+    res = pairwise.prioritisation_check(frame, n_orders=2000, seed=1).set_index("k_percent")
     # ties have the lowest priority: none among the top 75%
     assert (res.loc[[10.0, 50.0, 70.0], "tie_rate"] == 0).all()
     assert res.loc[100.0, "tie_rate"] == res.loc[100.0, "random_mean"] == ties / n
@@ -254,7 +258,7 @@ def test_prioritisation_random_orders_match_permutations():
     rng = np.random.default_rng(5)
     is_tie = rng.random(60) < 0.3
     frame = pd.DataFrame({"priority": rng.random(60), "is_tie": is_tie})
-    res = agg.prioritisation_check(frame, percents=[25], n_orders=4000, seed=2).iloc[0]
+    res = pairwise.prioritisation_check(frame, percents=[25], n_orders=4000, seed=2).iloc[0]
     perm = np.array([is_tie[rng.permutation(60)[:15]].mean() for _ in range(4000)])
     assert res["random_mean"] == pytest.approx(perm.mean(), abs=0.01)
     assert res["random_std"] == pytest.approx(perm.std(ddof=1), rel=0.08)

@@ -16,7 +16,8 @@ from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from analysis import agreement as ag
-from analysis.aggregation import LabelCounts
+from analysis import judges
+from analysis.counts import LabelCounts
 
 
 def long_frame(items: dict, rater: str = "annotator") -> pd.DataFrame:
@@ -198,8 +199,8 @@ def test_alpha_bootstrap_reducer_equals_package(level, seed):
     lc = LabelCounts.from_frames(long_frame(human), labels=[1, 2, 3, 4, 5])
     vals = np.array([1.0, 2, 3, 4, 5])
     pkg = krippendorff.alpha(value_counts=lc.human, value_domain=vals, level_of_measurement=level)
-    sums = ag._alpha_terms(lc.human).sum(axis=0)[None, :]
-    mine = ag._alpha_reducer(level, vals, 5)(sums)[0]
+    sums = ag.alpha_terms(lc.human).sum(axis=0)[None, :]
+    mine = ag.alpha_reducer(level, vals, 5)(sums)[0]
     assert mine == pytest.approx(pkg, abs=1e-12)
     # and the estimate's value is the package's
     assert ag.krippendorff_alpha(lc, level=level).value == pytest.approx(pkg, abs=1e-12)
@@ -209,14 +210,14 @@ def test_alpha_two_soft_raters_equal_package_on_hard_labels():
     rng = np.random.default_rng(9)
     x, y = rng.integers(0, 4, 60), rng.integers(0, 4, 60)
     eye = np.eye(4)
-    sums = ag._alpha_terms_two(eye[x], eye[y]).sum(axis=0)[None, :]
+    sums = ag.alpha_terms_two(eye[x], eye[y]).sum(axis=0)[None, :]
     for level in ("nominal", "ordinal", "interval"):
         pkg = krippendorff.alpha(
             reliability_data=np.vstack([x, y]).astype(float),
             level_of_measurement=level,
             value_domain=[0, 1, 2, 3],
         )
-        mine = ag._alpha_reducer(level, np.arange(4.0), 4)(sums)[0]
+        mine = ag.alpha_reducer(level, np.arange(4.0), 4)(sums)[0]
         assert mine == pytest.approx(pkg, abs=1e-12)
 
 
@@ -365,8 +366,8 @@ def test_fleiss_reducer_matches_statsmodels_on_random_tables(seed):
     rng = np.random.default_rng(seed)
     table = rng.multinomial(6, [0.5, 0.3, 0.2], size=40)
     for method in ("fleiss", "randolph"):
-        sums = ag._fleiss_terms(table, 6.0).sum(axis=0)[None, :]
-        mine = ag._kappa_reducer(method, 6.0, 3)(sums)[0]
+        sums = ag.fleiss_terms(table, 6.0).sum(axis=0)[None, :]
+        mine = ag.kappa_reducer(method, 6.0, 3)(sums)[0]
         assert mine == pytest.approx(sm_fleiss_kappa(table, method=method), abs=1e-12)
 
 
@@ -419,7 +420,7 @@ def test_table_correlation_equals_scipy_with_ties(method):
     rng = np.random.default_rng(11)
     xl, yl = np.array([1.0, 1.5, 2, 3, 4.5]), np.array([1.0, 2, 3])
     tables = rng.integers(0, 6, size=(5, 5, 3)).astype(float)
-    got = ag._table_correlation(tables, xl, yl, method)
+    got = judges._table_correlation(tables, xl, yl, method)
     fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
     for t, value in zip(tables, got, strict=True):
         x = np.repeat(np.repeat(xl, 3), t.ravel().astype(int))
@@ -431,18 +432,18 @@ def test_correlation_point_and_interval():
     rng = np.random.default_rng(2)
     x = rng.integers(1, 6, 400).astype(float)
     y = np.clip(x + rng.integers(-1, 2, 400), 1, 5)
-    est = ag.correlation(x, y, method="kendall", seed=1)
+    est = judges.correlation(x, y, method="kendall", seed=1)
     assert est.value == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
     assert est.low < est.value < est.high and est.n_boot == 1000
-    assert ag.correlation(x, y, method="kendall", seed=1) == est
-    const = ag.correlation(x, np.ones(400))
+    assert judges.correlation(x, y, method="kendall", seed=1) == est
+    const = judges.correlation(x, np.ones(400))
     assert const.value is None and "constant" in const.reason
 
 
 def test_judge_correlations_use_human_median():
     human, machine = random_study(5, 150, sizes=(3,))
     ann, jud = long_frame(human), judge_frame(machine)
-    res = ag.judge_correlations(ann, jud, n_boot=50).set_index("metric")
+    res = judges.judge_correlations(ann, jud, n_boot=50).set_index("metric")
     med = ann.groupby("item")["label"].median()
     jl = jud.groupby("item")["label"].first().loc[med.index]
     assert res.loc["spearman", "value"] == pytest.approx(stats.spearmanr(med, jl).statistic)
@@ -455,7 +456,7 @@ def test_judge_correlations_use_human_median():
 def test_judge_vs_majority_with_a_tied_majority_by_hand():
     ann = long_frame({"a": [1, 1, 2], "b": [2, 2, 1], "c": [1, 2]})
     jud = judge_frame({"a": [1], "b": [1], "c": [2]})
-    res = ag.judge_vs_majority(ann, jud).set_index("metric")
+    res = judges.judge_vs_majority(ann, jud).set_index("metric")
     # a agrees, b not, c's majority is tied 1/2 -> agreement 1/2: accuracy (1 + 0 + 1/2) / 3
     assert res.loc["accuracy", "value"] == pytest.approx(0.5)
     # expected confusion O = [[1, .5], [1, .5]] / 3: p_o = 1.5/3, p_e = (1.5*2 + 1.5*1)/9
@@ -469,7 +470,7 @@ def test_judge_vs_majority_kappa_equals_cohen_without_ties():
     keep = [i for i, (_, c) in maj.items() if c >= 2]  # 3 labels: unique mode iff count >= 2
     ann = ann[ann["item"].isin(keep)]
     jud = jud[jud["item"].isin(keep)]
-    res = ag.judge_vs_majority(ann, jud, labels=[1, 2, 3, 4, 5]).set_index("metric")
+    res = judges.judge_vs_majority(ann, jud, labels=[1, 2, 3, 4, 5]).set_index("metric")
     ref = ag.cohens_kappa([maj[i][0] for i in keep], [machine[i][0] for i in keep])
     assert res.loc["cohen_kappa", "value"] == pytest.approx(ref.value, abs=1e-12)
 
@@ -493,7 +494,7 @@ def strat_example():
 
 def test_stratified_agreement_by_hand():
     ann, jud = strat_example()
-    res = ag.stratified_agreement(ann, jud, n_boot=200)
+    res = judges.stratified_agreement(ann, jud, n_boot=200)
     assert list(res["stratum"].unique()) == [
         "all",
         "PA = 1",
@@ -535,7 +536,9 @@ def test_stratified_agreement_by_hand():
 def test_stratified_delta_interval_and_unique_strata():
     human, machine = random_study(6, 400, sizes=(3,))
     ann, jud = long_frame(human), judge_frame(machine)
-    res = ag.stratified_agreement(ann, jud, labels=[1, 2, 3, 4, 5], level="ordinal", by="n_unique")
+    res = judges.stratified_agreement(
+        ann, jud, labels=[1, 2, 3, 4, 5], level="ordinal", by="n_unique"
+    )
     assert set(res["stratum"]) == {"all", "unique = 1", "unique = 2", "unique = 3"}
     row = res.set_index(["stratum", "metric"]).loc[("all", "alpha")]
     assert row["hh_low"] <= row["hh"] <= row["hh_high"]
@@ -552,7 +555,7 @@ def test_stratified_delta_interval_and_unique_strata():
 def test_judge_correlations_with_the_human_mean_carry_scipys_p_values():
     human, machine = random_study(3, 60, (3, 4))
     lc = LabelCounts.from_frames(long_frame(human), judge_frame(machine), labels=[1, 2, 3, 4, 5])
-    got = ag.judge_correlations(lc, aggregate="mean", n_boot=0).set_index("metric")
+    got = judges.judge_correlations(lc, aggregate="mean", n_boot=0).set_index("metric")
     x = [np.mean(human[i]) for i in sorted(human)]
     y = [np.mean(machine[i]) for i in sorted(human)]
     for method, fn in (
@@ -563,13 +566,13 @@ def test_judge_correlations_with_the_human_mean_carry_scipys_p_values():
         ref = fn(x, y)
         assert got.loc[method, "value"] == pytest.approx(ref.statistic, abs=1e-12)
         assert got.loc[method, "p_value"] == pytest.approx(ref.pvalue, rel=1e-12)
-    assert ag.correlation_p_value([1, 2, 3], [2, 2, 2]) is None
+    assert judges.correlation_p_value([1, 2, 3], [2, 2, 2]) is None
 
 
 def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(monkeypatch):
     human, machine = random_study(4, 80, (3, 4))
     lc = LabelCounts.from_frames(long_frame(human), judge_frame(machine), labels=[1, 2, 3, 4, 5])
-    want = ag.judge_correlations(lc, n_boot=40)
+    want = judges.judge_correlations(lc, n_boot=40)
     calls, rows = Counter(), []
     for name in ("spearmanr", "kendalltau", "pearsonr"):
         real = getattr(stats, name)
@@ -579,14 +582,14 @@ def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(mo
             return _real(*a, **kw)
 
         monkeypatch.setattr(stats, name, counted)
-    real_aggregate = ag._aggregate
+    real_aggregate = judges._aggregate
 
     def counted_aggregate(counts, *a):
         rows.append(len(counts))
         return real_aggregate(counts, *a)
 
-    monkeypatch.setattr(ag, "_aggregate", counted_aggregate)
-    got = ag.judge_correlations(lc, n_boot=40)
+    monkeypatch.setattr(judges, "_aggregate", counted_aggregate)
+    got = judges.judge_correlations(lc, n_boot=40)
     # the p-value comes from the point's scipy call, not a second one
     assert calls == {"spearmanr": 1, "kendalltau": 1, "pearsonr": 1}
     # medians of the distinct count patterns, not of every item
@@ -596,16 +599,16 @@ def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(mo
         x = got.set_index("metric").loc[method, "p_value"]
         med = [np.median(human[i]) for i in sorted(human)]
         jl = [machine[i][0] for i in sorted(human)]
-        assert x == ag.correlation_p_value(med, jl, method=method)
+        assert x == judges.correlation_p_value(med, jl, method=method)
 
 
 def test_random_labeller_worked_example_and_simulation():
     frame = long_frame({"a": ["A", "A"], "b": ["A", "B"]})
-    got = ag.random_labeller(frame, labels=["A", "B"], n_boot=0).set_index("metric")
+    got = judges.random_labeller(frame, labels=["A", "B"], n_boot=0).set_index("metric")
     # pi = (3/4, 1/4). accuracy: a -> 3/4, b (tie) -> 1/2. LOO: a -> 3/4, b -> (1/4 + 3/4) / 2.
     assert got.loc["accuracy", "value"] == pytest.approx(0.625)
     assert got.loc["loo_outer", "value"] == pytest.approx(0.625)
-    uni = ag.random_labeller(frame, labels=["A", "B"], distribution="uniform", n_boot=0)
+    uni = judges.random_labeller(frame, labels=["A", "B"], distribution="uniform", n_boot=0)
     assert uni.set_index("metric").loc["accuracy", "value"] == pytest.approx(0.5)
     # the closed form is the mean of judge_vs_majority over many seeded random labellers
     human, _ = random_study(5, 50, (2, 3, 4))
@@ -615,11 +618,11 @@ def test_random_labeller_worked_example_and_simulation():
     sims = []
     for _ in range(400):
         draw = {i: [int(rng.choice([1, 2, 3, 4, 5], p=pi))] for i in human}
-        vs = ag.judge_vs_majority(
+        vs = judges.judge_vs_majority(
             long_frame(human), judge_frame(draw), labels=[1, 2, 3, 4, 5], n_boot=0
         )
         sims.append(vs.set_index("metric").loc["accuracy", "value"])
-    closed = ag.random_labeller(lc, n_boot=0).set_index("metric").loc["accuracy", "value"]
+    closed = judges.random_labeller(lc, n_boot=0).set_index("metric").loc["accuracy", "value"]
     assert np.mean(sims) == pytest.approx(closed, abs=3 * np.std(sims) / 20)
 
 
@@ -635,7 +638,7 @@ def test_judge_sample_agreement_treats_samples_as_raters():
         ("one", "i2", 0, "B"),
     ]
     frame = pd.DataFrame(rows, columns=["judge", "input", "sample", "label"])
-    got = ag.judge_sample_agreement(frame, key=("input",), labels=["A", "B"], n_boot=0)
+    got = judges.judge_sample_agreement(frame, key=("input",), labels=["A", "B"], n_boot=0)
     llm = got[got["judge"] == "llm"].set_index("metric")
     assert llm.loc["percentage_agreement", "value"] == pytest.approx((2 / 3 + 1) / 2)
     wide = np.array([["A", "A", "B"], ["B", "B", "B"]], dtype=object)
@@ -648,4 +651,4 @@ def test_judge_sample_agreement_treats_samples_as_raters():
     one = got[got["judge"] == "one"]
     assert one["value"].isna().all() and one["reason"].str.contains("two or more samples").all()
     with pytest.raises(ValueError, match="more than once"):
-        ag.judge_sample_agreement(pd.concat([frame, frame]), key=("input",))
+        judges.judge_sample_agreement(pd.concat([frame, frame]), key=("input",))

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analysis import criteria as ac
-from analysis.aggregation import position_bias
+from analysis.pairwise import position_bias
 from analysis.report import Property, build_report
 from kinds import criteria as kc
 
