@@ -408,12 +408,13 @@ def test_qualification_threshold(qualified_study, n_right, status):
 
 
 def test_question_and_display_orders_come_from_the_injectable_rng(qualified_study, monkeypatch):
-    """The draws of an attempt come from ``services._RNG``: seeded alike, two workers get the
-    same question order and display orders (the test above is then deterministic)."""
+    """The draws of an attempt come from ``services.qualification._RNG``: seeded alike, two
+    workers get the same question order and display orders (the test above is then
+    deterministic)."""
     study, test = qualified_study
     orders = []
     for worker in ("s1", "s2"):
-        monkeypatch.setattr(services, "_RNG", random.Random(7))
+        monkeypatch.setattr(services.qualification, "_RNG", random.Random(7))
         part = services.participation_enter(study=study, platform="prolific", external_id=worker)
         services.qualification_next(part)
         orders.append(QualificationAttempt.objects.get(annotator=part.annotator).order)
