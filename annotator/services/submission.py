@@ -63,8 +63,6 @@ def task_answer(
     *,
     participation: Participation,
     token: str | uuid.UUID,
-    answer: str | None = None,
-    scores: dict[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     time_spent_ms: int | None = None,
     now: datetime | None = None,
@@ -83,7 +81,7 @@ def task_answer(
     token = _token(token)
     with transaction.atomic():
         part = _lock_participation(participation.pk, loaded=participation)
-        _, created = _submit_locked(part, token, _data(answer, scores, data), time_spent_ms, now)
+        _, created = _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
         blocked = _may_not_work(part)
         # a stored answer was the worker's one open lease, so they hold none now
         task = None if blocked else _lease_locked(part, now, rng, holds_none=created)
@@ -107,16 +105,14 @@ def annotation_submit(
     *,
     annotator: Annotator,
     token: str | uuid.UUID,
-    answer: str | None = None,
-    scores: dict[str, Any] | None = None,
     data: Mapping[str, Any] | None = None,
     time_spent_ms: int | None = None,
     now: datetime | None = None,
 ) -> tuple[Annotation, bool]:
     """Store the worker's answer to one assignment; ``(annotation, created)``.
 
-    The answer is what the worker submitted, in display order: ``answer`` and ``scores``
-    (pairwise, Likert) merged into ``data`` (any kind's fields); the study's kind parses it
+    The answer is what the worker submitted, in display order: ``data``, the kind's fields
+    (e.g. ``{"answer": "left"}``, ``{"scores": {...}}``); the study's kind parses it
     (``Kind.parse_answer``) into the stored answer in system order.
 
     Idempotent: a repeated submit of the same assignment returns the stored annotation
@@ -136,19 +132,7 @@ def annotation_submit(
         )
         if part is None:
             raise AssignmentNotFound("This task does not exist or is not yours.")
-        return _submit_locked(part, token, _data(answer, scores, data), time_spent_ms, now)
-
-
-def _data(
-    answer: str | None, scores: Mapping[str, Any] | None, data: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The submitted fields as the kind reads them."""
-    merged = dict(data or {})
-    if answer is not None:
-        merged["answer"] = answer
-    if scores is not None:
-        merged["scores"] = dict(scores)
-    return merged
+        return _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
 
 
 def _submit_locked(

@@ -527,7 +527,7 @@ def test_gold_misses_block_release_and_flag(make_study):
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer=answer_for(a, correct=not a.item.is_gold),  # every gold check missed
+            data={"answer": answer_for(a, correct=not a.item.is_gold)},  # every gold check missed
         )
     part.refresh_from_db()
     assert (part.status, part.strikes, part.gold_seen, part.gold_correct) == ("blocked", 2, 2, 0)
@@ -548,7 +548,7 @@ def test_correct_gold_answers_count_no_strike(make_study):
     rng = random.Random(0)
     while (a := services.assignment_next(participation=part, rng=rng)) is not None:
         services.annotation_submit(
-            annotator=part.annotator, token=a.token, answer=answer_for(a, correct=True)
+            annotator=part.annotator, token=a.token, data={"answer": answer_for(a, correct=True)}
         )
     part.refresh_from_db()
     assert part.strikes == 0 and part.gold_seen == part.gold_correct == 5
@@ -573,7 +573,9 @@ def test_gold_positions_are_spread_not_fixed(make_study):
         while len(seq) < n_items and (a := services.assignment_next(participation=part, rng=rng)):
             seq.append(a.item.is_gold)
             services.annotation_submit(
-                annotator=part.annotator, token=a.token, answer=answer_for(a, correct=True)
+                annotator=part.annotator,
+                token=a.token,
+                data={"answer": answer_for(a, correct=True)},
             )
         patterns.append(tuple(seq))
     positions = Counter(i for p in patterns for i, g in enumerate(p) if g)
@@ -637,7 +639,7 @@ def test_admin_participation_view_and_actions(make_study):
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer="left",
+            data={"answer": "left"},
             time_spent_ms=3000,
             now=a.issued_at + timedelta(seconds=10),
         )
@@ -673,7 +675,7 @@ def test_admin_worker_list_costs_as_many_queries_for_12_workers_as_for_2(
             services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,
-                answer="left",
+                data={"answer": "left"},
                 time_spent_ms=2000,
                 now=a.issued_at + timedelta(seconds=10),
             )
