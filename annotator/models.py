@@ -394,7 +394,7 @@ class Item(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
-            # The worker cycle takes the fullest open item first (``services._take_item``):
+            # The worker cycle takes the fullest open item first (``services.leasing._take_item``):
             # this index hands it over in that order, so the statement reads a few index
             # entries instead of sorting every open item of the study.
             models.Index(

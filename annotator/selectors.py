@@ -21,6 +21,7 @@ from kinds import conversation
 
 from . import span_prefill
 from .choices import AssignmentState
+from .collection import collection_for
 from .errors import NoJudgeBenchForm
 from .models import (
     Annotation,
@@ -34,8 +35,6 @@ from .models import (
     QualificationTest,
     Study,
 )
-from .signals import work_expected
-from .signals import work_imminent as work_imminent_signal
 from .sqlrows import Columns, db_value
 
 _PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Columns(Annotator, "w")
@@ -223,14 +222,14 @@ def study_progress(study: Study) -> dict[str, int]:
 
 
 def more_work_expected(study: Study) -> bool:
-    """Whether a worker with nothing to do now should wait for more (see ``work_expected``)."""
-    return any(result is True for _, result in work_expected.send(sender=Study, study=study))
+    """Whether a worker with nothing to do now should wait for more (see ``collection``)."""
+    return collection_for(study).more_work_expected(study)
 
 
 def work_imminent(study: Study) -> bool:
-    """Whether new work is being made right now (see ``work_imminent``): a worker who has
+    """Whether new work is being made right now (see ``collection``): a worker who has
     none may get it within a moment."""
-    return any(result is True for _, result in work_imminent_signal.send(sender=Study, study=study))
+    return collection_for(study).work_imminent(study)
 
 
 def worker_progress(study: Study, done: int) -> dict[str, int | None]:

@@ -1,14 +1,8 @@
-"""Hooks other apps register at start-up (``annotator`` imports none of them).
+"""Hooks other apps register at start-up (``annotator`` imports none of them; the questions
+about work still to come are asked of :mod:`annotator.collection` instead).
 
 - ``annotation_submitted`` (after commit; ``annotation``, whose ``item.n_done`` includes it);
 - ``study_created`` (inside the creating transaction; ``study``; raising rolls it back);
-- ``work_expected`` (``study``; a receiver returns ``True`` when more work is coming, and
-  the worker is asked to wait);
-- ``work_imminent`` (``study``; a receiver returns ``True`` when new work is being made
-  right now, e.g. a complete round awaiting its decision: an answer that found no next
-  task waits a moment for it);
-- ``round_summary`` (``study``; a receiver returns a dict of ``rounds``, ``current``,
-  ``current_state``, ``committed``, ``open_pairs``, ``settled_pairs``, or ``None``);
 - ``study_reconfiguring`` (inside ``services.study_configure``; ``study``, ``edited``,
   ``apply``): a receiver carries the edit to what it keeps when ``apply``, returns notes
   (strings), or raises :class:`~annotator.errors.ConfigRefused` (nothing is saved); with
@@ -29,9 +23,6 @@ from django.dispatch import Signal
 
 annotation_submitted = Signal()
 study_created = Signal()
-work_expected = Signal()
-work_imminent = Signal()
-round_summary = Signal()
 study_reconfiguring = Signal()
 collection_changed = Signal()
 entry_check = Signal()

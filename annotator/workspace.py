@@ -1,8 +1,8 @@
 """Reads for the researcher's study workspace (the panel on a study's admin page): the launch
 checklist, entry links, live progress, the cost estimate's inputs and the item preview.
 
-The adaptive protocol's rounds come through the ``round_summary`` signal (``annotator``
-imports no other app)."""
+The adaptive protocol's rounds come through ``collection_for(study).round_summary``
+(``annotator`` imports no other app)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from . import selectors
 from .choices import AssignmentState
+from .collection import collection_for
 from .estimate import CostEstimate, cost_estimate
 from .invites import entry_urls
 from .models import Annotation, Assignment, Item, Study
-from .signals import round_summary
 
 #: A worker counts as active with a live lease or an answer within this long.
 ACTIVE_WINDOW = timedelta(minutes=10)
@@ -58,10 +58,7 @@ def simulated_labels(study: Study) -> int:
 
 def rounds(study: Study) -> dict[str, Any] | None:
     """The adaptive protocol's summary of the study's rounds, if it keeps any."""
-    for _, result in round_summary.send(sender=Study, study=study):
-        if isinstance(result, dict):
-            return result
-    return None
+    return collection_for(study).round_summary(study)
 
 
 def progress(study: Study, now: datetime | None = None) -> dict[str, Any]:

@@ -6,4 +6,9 @@ class ProtocolConfig(AppConfig):
     verbose_name = "Adaptive protocol"
 
     def ready(self) -> None:
+        from annotator.collection import register
+
         from . import receivers, tasks  # noqa: F401 - connect signal receivers
+        from .collection import AdaptiveCollection
+
+        register("adaptive", AdaptiveCollection())

@@ -7,15 +7,12 @@ from annotator.models import Study
 from annotator.signals import (
     annotation_submitted,
     items_skipped,
-    round_summary,
     study_created,
     study_reconfiguring,
-    work_expected,
-    work_imminent,
 )
 
 from . import services
-from .models import ProtocolConfig, Round, SystemPair
+from .models import Round
 from .tasks import decide_round
 
 
@@ -40,40 +37,6 @@ def close_round_of_skipped(sender, study_id: int, round_number: int, **kwargs) -
     """A skipped judge-clean item leaves its round: that may complete it."""
     if services.round_close_if_complete(study_id, round_number):
         transaction.on_commit(lambda: decide_round.delay(study_id, round_number))
-
-
-@receiver(work_expected)
-def next_round_coming(sender, study: Study, **kwargs) -> bool:
-    """A round still collecting (leases may come back) or awaiting its decision means more
-    work is coming; once the protocol has opened no further round, none is."""
-    return Round.objects.filter(
-        study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
-    ).exists()
-
-
-@receiver(work_imminent)
-def round_being_decided(sender, study: Study, **kwargs) -> bool:
-    """A complete round awaiting its decision: the next round opens within a moment."""
-    return Round.objects.filter(study=study, state=Round.State.CLOSED).exists()
-
-
-@receiver(round_summary)
-def summarise_rounds(sender, study: Study, **kwargs) -> dict | None:
-    """Rounds and pairs of an adaptive study, for the researcher's workspace."""
-    config = ProtocolConfig.objects.filter(study=study).first()
-    if config is None:
-        return None
-    last = Round.objects.filter(study=study).order_by("-number").first()
-    pairs = SystemPair.objects.filter(study=study)
-    open_pairs = pairs.filter(state=SystemPair.State.OPEN).count()
-    return {
-        "rounds": last.number if last else 0,
-        "current": last.number if last else None,
-        "current_state": last.get_state_display() if last else None,
-        "committed": config.committed,
-        "open_pairs": open_pairs,
-        "settled_pairs": pairs.count() - open_pairs,
-    }
 
 
 @receiver(study_reconfiguring)

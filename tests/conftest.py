@@ -187,9 +187,11 @@ def _reads_nothing_beside_the_repo():
 def _seeded_services_rng(request, monkeypatch):
     """The services' draws (display and question orders, item groups) seeded per test: the
     same test draws the same orders in any run, in any worker, in any order of tests."""
-    from annotator import services
+    from annotator.services import leasing, qualification, studies, submission
 
-    monkeypatch.setattr(services, "_RNG", random.Random(request.node.nodeid))
+    rng = random.Random(request.node.nodeid)
+    for module in (leasing, qualification, studies, submission):  # each looks up its _RNG
+        monkeypatch.setattr(module, "_RNG", rng)
 
 
 @pytest.fixture(autouse=True)

@@ -126,9 +126,9 @@ def run_workers(
             elif ranking:
                 given = {"data": rank(a, rng)}
             elif criteria is None:
-                given = {"answer": answer(a, rng)}
+                given = {"data": {"answer": answer(a, rng)}}
             else:
-                given = {"scores": rate(a, criteria, rng)}
+                given = {"data": {"scores": rate(a, criteria, rng)}}
             services.annotation_submit(annotator=part.annotator, token=a.token, **given)
             submitted += 1
     return submitted
@@ -158,7 +158,7 @@ def crowd_visit(
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer=answer(a, rng),
+            data={"answer": answer(a, rng)},
             time_spent_ms=ms,
             now=a.issued_at + timedelta(milliseconds=ms),
         )

@@ -28,7 +28,7 @@ def work(study, pid: str, ms: int) -> None:
         annotator_services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer=answer(a, rng),
+            data={"answer": answer(a, rng)},
             time_spent_ms=ms,
             now=a.issued_at + timedelta(milliseconds=ms),
         )

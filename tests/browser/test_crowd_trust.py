@@ -110,7 +110,9 @@ def test_researcher_pages_work_under_their_csp(base_url, page, study):
     for w in range(3):  # labels, so the report draws its charts
         part = services.participation_enter(study=study, platform="link", external_id=f"w{w}")
         while (a := services.assignment_next(participation=part)) is not None:
-            services.annotation_submit(annotator=part.annotator, token=a.token, answer="left")
+            services.annotation_submit(
+                annotator=part.annotator, token=a.token, data={"answer": "left"}
+            )
     make_superuser()
     violations, errors = [], []
     page.context.add_init_script(

@@ -35,7 +35,7 @@ def _study():
         sa, sb = (o.system.name for o in a.item.output_list())
         a_wins = (STRENGTH[sa] > STRENGTH[sb]) != (n % 5 == 0)
         answer = "left" if a_wins == (a.display_order == [0, 1]) else "right"
-        services.annotation_submit(annotator=part.annotator, token=a.token, answer=answer)
+        services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": answer})
     ratings = [
         {
             "judge": "llm",

@@ -87,7 +87,9 @@ def test_a_system_that_never_lost_is_ranked_on_the_page(base_url, page):
             sa, sb = (o.system.name for o in a.item.output_list())
             a_wins = strength[sa] > strength[sb]
             answer = "left" if a_wins == (a.display_order == [0, 1]) else "right"
-            services.annotation_submit(annotator=part.annotator, token=a.token, answer=answer)
+            services.annotation_submit(
+                annotator=part.annotator, token=a.token, data={"answer": answer}
+            )
     errors = _login(page, base_url)
     # a loaded test machine can take long over the bootstrap: wait for the page, not 30 s
     page.goto(f"{base_url}/studies/{study.pk}/report/?n_boot=20", timeout=180_000)

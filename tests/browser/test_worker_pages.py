@@ -392,7 +392,7 @@ def test_a_worker_at_a_finished_study_learns_it_before_the_instructions(browser,
     done.status = "active"
     done.save(update_fields=["status"])
     lease = services.assignment_next(participation=done)
-    services.annotation_submit(annotator=done.annotator, token=lease.token, answer="left")
+    services.annotation_submit(annotator=done.annotator, token=lease.token, data={"answer": "left"})
 
     context, page = new_page(browser, 390, 844)
     problems = watch(page)

@@ -134,7 +134,7 @@ class World:
         return {"Authorization": f"Token {token}"} if token else None
 
 
-def _label_everything(study, workers, answer=None, scores=None, data=None) -> None:
+def _label_everything(study, workers, data) -> None:
     from annotator import services
 
     for name in workers:
@@ -143,8 +143,6 @@ def _label_everything(study, workers, answer=None, scores=None, data=None) -> No
             services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,
-                answer=answer,
-                scores=scores,
                 data=data,
                 time_spent_ms=1200,
             )
@@ -176,7 +174,7 @@ def _build_world() -> World:
 
     # A study name a spreadsheet would run as a formula.
     pairwise = make(pairwise_bundle(n_inputs=3, systems=SYSTEMS), name="=cmd|' /C calc'!A0")
-    _label_everything(pairwise, ["w1", "w2"], answer="left")
+    _label_everything(pairwise, ["w1", "w2"], {"answer": "left"})
     services.judge_ratings_import(pairwise, RATINGS.encode(), filename="r.jsonl")
 
     adaptive = make(
@@ -184,7 +182,7 @@ def _build_world() -> World:
         collection="adaptive",
         name="adaptive",
     )
-    _label_everything(adaptive, ["w3"], answer="tie")
+    _label_everything(adaptive, ["w3"], {"answer": "tie"})
 
     likert = make(
         bundle(
@@ -200,7 +198,7 @@ def _build_world() -> World:
         ),
         name="likert",
     )
-    _label_everything(likert, ["w4"], scores={"fluency": 4, "safe": "yes"})
+    _label_everything(likert, ["w4"], {"scores": {"fluency": 4, "safe": "yes"}})
     judgebench = make(LLMBAR.read_bytes(), filename=LLMBAR.name, name="judge-bench")
     # A ranking study: labels without a pair (empty system_a …), no Judge-Bench form (409).
     ranking = make(bundle(
@@ -208,9 +206,9 @@ def _build_world() -> World:
          for i in range(2)],
         {"kind": "ranking", "redundancy": 1},
     ), name="ranking")  # fmt: skip
-    _label_everything(ranking, ["w6"], data={"ranking": "[[2], [0], [1]]"})
+    _label_everything(ranking, ["w6"], {"ranking": "[[2], [0], [1]]"})
     hidden = make(pairwise_bundle(n_inputs=2), name="not yours")
-    _label_everything(hidden, ["w5"], answer="right")
+    _label_everything(hidden, ["w5"], {"answer": "right"})
 
     for study in (pairwise, adaptive, likert, judgebench, ranking):
         study.researchers.add(researcher)

@@ -53,7 +53,9 @@ def test_twenty_workers_never_exceed_redundancy_nor_repeat_nor_lose(make_study):
 
             def submit(token=a.token, results=results, answer=answer) -> None:
                 results.append(
-                    services.annotation_submit(annotator=worker, token=token, answer=answer)
+                    services.annotation_submit(
+                        annotator=worker, token=token, data={"answer": answer}
+                    )
                 )
                 connections.close_all()
 
@@ -108,7 +110,7 @@ def test_idle_leases_handed_on_while_their_holders_answer_count_once(make_study,
             h, a = holders[i // 2], leases[i // 2]
             try:
                 services.annotation_submit(
-                    annotator=h.annotator, token=a.token, answer="left", now=later
+                    annotator=h.annotator, token=a.token, data={"answer": "left"}, now=later
                 )
                 stored.append(a.item_id)
             except AssignmentExpired:

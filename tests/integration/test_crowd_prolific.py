@@ -54,7 +54,7 @@ def annotate_open_work(study, prefix: str) -> None:
                     return
                 break
             annotator_services.annotation_submit(
-                annotator=part.annotator, token=a.token, answer=answer(a, rng)
+                annotator=part.annotator, token=a.token, data={"answer": answer(a, rng)}
             )
 
 

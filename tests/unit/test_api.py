@@ -37,7 +37,7 @@ def annotated(make_study, researcher):
         w = services.participation_enter(study=study, platform="link", external_id=name)
         while (a := services.assignment_next(participation=w)) is not None:
             services.annotation_submit(
-                annotator=w.annotator, token=a.token, answer="left", time_spent_ms=5
+                annotator=w.annotator, token=a.token, data={"answer": "left"}, time_spent_ms=5
             )
     return study
 
@@ -251,7 +251,7 @@ def test_csv_neutralises_formula_cells(make_study, researcher):
     study.researchers.add(researcher)
     w = services.participation_enter(study=study, platform="link", external_id="w")
     a = services.assignment_next(participation=w)
-    services.annotation_submit(annotator=w.annotator, token=a.token, answer="tie")
+    services.annotation_submit(annotator=w.annotator, token=a.token, data={"answer": "tie"})
     body = (
         client_for(researcher)
         .get(f"/api/studies/{study.pk}/annotations/", {"format": "csv"})

@@ -39,7 +39,9 @@ def test_each_item_gets_its_redundancy_and_never_twice_per_worker(make_study):
         w = worker(study, name)
         while (a := services.assignment_next(participation=w)) is not None:
             seen.setdefault(name, []).append(a.item_id)
-            services.annotation_submit(annotator=w.annotator, token=str(a.token), answer="left")
+            services.annotation_submit(
+                annotator=w.annotator, token=str(a.token), data={"answer": "left"}
+            )
     assert sorted(len(v) for v in seen.values()) == [3, 3]  # two workers fill everything
     for items in seen.values():
         assert len(items) == len(set(items))
@@ -73,7 +75,7 @@ def test_submit_stores_raw_and_normalised_answer(make_study):
     w = worker(study, "w")
     a = services.assignment_next(participation=w)
     annotation, created = services.annotation_submit(
-        annotator=w.annotator, token=str(a.token), answer="left", time_spent_ms=1234
+        annotator=w.annotator, token=str(a.token), data={"answer": "left"}, time_spent_ms=1234
     )
     assert created
     assert annotation.raw_answer == "left"
@@ -87,10 +89,10 @@ def test_double_submit_stores_one_annotation(make_study):
     w = worker(study, "w")
     a = services.assignment_next(participation=w)
     first, created1 = services.annotation_submit(
-        annotator=w.annotator, token=str(a.token), answer="left"
+        annotator=w.annotator, token=str(a.token), data={"answer": "left"}
     )
     second, created2 = services.annotation_submit(
-        annotator=w.annotator, token=str(a.token), answer="right"
+        annotator=w.annotator, token=str(a.token), data={"answer": "right"}
     )
     assert (created1, created2) == (True, False)
     assert first.pk == second.pk and second.raw_answer == "left"
@@ -103,7 +105,7 @@ def test_annotations_are_immutable(make_study):
     w = worker(study, "w")
     a = services.assignment_next(participation=w)
     annotation, _ = services.annotation_submit(
-        annotator=w.annotator, token=str(a.token), answer="left"
+        annotator=w.annotator, token=str(a.token), data={"answer": "left"}
     )
     annotation.value = "B"
     with pytest.raises(ValueError, match="immutable"):
@@ -118,7 +120,7 @@ def test_expired_assignment_submit_is_refused_and_changes_nothing(make_study):
     later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
     with pytest.raises(AssignmentExpired, match="ran out"):
         services.annotation_submit(
-            annotator=w.annotator, token=str(a.token), answer="left", now=later
+            annotator=w.annotator, token=str(a.token), data={"answer": "left"}, now=later
         )
     assert Annotation.objects.count() == 0
     assert Item.objects.get(pk=a.item_id).n_done == 0
@@ -132,13 +134,15 @@ def test_expired_lease_returns_item_to_the_pool(make_study):
     # before expiry the slot is held; w2 gets another item
     other = services.assignment_next(participation=w2)
     assert other.item_id != a1.item_id
-    services.annotation_submit(annotator=w2.annotator, token=str(other.token), answer="left")
+    services.annotation_submit(
+        annotator=w2.annotator, token=str(other.token), data={"answer": "left"}
+    )
     # after expiry the lease is released and the item can go to w2
     got = []
     while (a := services.assignment_next(participation=w2, now=later)) is not None:
         got.append(a.item_id)
         services.annotation_submit(
-            annotator=w2.annotator, token=str(a.token), answer="right", now=later
+            annotator=w2.annotator, token=str(a.token), data={"answer": "right"}, now=later
         )
     assert a1.item_id in got
     assert Assignment.objects.get(pk=a1.pk).state == "expired"
@@ -151,7 +155,7 @@ def test_foreign_or_unknown_token_is_refused(make_study):
     a = services.assignment_next(participation=w1)
     for token in (str(a.token), "not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         with pytest.raises(AssignmentNotFound):
-            services.annotation_submit(annotator=w2.annotator, token=token, answer="left")
+            services.annotation_submit(annotator=w2.annotator, token=token, data={"answer": "left"})
     assert Annotation.objects.count() == 0
 
 
@@ -161,7 +165,9 @@ def test_answer_must_be_allowed_by_the_study(make_study):
     a = services.assignment_next(participation=w)
     for bad in ("tie", "A", "", None, "both_good"):
         with pytest.raises(InvalidAnswer):
-            services.annotation_submit(annotator=w.annotator, token=str(a.token), answer=bad)
+            services.annotation_submit(
+                annotator=w.annotator, token=str(a.token), data={"answer": bad}
+            )
     assert Annotation.objects.count() == 0
 
 
@@ -174,7 +180,9 @@ def test_blocked_worker_gets_nothing_and_cannot_submit(make_study):
     with pytest.raises(WorkerBlocked):
         services.assignment_next(participation=w)
     with pytest.raises(WorkerBlocked):
-        services.annotation_submit(annotator=w.annotator, token=str(a.token), answer="left")
+        services.annotation_submit(
+            annotator=w.annotator, token=str(a.token), data={"answer": "left"}
+        )
     assert Annotation.objects.count() == 0
 
 
@@ -182,7 +190,7 @@ def test_blocking_in_a_study_releases_work_and_flags_labels(make_study):
     study = make_study()
     w = worker(study, "w")
     first = services.assignment_next(participation=w)
-    services.annotation_submit(annotator=w.annotator, token=first.token, answer="left")
+    services.annotation_submit(annotator=w.annotator, token=first.token, data={"answer": "left"})
     open_lease = services.assignment_next(participation=w)
     services.participation_set_blocked(w, True)
     assert Annotation.objects.get().is_flagged
@@ -191,7 +199,9 @@ def test_blocking_in_a_study_releases_work_and_flags_labels(make_study):
     with pytest.raises(WorkerBlocked, match="withdrawn"):
         services.assignment_next(participation=w)
     with pytest.raises(WorkerBlocked):
-        services.annotation_submit(annotator=w.annotator, token=open_lease.token, answer="left")
+        services.annotation_submit(
+            annotator=w.annotator, token=open_lease.token, data={"answer": "left"}
+        )
     services.participation_set_blocked(w, False)
     assert not Annotation.objects.get().is_flagged
     assert services.assignment_next(participation=w) is not None
@@ -220,9 +230,11 @@ def test_likert_scores_validated_per_criterion(make_study):
         ({"fluency": 3, "safe": "no", "extra": 1}, "Unknown criteria: extra"),
     ]:
         with pytest.raises(InvalidAnswer, match=message):
-            services.annotation_submit(annotator=w.annotator, token=str(a.token), scores=bad)
+            services.annotation_submit(
+                annotator=w.annotator, token=str(a.token), data={"scores": bad}
+            )
     annotation, _ = services.annotation_submit(
-        annotator=w.annotator, token=str(a.token), scores={"fluency": "4", "safe": "no"}
+        annotator=w.annotator, token=str(a.token), data={"scores": {"fluency": "4", "safe": "no"}}
     )
     assert annotation.scores == {"fluency": 4, "safe": "no"}
     assert annotation.value == "" and annotation.raw_answer == ""
@@ -233,7 +245,9 @@ def test_items_per_worker_quota(make_study):
     w = worker(study, "w")
     done = 0
     while (a := services.assignment_next(participation=w)) is not None:
-        services.annotation_submit(annotator=w.annotator, token=str(a.token), answer="right")
+        services.annotation_submit(
+            annotator=w.annotator, token=str(a.token), data={"answer": "right"}
+        )
         done += 1
     assert done == 2
 
@@ -250,7 +264,7 @@ def test_config_change_bumps_version_and_labels_carry_it(make_study):
     w = worker(study, "w")
     a = services.assignment_next(participation=w)
     annotation, _ = services.annotation_submit(
-        annotator=w.annotator, token=str(a.token), answer="left"
+        annotator=w.annotator, token=str(a.token), data={"answer": "left"}
     )
     assert annotation.config_version == 2
 

@@ -408,12 +408,13 @@ def test_qualification_threshold(qualified_study, n_right, status):
 
 
 def test_question_and_display_orders_come_from_the_injectable_rng(qualified_study, monkeypatch):
-    """The draws of an attempt come from ``services._RNG``: seeded alike, two workers get the
-    same question order and display orders (the test above is then deterministic)."""
+    """The draws of an attempt come from ``services.qualification._RNG``: seeded alike, two
+    workers get the same question order and display orders (the test above is then
+    deterministic)."""
     study, test = qualified_study
     orders = []
     for worker in ("s1", "s2"):
-        monkeypatch.setattr(services, "_RNG", random.Random(7))
+        monkeypatch.setattr(services.qualification, "_RNG", random.Random(7))
         part = services.participation_enter(study=study, platform="prolific", external_id=worker)
         services.qualification_next(part)
         orders.append(QualificationAttempt.objects.get(annotator=part.annotator).order)
@@ -526,7 +527,7 @@ def test_gold_misses_block_release_and_flag(make_study):
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer=answer_for(a, correct=not a.item.is_gold),  # every gold check missed
+            data={"answer": answer_for(a, correct=not a.item.is_gold)},  # every gold check missed
         )
     part.refresh_from_db()
     assert (part.status, part.strikes, part.gold_seen, part.gold_correct) == ("blocked", 2, 2, 0)
@@ -547,7 +548,7 @@ def test_correct_gold_answers_count_no_strike(make_study):
     rng = random.Random(0)
     while (a := services.assignment_next(participation=part, rng=rng)) is not None:
         services.annotation_submit(
-            annotator=part.annotator, token=a.token, answer=answer_for(a, correct=True)
+            annotator=part.annotator, token=a.token, data={"answer": answer_for(a, correct=True)}
         )
     part.refresh_from_db()
     assert part.strikes == 0 and part.gold_seen == part.gold_correct == 5
@@ -572,7 +573,9 @@ def test_gold_positions_are_spread_not_fixed(make_study):
         while len(seq) < n_items and (a := services.assignment_next(participation=part, rng=rng)):
             seq.append(a.item.is_gold)
             services.annotation_submit(
-                annotator=part.annotator, token=a.token, answer=answer_for(a, correct=True)
+                annotator=part.annotator,
+                token=a.token,
+                data={"answer": answer_for(a, correct=True)},
             )
         patterns.append(tuple(seq))
     positions = Counter(i for p in patterns for i, g in enumerate(p) if g)
@@ -636,7 +639,7 @@ def test_admin_participation_view_and_actions(make_study):
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer="left",
+            data={"answer": "left"},
             time_spent_ms=3000,
             now=a.issued_at + timedelta(seconds=10),
         )
@@ -672,7 +675,7 @@ def test_admin_worker_list_costs_as_many_queries_for_12_workers_as_for_2(
             services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,
-                answer="left",
+                data={"answer": "left"},
                 time_spent_ms=2000,
                 now=a.issued_at + timedelta(seconds=10),
             )

@@ -441,7 +441,7 @@ def work_open_items(study, prefix: str, turk: StandIn) -> None:
             annotator_services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,
-                answer=answer(a, rng),
+                data={"answer": answer(a, rng)},
                 time_spent_ms=20_000,
                 now=a.issued_at + timedelta(seconds=20),
             )

@@ -55,7 +55,9 @@ def existing(db) -> dict[str, int]:
     study = services.study_import(pairwise_bundle(n_inputs=2), filename="static.jsonl")
     part = services.participation_enter(study=study, platform="link", external_id="w0")
     assignment = services.assignment_next(participation=part)
-    services.annotation_submit(annotator=part.annotator, token=assignment.token, answer="left")
+    services.annotation_submit(
+        annotator=part.annotator, token=assignment.token, data={"answer": "left"}
+    )
     before = counts()
     assert before["annotator.Annotation"] and before["protocol.Round"]
     return before
@@ -1019,7 +1021,7 @@ def injected(existing) -> list[Study]:
             scores = {"verdict": FORMULAS[k % len(FORMULAS)]} if study.kind == "likert" else None
             answer = None if scores else "left"
             services.annotation_submit(
-                annotator=worker.annotator, token=a.token, answer=answer, scores=scores
+                annotator=worker.annotator, token=a.token, data={"answer": answer, "scores": scores}
             )
             k += 1
     assert Annotation.objects.filter(study=pairwise).count() == 9 * 6

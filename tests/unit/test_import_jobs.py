@@ -125,7 +125,7 @@ def test_an_import_job_reports_progress_through_checking_and_storing(researcher,
         return create(objs, *args, **kwargs)
 
     monkeypatch.setattr(Input.objects, "bulk_create", bulk_create)
-    monkeypatch.setattr(services, "BULK", 100)
+    monkeypatch.setattr(services.studies, "BULK", 100)
     data = pairwise_bundle(n_inputs=1000)
     client = client_of(researcher)
     response = client.post("/api/studies/import/", {"file": upload(data)}, format="multipart")

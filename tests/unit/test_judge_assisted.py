@@ -45,7 +45,7 @@ def test_report_assists_human_labels_with_the_judges_ratings(study, judge_server
     for _ in range(30):  # humans label half of the 60 items
         a = services.assignment_next(participation=part)
         answer = rng.choices(["left", "right", "tie"], weights=[4, 4, 1])[0]
-        services.annotation_submit(annotator=part.annotator, token=a.token, answer=answer)
+        services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": answer})
     run(study, judge_server())
     report = report_selectors.study_report(study, n_boot=0)
     prop = report["properties"][0]

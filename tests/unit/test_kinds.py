@@ -147,7 +147,7 @@ def _label(study, worker: str, **answer):
             "answer": "left" if answer["first_better"] == (lease.display_order[0] == 0) else "right"
         }
     annotation, _ = services.annotation_submit(
-        annotator=part.annotator, token=lease.token, **answer
+        annotator=part.annotator, token=lease.token, data=answer
     )
     return lease, annotation
 

@@ -29,7 +29,9 @@ def answer_all(part, now=None) -> list[int]:
     """The worker answers until they find nothing; the items they answered."""
     got = []
     while (a := services.assignment_next(participation=part, now=now)) is not None:
-        services.annotation_submit(annotator=part.annotator, token=a.token, answer="left", now=now)
+        services.annotation_submit(
+            annotator=part.annotator, token=a.token, data={"answer": "left"}, now=now
+        )
         got.append(a.item_id)
     return got
 
@@ -44,7 +46,9 @@ def test_idle_lease_goes_to_a_worker_who_has_none_and_its_late_answer_is_refused
     assert answer_all(w2, now=later) == [held.item_id]  # idle: handed to w2
     assert Assignment.objects.get(pk=held.pk).state == "expired"
     with pytest.raises(AssignmentExpired, match="ran out"):  # w1 comes back: not stored
-        services.annotation_submit(annotator=w1.annotator, token=held.token, answer="right")
+        services.annotation_submit(
+            annotator=w1.annotator, token=held.token, data={"answer": "right"}
+        )
     assert Annotation.objects.count() == 3
     assert Annotation.objects.filter(annotator=w1.annotator).count() == 0
     assert all(i.n_taken == i.n_done == 1 for i in Item.objects.all())
@@ -62,7 +66,9 @@ def test_a_lease_whose_page_beats_is_kept_and_its_answer_counts(make_study):
     lease = Assignment.objects.get(pk=held.pk)
     assert lease.state == "issued" and lease.seen_at == beat
     assert lease.expires_at == held.expires_at  # a beat never lengthens the lease
-    _, created = services.annotation_submit(annotator=w1.annotator, token=held.token, answer="left")
+    _, created = services.annotation_submit(
+        annotator=w1.annotator, token=held.token, data={"answer": "left"}
+    )
     assert created and all(i.n_taken == i.n_done == 1 for i in Item.objects.all())
 
 
@@ -77,7 +83,7 @@ def test_renew_refuses_someone_elses_unknown_and_closed_leases(make_study):
     with pytest.raises(AssignmentExpired):
         services.assignment_renew(participation=w1, token=a1.token, now=past_expiry)
     assert Assignment.objects.get(pk=a1.pk).seen_at == a1.seen_at  # nothing changed
-    services.annotation_submit(annotator=w1.annotator, token=a1.token, answer="left")
+    services.annotation_submit(annotator=w1.annotator, token=a1.token, data={"answer": "left"})
     with pytest.raises(AssignmentExpired):
         services.assignment_renew(participation=w1, token=a1.token)
 

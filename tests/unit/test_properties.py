@@ -186,7 +186,7 @@ class CrowdMachine(RuleBasedStateMachine):
                 annotator=self.parts[worker].annotator,
                 token=assignment.token,
                 now=self.now,
-                **self._answer(assignment, prefer),
+                data=self._answer(assignment, prefer),
             )
         except tuple(refused.values()) as exc:
             assert isinstance(exc, refused.get(expected, ())), (expected, exc)
@@ -360,7 +360,7 @@ class CrowdMachine(RuleBasedStateMachine):
                 token=current.token,
                 now=self.now,
                 rng=self.rng,
-                **self._answer(current, prefer),
+                data=self._answer(current, prefer),
             )
         except WorkerBlocked:
             if expected != "created":

@@ -302,7 +302,7 @@ def rated_study(transactional_db):
             services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,
-                scores={"fluency": fluency, "coverage": coverage, "safe": "yes"},
+                data={"scores": {"fluency": fluency, "coverage": coverage, "safe": "yes"}},
             )
     assert Annotation.objects.filter(study=study).count() == 16
     return study
@@ -413,7 +413,7 @@ def test_likert_worker_waits_between_rounds_and_sees_one_output():
     assert "More tasks are coming" in page
     for part, lease in leased:
         services.annotation_submit(
-            annotator=part.annotator, token=lease.token, scores={"overall": 3}
+            annotator=part.annotator, token=lease.token, data={"scores": {"overall": 3}}
         )
     assert Round.objects.filter(number=2, state="open").exists()
     page = client.get(f"/w/{study.public_id}/task/").content.decode()

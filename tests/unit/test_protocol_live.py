@@ -115,7 +115,9 @@ def test_worker_waits_between_rounds_instead_of_ending():
     assert page.status_code == 200 and "More tasks are coming" in page.content.decode()
     assert 'http-equiv="refresh"' in page.content.decode()
     for part, lease in leased:
-        services.annotation_submit(annotator=part.annotator, token=lease.token, answer="tie")
+        services.annotation_submit(
+            annotator=part.annotator, token=lease.token, data={"answer": "tie"}
+        )
     assert Round.objects.filter(number=2, state="open").exists()  # decided, next one open
     page = client.get(f"/w/{study.public_id}/task/").content.decode()
     assert 'name="token"' in page and "Task 1" in page

@@ -22,7 +22,7 @@ def work(study, name, limit=100) -> int:
     part = enter(study, name)
     done = 0
     while done < limit and (a := services.assignment_next(participation=part)) is not None:
-        services.annotation_submit(annotator=part.annotator, token=a.token, answer="left")
+        services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": "left"})
         done += 1
     return done
 
@@ -59,7 +59,7 @@ def test_lowering_redundancy_never_goes_below_what_workers_took(make_study):
     assert taken == {2: 2, 1: 1, 0: 1}  # the held lease and every label are kept
     assert "1 items keep more than 1" in notes[1]
     # the lease can still be answered, and then the item is complete
-    services.annotation_submit(annotator=held.annotator, token=held.token, answer="right")
+    services.annotation_submit(annotator=held.annotator, token=held.token, data={"answer": "right"})
     assert work(study, "w3") == 1  # only the third item was still open
 
 

@@ -64,7 +64,7 @@ def test_replay_reads_the_platforms_export(tmp_path, capsys):
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
-            answer="left" if "s1" in left_text or rng.random() < 0.5 else "right",
+            data={"answer": "left" if "s1" in left_text or rng.random() < 0.5 else "right"},
         )
     export = tmp_path / "labels.csv"
     call_command("export_labels", str(study.pk), "--format", "csv", "-o", str(export))

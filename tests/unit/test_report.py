@@ -34,10 +34,12 @@ def annotate(study, workers=("w1", "w2", "w3"), seed=0, likert=None) -> None:
         while (a := services.assignment_next(participation=part)) is not None:
             if likert is None:
                 answer = rng.choices(["left", "right", "tie"], weights=[5, 3, 2])[0]
-                services.annotation_submit(annotator=part.annotator, token=a.token, answer=answer)
+                services.annotation_submit(
+                    annotator=part.annotator, token=a.token, data={"answer": answer}
+                )
             else:
                 services.annotation_submit(
-                    annotator=part.annotator, token=a.token, scores=likert(rng)
+                    annotator=part.annotator, token=a.token, data={"scores": likert(rng)}
                 )
 
 
@@ -345,7 +347,7 @@ def test_fleiss_is_defined_for_unequal_label_counts(make_study, researcher, clie
     annotate(study, workers=("w1", "w2"))
     part = services.participation_enter(study=study, platform="link", external_id="w3")
     a = services.assignment_next(participation=part)  # a third label on one item only
-    services.annotation_submit(annotator=part.annotator, token=a.token, answer="left")
+    services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": "left"})
     report = selectors.study_report(study, n_boot=0)
     fleiss = next(
         r for r in report["properties"][0]["reliability"] if r["metric"] == "fleiss_kappa"

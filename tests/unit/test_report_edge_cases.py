@@ -28,7 +28,9 @@ def _answer_by_strength(study, workers, beat=lambda a, b: STRENGTH[a] > STRENGTH
             sa, sb = (o.system.name for o in a.item.output_list())
             a_wins = beat(sa, sb)
             answer = "left" if a_wins == (a.display_order == [0, 1]) else "right"
-            services.annotation_submit(annotator=part.annotator, token=a.token, answer=answer)
+            services.annotation_submit(
+                annotator=part.annotator, token=a.token, data={"answer": answer}
+            )
 
 
 @pytest.fixture

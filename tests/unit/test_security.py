@@ -114,7 +114,9 @@ def world(db):
     for target in (study, other):  # labels in A and B (a third worker's)
         part = services.participation_enter(study=target, platform="link", external_id="w3")
         lease = services.assignment_next(participation=part)
-        services.annotation_submit(annotator=part.annotator, token=lease.token, answer="tie")
+        services.annotation_submit(
+            annotator=part.annotator, token=lease.token, data={"answer": "tie"}
+        )
     Group.objects.create(name="lab")
     for role, user in users.items():
         client = Client()

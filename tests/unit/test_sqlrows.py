@@ -62,7 +62,7 @@ def check_every_model_of_the_cycle_loads_as_the_orm_does() -> None:
     study = _study()
     part = services.participation_enter(study=study, platform="link", external_id="w1")
     task = services.task_next(participation=part)
-    services.task_answer(participation=part, token=task.assignment.token, answer="left")
+    services.task_answer(participation=part, token=task.assignment.token, data={"answer": "left"})
     objects = [
         Study.objects.get(pk=study.pk),
         Participation.objects.get(pk=part.pk),

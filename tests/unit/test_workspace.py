@@ -170,7 +170,7 @@ def _answer(study, worker: str, *, at, seconds: int) -> None:
     services.task_answer(
         participation=part,
         token=task.assignment.token,
-        answer="left",
+        data={"answer": "left"},
         time_spent_ms=seconds * 1000,
         now=at + timedelta(seconds=seconds),
     )

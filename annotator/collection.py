@@ -1,0 +1,56 @@
+"""How a study's work is released, asked by the worker cycle and the workspace.
+
+A :class:`Collection` answers the questions about work still to come. A study of
+``collection="all"`` has all its items from the start (:data:`ALL_AT_ONCE`); another app
+registers the implementation of its own mode at start-up (the protocol app registers
+``"adaptive"`` in its ``AppConfig.ready``), so ``annotator`` imports none of them. Callers
+ask ``collection_for(study)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .models import Study
+
+
+class Collection(Protocol):
+    def more_work_expected(self, study: Study) -> bool:
+        """Whether a worker with nothing to do now should wait for more."""
+
+    def work_imminent(self, study: Study) -> bool:
+        """Whether new work is being made right now (e.g. a complete round awaiting its
+        decision): a worker whose answer found no next task waits a moment for it."""
+
+    def round_summary(self, study: Study) -> dict[str, Any] | None:
+        """The study's rounds for the researcher's workspace (``rounds``, ``current``,
+        ``current_state``, ``committed``, ``open_pairs``, ``settled_pairs``), or ``None``."""
+
+
+class AllAtOnce:
+    """Every item exists from the start: no more work comes, there are no rounds."""
+
+    def more_work_expected(self, study: Study) -> bool:
+        return False
+
+    def work_imminent(self, study: Study) -> bool:
+        return False
+
+    def round_summary(self, study: Study) -> dict[str, Any] | None:
+        return None
+
+
+ALL_AT_ONCE: Collection = AllAtOnce()
+_REGISTERED: dict[str, Collection] = {}
+
+
+def register(mode: str, collection: Collection) -> None:
+    """Answer for the studies whose ``collection`` is ``mode`` (called at start-up)."""
+    _REGISTERED[mode] = collection
+
+
+def collection_for(study: Study) -> Collection:
+    """The implementation answering for ``study``: the registered one of its mode, else
+    :data:`ALL_AT_ONCE`."""
+    return _REGISTERED.get(study.collection, ALL_AT_ONCE)

@@ -1,0 +1,36 @@
+"""The adaptive study's answers to :class:`annotator.collection.Collection` (registered for
+``collection="adaptive"`` in :meth:`protocol.apps.ProtocolConfig.ready`)."""
+
+from annotator.models import Study
+
+from .models import ProtocolConfig, Round, SystemPair
+
+
+class AdaptiveCollection:
+    def more_work_expected(self, study: Study) -> bool:
+        """A round still collecting (leases may come back) or awaiting its decision means more
+        work is coming; once the protocol has opened no further round, none is."""
+        return Round.objects.filter(
+            study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
+        ).exists()
+
+    def work_imminent(self, study: Study) -> bool:
+        """A complete round awaiting its decision: the next round opens within a moment."""
+        return Round.objects.filter(study=study, state=Round.State.CLOSED).exists()
+
+    def round_summary(self, study: Study) -> dict | None:
+        """Rounds and pairs of an adaptive study, for the researcher's workspace."""
+        config = ProtocolConfig.objects.filter(study=study).first()
+        if config is None:
+            return None
+        last = Round.objects.filter(study=study).order_by("-number").first()
+        pairs = SystemPair.objects.filter(study=study)
+        open_pairs = pairs.filter(state=SystemPair.State.OPEN).count()
+        return {
+            "rounds": last.number if last else 0,
+            "current": last.number if last else None,
+            "current_state": last.get_state_display() if last else None,
+            "committed": config.committed,
+            "open_pairs": open_pairs,
+            "settled_pairs": pairs.count() - open_pairs,
+        }
