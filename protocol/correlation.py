@@ -53,7 +53,7 @@ def orientation(pair_systems: ArrayLike) -> NDArray[np.float64]:
     a, b = ps[:, 0], ps[:, 1]
     same = (a[:, None] == a[None, :]).astype(float) + (b[:, None] == b[None, :])
     cross = (a[:, None] == b[None, :]).astype(float) + (b[:, None] == a[None, :])
-    out = np.sign(same - cross)
+    out: NDArray[np.float64] = np.sign(same - cross)
     np.fill_diagonal(out, 1.0)
     return out
 
@@ -104,7 +104,7 @@ def shared_input_correlation(
     ok = (diag > 0) & (n_s > 0)
     scale = np.where(ok, 1.0 / np.sqrt(np.where(ok, diag, 1.0)), 0.0)
     overlap = bracket * np.outer(scale, scale)
-    corr = rho * orientation(pair_systems) * overlap
+    corr: NDArray[np.float64] = rho * orientation(pair_systems) * overlap
     np.fill_diagonal(corr, 1.0)
     return corr
 
