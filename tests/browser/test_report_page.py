@@ -71,6 +71,10 @@ def test_error_span_report_shows_its_section_first_and_the_score_in_bins(base_ur
     assert "human median = 20–29" in chart_text and "no items in this bin" not in chart_text
     height = page.evaluate("document.body.scrollHeight")
     assert height < (3500 if width == 1280 else 6000), height
+    # every "Numbers" table open: a table wider than the screen scrolls in its box, the page not
+    page.evaluate("document.querySelectorAll('.hv-report details').forEach(d => d.open = true)")
+    expect(page.locator(".hv-report .table-scroll table").first).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert errors == [], errors
 
 
