@@ -46,6 +46,7 @@ def _records(n: int, systems: tuple[str, ...], chat: bool) -> list[dict]:
 
 
 def _shown_texts(page) -> list[str]:
+    page.wait_for_load_state("domcontentloaded")  # the whole task parsed, not its first part
     shown = page.locator("section.output .text, .rank-card .text, #esa-text")
     return [t.strip() for t in shown.all_inner_texts()]
 

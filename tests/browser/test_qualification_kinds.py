@@ -208,6 +208,7 @@ def answer_question(page, kind: str, right: bool) -> None:
         page.click(f'button[name="answer"][value="{side}"]')
     elif kind == "ranking":
         cards = page.locator(".rank-card .text")
+        expect(cards).to_have_count(len(order))  # the heading can be parsed before the list
         assert [t.strip() for t in cards.all_inner_texts()] == [question.outputs[p] for p in order]
         best = order.index(expected["top"])  # its display position
         top = best if right else (best + 1) % len(order)

@@ -39,7 +39,9 @@ def _bundle() -> bytes:
 
 
 def _cards(page) -> list[str]:
-    return [t.strip() for t in page.locator(".rank-card .turn-assistant .text").all_inner_texts()]
+    cards = page.locator(".rank-card .turn-assistant .text")
+    expect(cards).to_have_count(3)  # the first card can be parsed before the last
+    return [t.strip() for t in cards.all_inner_texts()]
 
 
 def _shown_by_the_assignment(lease: Assignment) -> list[str]:
