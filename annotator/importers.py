@@ -14,8 +14,9 @@ rejected if there is any, before any write. A file above ``HUMEVAL_IMPORT_MAX_BY
 refused before it is read; text the database cannot store is refused here.
 
 The pure parts are in :mod:`formats`: the stream (:mod:`formats.stream`), the specs
-(:mod:`formats.specs`), the CSV scan (:mod:`formats.bundle`) and the Judge-Bench one
-(:mod:`formats.judgebench_study`). Kept here: what needs Django or the kinds.
+(:mod:`formats.specs`), the scans of a CSV bundle (:mod:`formats.bundle`), a JSON Lines one
+(:mod:`formats.jsonl_study`) and a Judge-Bench file (:mod:`formats.judgebench_study`).
+Kept here: what needs Django or the kinds.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from typing import Any
 
 import kinds
 from formats import stream as _stream
-from formats.bundle import finite_number, scan_csv, study_jsonl, unstorable
+from formats.bundle import finite_number, scan_csv, unstorable
+from formats.jsonl_study import scan_jsonl
 from formats.judgebench import MAX_DEPTH as MAX_DEPTH  # the nesting limit, named here too
 from formats.judgebench_study import scan_judgebench
 from formats.specs import MAX_ERRORS as MAX_ERRORS  # named here too (docs, tests)
@@ -37,15 +39,11 @@ from formats.specs import (
     CriterionSpec,
     Errors,
     Index,
-    Inputs,
     InputSpec,
     StudySpec,
-    assemble,
-    line_of,
 )
 from formats.stream import CHUNK as CHUNK  # named here too (tests)
 from formats.stream import Source, Stream, is_object, sniff
-from kinds import conversation
 
 from .errors import ImportRejected, ImportTooLarge
 from .languages import LanguageError, language_list, supported
@@ -197,7 +195,7 @@ def _scan(
     if lower.endswith(".csv"):
         spec, index = scan_csv(stream, config, errors)
     elif lower.endswith(".jsonl") or (first.startswith("{") and more and is_object(first)):
-        spec, index = _scan_jsonl(stream, config, errors)
+        spec, index = scan_jsonl(stream, config, errors, _study_options)
     elif first.startswith("{") or lower.endswith(".json"):
         spec, index = scan_judgebench(stream, config, errors)
     else:
@@ -335,150 +333,6 @@ def _criterion(raw: Any, where: str, errors: Errors) -> CriterionSpec | None:
     )
 
 
-# --- JSONL bundle ----------------------------------------------------------------------------
-def _jsonl_objects(stream: Stream, errors: Errors) -> Iterator[tuple[str, dict | None]]:
-    """Each line with text, with where it is: the storable JSON object it holds, or
-    ``None`` when it holds none (named in ``errors``; see :func:`formats.bundle.study_jsonl`)."""
-    for where, record in study_jsonl(stream.lines()):
-        if isinstance(record, str):
-            errors.add(f"{where}: {record}")
-            yield where, None
-            continue
-        yield where, record
-
-
-def _scan_jsonl(stream: Stream, config: Config, errors: Errors) -> tuple[StudySpec, Index]:
-    options: dict[str, Any] = {}
-    criteria: list[CriterionSpec] = []
-    declared: list[str] = []
-    index = Index()
-    seen_study = False
-    for where, record in _jsonl_objects(stream, errors):
-        if record is None:
-            # a broken first line may have been the study line: its options are unknown
-            index.options_known = index.options_known and (seen_study or bool(index.ids))
-            continue
-        if "study" in record:
-            if index.valid or seen_study:
-                errors.add(f"{where}: the 'study' line must come first, once")
-            seen_study = True
-            options, criteria, declared = _study_options(record["study"], where, errors)
-            continue
-        before = errors.total
-        parsed = _input_record(record, where, errors)
-        if parsed is not None:
-            # a record with a fault named already gets no second message about its outputs
-            outputs = parsed.outputs if errors.total == before else None
-            index.add(parsed.external_id, line_of(where), outputs, parsed.is_gold)
-            if parsed.gold is not None and outputs is not None:
-                index.golds.append((parsed.where, parsed))
-            if parsed.messages:
-                index.conversations.append((parsed.where, sorted(parsed.messages)))
-        elif _valid_id(ident := record.get("id")):
-            index.add(str(ident), line_of(where), None)
-    study = {**options, **config.options}
-    inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)
-    return assemble(
-        study,
-        criteria if config.criteria is None else config.criteria,
-        declared if config.systems is None else config.systems,
-        inputs,
-        index=index,
-    ), index
-
-
-def _jsonl_inputs(stream: Stream) -> Iterator[InputSpec]:
-    """The inputs of a JSONL file already validated (``study``: its study options)."""
-    errors = Errors()
-    for where, record in _jsonl_objects(stream, errors):
-        if record and "study" not in record:
-            if parsed := _input_record(record, where, errors):
-                yield parsed
-
-
-def _valid_id(ident: Any) -> bool:
-    return isinstance(ident, str | int) and not isinstance(ident, bool) and str(ident) != ""
-
-
-def _input_record(record: dict, where: str, errors: Errors) -> InputSpec | None:
-    """One input line (its ``"gold"`` is read by the study's kind later, see
-    :func:`expected_of`). An ``input`` or output may be a conversation
-    (:mod:`kinds.conversation`)."""
-    ident = record.get("id")
-    if not _valid_id(ident):
-        errors.add(f"{where}: missing 'id' (a string or number naming the input)")
-        return None
-    where = f"{where} (input '{ident}')"
-    outputs = record.get("outputs")
-    if not isinstance(outputs, dict) or not outputs:
-        errors.add(
-            f"{where}: missing 'outputs' (an object mapping system name to output text "
-            "or conversation)"
-        )
-        return None
-    texts: dict[str, str] = {}
-    messages: dict[str, list] = {}
-    bad = False
-    for name, out in outputs.items():
-        if conversation.is_conversation(out):
-            try:
-                messages[str(name)] = conversation.validate(
-                    out, f"{where}: output of system '{name}'", output=True
-                )
-            except conversation.ConversationError as exc:
-                for message in exc.messages:
-                    errors.add(message)
-                bad = True
-                continue
-            texts[str(name)] = conversation.to_text(messages[str(name)])
-        elif not isinstance(out, str) or not out.strip():
-            errors.add(f"{where}: output of system '{name}' is empty or not text")
-            bad = True
-        else:
-            texts[str(name)] = out
-    text = record.get("input", "")
-    turns = None
-    if conversation.is_conversation(text):
-        try:
-            turns = conversation.validate(text, f"{where}: 'input'")
-        except conversation.ConversationError as exc:
-            for message in exc.messages:
-                errors.add(message)
-        text = conversation.to_text(turns or [])
-    elif not isinstance(text, str):
-        errors.add(f"{where}: 'input' must be text or a conversation (a list of messages)")
-        text = ""
-    priority = record.get("priority")
-    if priority is not None and (priority := finite_number(priority)) is None:
-        errors.add(f"{where}: 'priority' must be a finite number")
-    metadata = record.get("metadata", {})
-    if not isinstance(metadata, dict):
-        errors.add(f"{where}: 'metadata' must be an object")
-        metadata = {}
-    if turns:
-        metadata = {**metadata, "conversation": turns}
-    reference = record.get("reference", "") or ""
-    if not isinstance(reference, str):
-        errors.add(f"{where}: 'reference' must be text")
-        reference = ""
-    gold = record.get("gold")
-    if bad:
-        return None
-    return InputSpec(
-        external_id=str(ident),
-        text=text,
-        outputs=texts,
-        where=where,
-        reference=reference,
-        priority=priority,
-        metadata=metadata,
-        is_gold=gold is not None,
-        gold=gold,
-        messages=messages,
-    )
-
-
-# --- assembly and cross-record checks ----------------------------------------------------------
 def _validate_kind_options(
     kind: kinds.Kind, spec: StudySpec, index: Index, errors: Errors, faulty: bool
 ) -> None:

@@ -15,7 +15,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 import kinds
-from kinds import conversation
+from formats import conversation
 
 from .choices import AnnotationSource, AssignmentState, Preference
 

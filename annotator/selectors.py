@@ -16,8 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 import kinds
-from formats import vocab
-from kinds import conversation
+from formats import conversation, vocab
 
 from . import span_prefill
 from .choices import AssignmentState

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 import pytest
 from django.template import Context, Engine
 
-from kinds.conversation import for_display
+from formats.conversation import for_display
 from kinds.ranking import KIND as RANKING
 from tests.browser.conftest import close_settled
 

@@ -1,9 +1,9 @@
-"""Conversation inputs and outputs (kinds/conversation.py): validation names the line and the
+"""Conversation inputs and outputs (formats/conversation.py): validation names the line and the
 message of every fault; text and conversations are told apart; the flat text form."""
 
 import pytest
 
-from kinds.conversation import (
+from formats.conversation import (
     MAX_CONTENT_CHARS,
     MAX_MESSAGES,
     Conversation,
