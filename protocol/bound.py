@@ -89,7 +89,9 @@ class Pair:
             out[k] = _gather(_step_probs(self.probs, step), nxt, k)
         return out
 
-    def log_paths(self, k: int) -> tuple[NDArray, NDArray, NDArray]:
+    def log_paths(
+        self, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
         """Over (W, L) after ``k`` labels: log of one label sequence's probability under H0
         and under H1, and whether the counts are possible."""
         w, l = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
@@ -106,10 +108,11 @@ class Pair:
 
 def _step_probs(probs: tuple[float, float, float], k: int) -> NDArray[np.float64]:
     """(k+1, k+1): probability of w wins and l losses among ``k`` i.i.d. labels."""
-    return _sequences(k) * np.exp(
+    out: NDArray[np.float64] = _sequences(k) * np.exp(
         np.add.outer(np.arange(k + 1) * np.log(probs[0]), np.arange(k + 1) * np.log(probs[2]))
         + np.maximum(k - np.add.outer(np.arange(k + 1), np.arange(k + 1)), 0) * np.log(probs[1])
     )
+    return out
 
 
 def _sequences(step: int) -> NDArray[np.float64]:
@@ -121,7 +124,7 @@ def _sequences(step: int) -> NDArray[np.float64]:
     return np.where(ok, count, 0.0)
 
 
-def _gather(kernel: NDArray, after: NDArray, k: int) -> NDArray[np.float64]:
+def _gather(kernel: NDArray[np.float64], after: NDArray[np.float64], k: int) -> NDArray[np.float64]:
     """Over (W, L) after ``k`` labels: ``Σ kernel[w, l] · after[W + w, L + l]``."""
     out = np.zeros((k + 1, k + 1))
     for w, l in zip(*np.nonzero(kernel), strict=True):
@@ -133,13 +136,13 @@ GO_ON = 2
 """Action code: look again after the next batch (1: decide A, −1: decide B, 0: retire)."""
 
 
-def optimal_rule(pair: Pair, lam: float, mu: float) -> list[NDArray[np.int8]]:
+def optimal_rule(pair: Pair | PriorPair, lam: float, mu: float) -> list[NDArray[np.int8]]:
     """Per look, the action over (W, L) of the rule minimising ``E1[N] − μ P1(A) + λ
     P0(decide)`` (backward induction; values per label sequence, which carry both
     hypotheses' probabilities, so a continuation sums its sequences' values)."""
     looks = pair.looks
     rule: list[NDArray[np.int8]] = []
-    nxt: NDArray | None = None
+    nxt: NDArray[np.float64] | None = None
     for j in range(len(looks) - 1, -1, -1):
         k = int(looks[j])
         lp0, lp1, ok = pair.log_paths(k)
@@ -157,7 +160,7 @@ def optimal_rule(pair: Pair, lam: float, mu: float) -> list[NDArray[np.int8]]:
     return rule[::-1]
 
 
-def evaluate(pair: Pair, rule: list[NDArray[np.int8]]) -> dict[str, float]:
+def evaluate(pair: Pair | PriorPair, rule: list[NDArray[np.int8]]) -> dict[str, float]:
     """Exact P0(decide), P1(A), P1(B) and E1[N] of a rule: the number of label sequences that
     reach each (W, L) at each look still open, times each hypothesis' sequence probability."""
     alive = np.ones((1, 1))
@@ -201,14 +204,14 @@ def lagrangian(result: dict[str, float], lam: float, mu: float) -> float:
     return result["e1_n"] - mu * result["p1_a"] + lam * result["p0_decide"]
 
 
-def dual_bound(pair: Pair, a: float, gamma: float = 0.05) -> tuple[float, float, float]:
+def dual_bound(pair: Pair | PriorPair, a: float, gamma: float = 0.05) -> tuple[float, float, float]:
     """The largest dual bound on E1[N] found, with its λ, μ: Nelder-Mead over log λ, log μ
     from two starts (μ must grow very large when ``a`` is near 1)."""
 
-    def neg(x: NDArray) -> float:
+    def neg(x: NDArray[np.float64]) -> float:
         lam, mu = np.exp(np.clip(x, -8.0, 25.0))
         res = evaluate(pair, optimal_rule(pair, lam, mu))
-        return -(lagrangian(res, lam, mu) + mu * a - lam * gamma)
+        return -float(lagrangian(res, lam, mu) + mu * a - lam * gamma)
 
     runs = [
         minimize(neg, np.log(start), method="Nelder-Mead", options={"xatol": 0.02, "fatol": 0.01})
@@ -249,7 +252,9 @@ class PriorPair:
             raise ValueError("one weight per effect, summing to 1")
 
     @classmethod
-    def over_z(cls, n: int, zs: tuple[float, ...], draw: float = 0.45, batch: int = 10):
+    def over_z(
+        cls, n: int, zs: tuple[float, ...], draw: float = 0.45, batch: int = 10
+    ) -> PriorPair:
         """Effects with expected z on all data ``zs``, equally likely."""
         return cls(tuple(Pair.with_z(n, z, draw, batch) for z in zs), (1.0 / len(zs),) * len(zs))
 
@@ -261,7 +266,9 @@ class PriorPair:
     def looks(self) -> NDArray[np.int64]:
         return self.pairs[0].looks
 
-    def log_paths(self, k: int) -> tuple[NDArray, NDArray, NDArray]:
+    def log_paths(
+        self, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
         lp0, _, ok = self.pairs[0].log_paths(k)
         parts = [np.log(w) + p.log_paths(k)[1] for p, w in zip(self.pairs, self.weights,
                                                                strict=True)]  # fmt: skip

@@ -16,8 +16,10 @@ a mixture of ``Dir(n + t + 1)`` (:class:`PosteriorDraws`).  Pure: numpy and scip
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypedDict, TypeVar, Unpack
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -31,6 +33,7 @@ __all__ = [
     "WIN",
     "Decision",
     "PosteriorDraws",
+    "SamplerOptions",
     "counts_from_labels",
     "decide",
     "decide_with_thresholds",
@@ -107,7 +110,8 @@ def _theta_from_alpha(alpha: NDArray[np.float64]) -> NDArray[np.float64]:
     the Dirichlet), so the event ``p> > p<`` is ``Beta > 1/2``.  Uses the symmetry
     ``1 - I_x(a, b) = I_{1-x}(b, a)`` to avoid cancellation near 1.
     """
-    return betainc(alpha[..., 2], alpha[..., 0], 0.5)
+    theta: NDArray[np.float64] = betainc(alpha[..., 2], alpha[..., 0], 0.5)
+    return theta
 
 
 def theta_human(counts: ArrayLike) -> NDArray[np.float64]:
@@ -131,7 +135,8 @@ def kl_divergence(p: ArrayLike, q: ArrayLike, eps: float = 1e-12) -> NDArray[np.
     qa = np.atleast_2d(np.asarray(q, dtype=float))
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(pa > 0, pa * (np.log(pa) - np.log(np.maximum(qa, eps))), 0.0)
-    return terms.sum(axis=-1)
+    kl: NDArray[np.float64] = terms.sum(axis=-1)
+    return kl
 
 
 @dataclass(frozen=True)
@@ -160,14 +165,16 @@ class PosteriorDraws:
         """``P(p> > p<)`` per pair (Algorithm 1, line 17): exact or the mixture average."""
         if self.theta_values is not None:
             return self.theta_values.copy()
-        return (self.weights * _theta_from_alpha(self.alpha)).sum(axis=0)
+        theta: NDArray[np.float64] = (self.weights * _theta_from_alpha(self.alpha)).sum(axis=0)
+        return theta
 
     def mean_p(self) -> NDArray[np.float64]:
         """Posterior mean of ``p`` per pair, shape (n_pairs, 3)."""
         if self.mean_p_values is not None:
             return self.mean_p_values.copy()
         comp = self.alpha / self.alpha.sum(axis=-1, keepdims=True)
-        return (self.weights[..., None] * comp).sum(axis=0)
+        mean: NDArray[np.float64] = (self.weights[..., None] * comp).sum(axis=0)
+        return mean
 
     def components(self, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """``size`` mixture components per pair drawn by weight, shape (size, n_pairs, 3)."""
@@ -219,10 +226,13 @@ def _log_dir_kernel(p: NDArray[np.float64], n: NDArray[np.float64]) -> NDArray[n
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(n > 0, n * np.log(np.where(p > 0, p, 1.0)), 0.0)
         terms = np.where((n > 0) & (p <= 0), -np.inf, terms)
-    return terms.sum(axis=-1)
+    kernel: NDArray[np.float64] = terms.sum(axis=-1)
+    return kernel
 
 
-def _dirichlet(rng: np.random.Generator, alpha: NDArray[np.float64], axis: int) -> NDArray:
+def _dirichlet(
+    rng: np.random.Generator, alpha: NDArray[np.float64], axis: int
+) -> NDArray[np.float64]:
     g = rng.standard_gamma(alpha)
     s = g.sum(axis=axis, keepdims=True)
     # Gamma draws with alpha >= 1 are positive almost surely; guard against underflow anyway.
@@ -237,7 +247,9 @@ def _det3(a: NDArray[np.float64]) -> NDArray[np.float64]:
     )
 
 
-def _solve3(a: NDArray[np.float64], b: NDArray[np.float64], det: NDArray) -> NDArray:
+def _solve3(
+    a: NDArray[np.float64], b: NDArray[np.float64], det: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """Solve ``a x = b`` for stacks of 3x3 systems by Cramer's rule (NaN where singular)."""
     out = np.empty(b.shape)
     safe = np.where(np.abs(det) > 1e-300, det, np.nan)
@@ -329,13 +341,14 @@ def _row_table(
 
 
 _SCRATCH = threading.local()
+_Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
-def _buffer(name: str, shape: tuple[int, int], dtype: type) -> NDArray:
+def _buffer(name: str, shape: tuple[int, int], dtype: type[_Scalar]) -> NDArray[_Scalar]:
     """An uninitialised array of ``shape`` on a buffer kept per thread and ``name``: the FFTs of
     every pair write into the same memory instead of page-faulting fresh megabytes per call."""
     size = shape[0] * shape[1]
-    buf = getattr(_SCRATCH, name, None)
+    buf: NDArray[_Scalar] | None = getattr(_SCRATCH, name, None)
     if buf is None or buf.size < size:
         buf = np.empty(size, dtype=dtype)
         setattr(_SCRATCH, name, buf)
@@ -377,7 +390,11 @@ def _fold_margin(v: NDArray[np.float64], lo: int, hi: int, budget: float) -> int
     return int(p[ok[0]] if ok.size else p[-1])
 
 
-def _binomial_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+_Bands = tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]
+"""A binomial CDF band table: ``flat, offset, lo, hi`` (:func:`_binomial_bands`)."""
+
+
+def _binomial_bands(sizes: NDArray[np.int64]) -> _Bands:
     """CDF of ``Binomial(N, 1/2)`` on ``[lo, hi] = N/2 -+ (4.5 sqrt(N) + 2)`` for each ``N`` of
     ``sizes`` (sorted, distinct), as one flat array: the segment of ``N`` starts at ``offset``
     and holds ``0, F(lo), ..., F(hi), 1``.  Outside the band the CDF is within ``2 exp(-40)``
@@ -408,11 +425,11 @@ def _binomial_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray
 
 _BINOMIAL_CACHE_MAX = 4096
 """Binomial sizes up to this have their CDF bands cached (about 13 MB at most)."""
-_BINOMIAL: tuple[NDArray, NDArray, NDArray, NDArray] = _binomial_bands(np.arange(2))
+_BINOMIAL: _Bands = _binomial_bands(np.arange(2))
 """:func:`_binomial_bands` of ``N = 0, 1, ...``, grown on demand up to ``_BINOMIAL_CACHE_MAX``."""
 
 
-def _binomial_cdf_bands(sizes: NDArray[np.int64]) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+def _binomial_cdf_bands(sizes: NDArray[np.int64]) -> _Bands:
     """:func:`_binomial_bands` indexed like ``sizes`` (any order, repeats): ``flat`` and per
     entry its segment's ``offset``, ``lo`` and ``hi``."""
     global _BINOMIAL
@@ -495,7 +512,7 @@ class _Level:
 
 
 def _latent_level(
-    tables: list[NDArray[np.float64]],
+    tables: Sequence[NDArray[np.float64]],
     e: NDArray[np.float64],
     big_m: int,
     window: tuple[int, int, int, int],
@@ -635,6 +652,20 @@ def _exact_latent_totals(
     return t, theta, level.mean_t, err
 
 
+class SamplerOptions(TypedDict, total=False):
+    """The keyword options of :func:`sample_posterior`, as the wrappers pass them on."""
+
+    n_samples: int
+    burn_in: int
+    chains: int
+    seed: int | np.random.Generator | None
+    tol: float | None
+    max_samples: int
+    ridge_moves: bool
+    method: str
+    max_exact: int
+
+
 def sample_posterior(
     human_counts: ArrayLike,
     confusion: ArrayLike | None = None,
@@ -715,9 +746,9 @@ def sample_posterior(
     alpha = np.empty((size, n_pairs, 3))
     alpha[...] = n + 1.0
     weights = np.zeros((size, n_pairs))
-    for k in range(n_pairs):
-        alpha[: comps[k].shape[0], k] = comps[k]
-        weights[: wts[k].shape[0], k] = wts[k]
+    for i in range(n_pairs):
+        alpha[: comps[i].shape[0], i] = comps[i]
+        weights[: wts[i].shape[0], i] = wts[i]
     return PosteriorDraws(alpha, weights, n, mcse, theta, mean_p)
 
 
@@ -756,8 +787,13 @@ def _gibbs_posterior(
     needs_ridge = ridge_moves & (ma.sum(axis=1) > ca.sum(axis=(1, 2)) + 3.0)
 
     def sweep(
-        p: NDArray, mu: NDArray, n_b: NDArray, m_int: NDArray, a_mu: NDArray, ridge: NDArray
-    ) -> tuple[NDArray, NDArray, NDArray]:
+        p: NDArray[np.float64],
+        mu: NDArray[np.float64],
+        n_b: NDArray[np.float64],
+        m_int: NDArray[np.int64],
+        a_mu: NDArray[np.float64],
+        ridge: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         if ridge.all():
             p, mu = _ridge_move(rng, p, mu, n_b, a_mu)
         elif ridge.any():
@@ -820,21 +856,21 @@ def theta_with_metric(
     human_counts: ArrayLike,
     confusion: ArrayLike,
     metric_counts: ArrayLike,
-    **sampler_kwargs: object,
+    **sampler_kwargs: Unpack[SamplerOptions],
 ) -> NDArray[np.float64]:
     """``theta = P(p> > p< | humans, confusion, metric-only)`` per pair (Algorithm 1, line 17),
     by :func:`sample_posterior` with ``sampler_kwargs``."""
-    return sample_posterior(human_counts, confusion, metric_counts, **sampler_kwargs).theta()  # type: ignore[arg-type]
+    return sample_posterior(human_counts, confusion, metric_counts, **sampler_kwargs).theta()
 
 
 def posterior_mean_p(
     human_counts: ArrayLike,
     confusion: ArrayLike | None = None,
     metric_counts: ArrayLike | None = None,
-    **sampler_kwargs: object,
+    **sampler_kwargs: Unpack[SamplerOptions],
 ) -> NDArray[np.float64]:
     """Posterior mean of ``p`` per pair (``p_prot`` of Section 6), shape (n_pairs, 3)."""
-    return sample_posterior(human_counts, confusion, metric_counts, **sampler_kwargs).mean_p()  # type: ignore[arg-type]
+    return sample_posterior(human_counts, confusion, metric_counts, **sampler_kwargs).mean_p()
 
 
 def decide(theta: ArrayLike, gamma: float = 0.05) -> NDArray[np.int8]:
@@ -855,7 +891,7 @@ def decide_with_thresholds(
     return out
 
 
-def _rope_from_alpha(alpha: NDArray[np.float64], delta: float, nodes: int) -> NDArray:
+def _rope_from_alpha(alpha: NDArray[np.float64], delta: float, nodes: int) -> NDArray[np.float64]:
     """``P(|p> - p<| < delta)`` for ``p ~ Dir(alpha)``, averaged over the leading axis.
 
     ``s = p> + p< ~ Beta(a> + a<, a=)`` and ``x = p> / s ~ Beta(a>, a<)`` are independent and
@@ -869,8 +905,9 @@ def _rope_from_alpha(alpha: NDArray[np.float64], delta: float, nodes: int) -> ND
     half = delta / (2.0 * np.maximum(s, 1e-300))
     hi = np.clip(0.5 + half, 0.0, 1.0)
     lo = np.clip(0.5 - half, 0.0, 1.0)
-    prob = betainc(a_w, a_l, hi) - betainc(a_w, a_l, lo)
-    return prob.mean(axis=0)
+    prob: NDArray[np.float64] = betainc(a_w, a_l, hi) - betainc(a_w, a_l, lo)
+    mean: NDArray[np.float64] = prob.mean(axis=0)
+    return mean
 
 
 def rope_probability(
@@ -888,7 +925,10 @@ def rope_probability(
     thinned to ``max_components`` evenly spaced components.
     """
     post = posterior if isinstance(posterior, PosteriorDraws) else human_posterior(posterior)
+    rope: NDArray[np.float64]
     if post.alpha.shape[0] == 1:
-        return _rope_from_alpha(post.alpha, delta, nodes)[0]
+        rope = _rope_from_alpha(post.alpha, delta, nodes)[0]
+        return rope
     alpha = post.components(max_components, np.random.default_rng(0))
-    return _rope_from_alpha(alpha, delta, nodes).mean(axis=0)
+    rope = _rope_from_alpha(alpha, delta, nodes).mean(axis=0)
+    return rope

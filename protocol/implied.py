@@ -30,7 +30,7 @@ class Implied:
         self.chains = chains
 
 
-def _beats(edges: ArrayLike, directions: ArrayLike) -> dict[int, set[int]]:
+def _beats(edges: ArrayLike, directions: NDArray[np.generic]) -> dict[int, set[int]]:
     """Winner → losers of the decided pairs (direction +1: first system wins)."""
     beats: dict[int, set[int]] = {}
     for (a, b), d in zip(np.asarray(edges, dtype=np.int64).reshape(-1, 2), directions, strict=True):

@@ -17,7 +17,9 @@ The level a decision needs is calibrated under the null (:func:`calibrate_decisi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, Required, TypedDict, Unpack, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -32,6 +34,7 @@ __all__ = [
     "PooledEffects",
     "blended_level",
     "calibrate_study_level",
+    "NullStudyOptions",
     "null_study_bounds",
     "pooling_information",
     "first_early_look",
@@ -403,8 +406,8 @@ def _near_boundary_sequences(
     win = u < probs[:, :1]
     loss = u >= probs[:, :1] + probs[:, 1:2]
     cuts = np.cumsum(steps)
-    wins = np.cumsum(win, axis=1)[:, cuts - 1]
-    losses = np.cumsum(loss, axis=1)[:, cuts - 1]
+    wins = np.cumsum(win, axis=1, dtype=np.int64)[:, cuts - 1]
+    losses = np.cumsum(loss, axis=1, dtype=np.int64)[:, cuts - 1]
     final = np.stack([wins[:, -1], n_max - wins[:, -1] - losses[:, -1], losses[:, -1]], axis=1)
     keep = decide(theta_human(final), gamma) > 0
     return wins[keep], losses[keep]
@@ -493,7 +496,8 @@ def pooling_information(effects: PooledEffects, own_var: ArrayLike) -> NDArray[n
     not fit the model; near 1: the other pairs pin the pair's effect down)."""
     _, pooled = effects.summary()
     own = np.maximum(np.asarray(own_var, dtype=float), 1e-15)
-    return np.clip(1.0 - pooled / own, 0.0, 1.0)
+    info: NDArray[np.float64] = np.clip(1.0 - pooled / own, 0.0, 1.0)
+    return info
 
 
 def blended_level(
@@ -501,12 +505,15 @@ def blended_level(
 ) -> NDArray[np.float64]:
     """Per pair: the lone-pair level where pooling adds nothing, the study level where the
     other pairs pin the pair down, linearly in :func:`pooling_information` between them."""
-    info = np.clip(np.asarray(information, dtype=float), 0.0, 1.0)
+    info: NDArray[np.float64] = np.clip(np.asarray(information, dtype=float), 0.0, 1.0)
     return lone_level + info * (study_level - lone_level)
 
 
 def _pooled_batch(
-    m: NDArray[np.float64], v: NDArray[np.float64], x: NDArray[np.float64], tau_grid: NDArray
+    m: NDArray[np.float64],
+    v: NDArray[np.float64],
+    x: NDArray[np.float64],
+    tau_grid: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """:func:`pool_across_pairs` for ``B`` studies of one connected design at once:
     ``m``, ``v`` (B, P), ``x`` (P, S). Returns weights (B, G), means and variances (B, G, P)."""
@@ -532,6 +539,42 @@ def _pooled_batch(
     return w / w.sum(axis=1, keepdims=True), mean, np.maximum(var, 1e-15)
 
 
+class NullStudyOptions(TypedDict, total=False):
+    """The null studies' options of :func:`null_study_bounds` (``lone_level`` required)."""
+
+    lone_level: Required[float]
+    futility: float
+    min_annotations: int
+    draw_rate: float
+    n_studies: int
+    seed: int | np.random.Generator | None
+    spending: float
+
+
+@overload
+def null_study_bounds(
+    pair_systems: ArrayLike,
+    n_max: int,
+    batch: int,
+    gamma: float = ...,
+    *,
+    per_look: Literal[False] = ...,
+    **options: Unpack[NullStudyOptions],
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]: ...
+
+
+@overload
+def null_study_bounds(
+    pair_systems: ArrayLike,
+    n_max: int,
+    batch: int,
+    gamma: float = ...,
+    *,
+    per_look: Literal[True],
+    **options: Unpack[NullStudyOptions],
+) -> tuple[NDArray[np.float64], NDArray[np.int8], NDArray[np.int8]]: ...
+
+
 def null_study_bounds(
     pair_systems: ArrayLike,
     n_max: int,
@@ -546,7 +589,10 @@ def null_study_bounds(
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
     per_look: bool = False,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | tuple[NDArray, NDArray, NDArray]:
+) -> (
+    tuple[NDArray[np.float64], NDArray[np.bool_]]
+    | tuple[NDArray[np.float64], NDArray[np.int8], NDArray[np.int8]]
+):
     """Simulated null studies of the given shape (every system equal; every pair a pool of
     ``n_max`` with ``p> = p< = (1 − draw_rate) / 2``, ``batch`` more labels per pair per look,
     pooling across the pairs on). Per simulated pair: the largest study level at which some
@@ -643,7 +689,7 @@ def calibrate_study_level(
     ``lone_level`` where pooling over few systems makes null pairs' predictions overconfident,
     below it where many pairs pin each other down. With ``implied``, pairs the decided pairs
     order through a chain count as decided too (:func:`protocol.implied.null_false_decisions`)."""
-    kw = dict(
+    kw = NullStudyOptions(
         lone_level=lone_level, futility=futility, min_annotations=min_annotations,
         draw_rate=draw_rate, n_studies=n_studies, seed=seed, spending=spending,
     )  # fmt: skip
@@ -669,7 +715,9 @@ def calibrate_study_level(
     return float(hi)
 
 
-def _implied_rate(pair_systems: ArrayLike, n_max: int, batch: int, gamma: float, kw: dict):
+def _implied_rate(
+    pair_systems: ArrayLike, n_max: int, batch: int, gamma: float, kw: NullStudyOptions
+) -> Callable[[float], float]:
     """The per-pair false-decision rate of null studies at a study level, implied decisions
     (through chains of direct ones, at any look, the last included) counted."""
     bounds, directions, last = null_study_bounds(

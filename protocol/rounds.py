@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -24,6 +24,7 @@ from .correlation import pool_across_pairs_correlated
 from .decision import PosteriorDraws, decide_with_thresholds, rope_probability, sample_posterior
 from .implied import implied_orders
 from .predictive import (
+    PooledEffects,
     blended_level,
     calibrate_decision_level,
     calibrate_futility,
@@ -109,7 +110,7 @@ def calibrated_level(
     )
 
 
-def null_draw_rate(human: NDArray, settings: ProtocolSettings) -> float:
+def null_draw_rate(human: ArrayLike, settings: ProtocolSettings) -> float:
     """The draw rate of the null used for calibration: the setting, or the share of draws
     among the human labels seen so far, rounded to 0.05 (no look at any decision)."""
     if settings.null_draw_rate is not None:
@@ -138,7 +139,9 @@ def calibrated_futility(
     )
 
 
-def futility_threshold(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
+def futility_threshold(
+    settings: ProtocolSettings, n_max: int, batch: int, human: ArrayLike
+) -> float:
     """``settings.futility``, or (with ``settings.futility_error``) the threshold calibrated
     for this pool size and batch, at most ``settings.futility``."""
     if settings.futility_error is None or settings.futility <= 0:
@@ -154,7 +157,7 @@ def futility_threshold(settings: ProtocolSettings, n_max: int, batch: int, human
     )
 
 
-def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: NDArray) -> float:
+def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: ArrayLike) -> float:
     """``settings.decision_level``, or the level calibrated for this pool size and batch
     (with the futility rule of :func:`futility_threshold` binding)."""
     if settings.decision_level is not None:
@@ -194,10 +197,10 @@ def _study_level(
 
 def study_level(
     settings: ProtocolSettings,
-    systems: NDArray,
+    systems: ArrayLike,
     n_max: int,
     batch: int,
-    human: NDArray,
+    human: ArrayLike,
     lone: float,
 ) -> float:
     """The level of a pair that the other pairs pin down (:func:`blended_level`), calibrated on
@@ -238,9 +241,9 @@ def study_level(
 
 
 def posterior(
-    human: NDArray,
-    confusion: NDArray | None,
-    metric: NDArray | None,
+    human: ArrayLike,
+    confusion: ArrayLike | None,
+    metric: ArrayLike | None,
     settings: ProtocolSettings,
     rng: np.random.Generator,
 ) -> PosteriorDraws:
@@ -318,7 +321,7 @@ def decide_round(
     last = (used >= pool) | (budget_left <= 0)
     early = ~last & (used >= first_early_look(pool, settings.min_annotations))
     decision = np.where(last, now, 0).astype(np.int8)
-    pair_level = level
+    pair_level: float | NDArray[np.float64] | None = level
     if lone_level is not None and level is not None:
         info = pooling_information(effects, eff_var)
         pair_level = blended_level(level, lone_level, info)
@@ -358,7 +361,12 @@ def decide_round(
     )
 
 
-def _imply(decision, outcome, systems, closed: ClosedPairs | None) -> tuple[tuple[int, ...], ...]:
+def _imply(
+    decision: NDArray[np.int8],
+    outcome: NDArray[np.object_],
+    systems: NDArray[np.int64],
+    closed: ClosedPairs | None,
+) -> tuple[tuple[int, ...], ...]:
     """Decide by implication the pairs not decided now (open, or closing undecided; not
     equivalent) that the decided pairs order, in place on ``decision`` and ``outcome``; the
     chains, one per pair of the round (empty if not implied)."""
@@ -381,7 +389,14 @@ def _imply(decision, outcome, systems, closed: ClosedPairs | None) -> tuple[tupl
     return tuple(chains)
 
 
-def _effects(eff_mean, eff_var, systems, closed, settings: ProtocolSettings, correlation=None):
+def _effects(
+    eff_mean: NDArray[np.float64],
+    eff_var: NDArray[np.float64],
+    systems: NDArray[np.int64] | None,
+    closed: ClosedPairs | None,
+    settings: ProtocolSettings,
+    correlation: NDArray[np.float64] | None = None,
+) -> PooledEffects:
     """The pooled (or, without system ids or with ``pooling`` off, the pair's own) posterior
     of every open pair's pool effect; with ``correlation``, errors correlated across pairs."""
     if not settings.pooling or systems is None:
@@ -453,10 +468,14 @@ def round_allocation(
 
 
 def look_level(
-    level: float | NDArray | None, used: NDArray, pool: NDArray, spending: float
-) -> NDArray:
+    level: float | NDArray[np.float64] | None,
+    used: NDArray[np.int64],
+    pool: NDArray[np.int64],
+    spending: float,
+) -> NDArray[np.float64]:
     """The predictive level a decision needs at this look: ``1 − (1 − level)·t^spending`` with
     ``t = used / pool`` (stricter early, ``level`` at the pool's end; ``spending = 0``: flat)."""
     frac = np.clip(np.asarray(used, dtype=float) / np.maximum(pool, 1), 0.0, 1.0)
     base = np.asarray(level if level is not None else 1.0, dtype=float)
-    return 1.0 - (1.0 - base) * frac**spending
+    needed: NDArray[np.float64] = 1.0 - (1.0 - base) * frac**spending
+    return needed

@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -204,7 +204,12 @@ class _State:
         self.rng = rng
         self.cost = 0.0
 
-    def best_unit(self, rows: NDArray[np.int64], want: NDArray[np.float64], mask=None) -> int:
+    def best_unit(
+        self,
+        rows: NDArray[np.int64],
+        want: NDArray[np.float64],
+        mask: NDArray[np.bool_] | None = None,
+    ) -> int:
         """The unit giving most new labels to ``rows`` that still want some, then most new
         labels, then earliest in the repeat's order; −1 if it gives none."""
         avail = self.pool[rows] & ~self.seen[rows]
@@ -254,7 +259,9 @@ class _State:
         ids = np.unique(ids[ids >= 0])
         return ids[open_[ids]]
 
-    def _members(self, j: int, want, open_, k: int) -> NDArray[np.int64]:
+    def _members(
+        self, j: int, want: NDArray[np.float64], open_: NDArray[np.bool_], k: int
+    ) -> NDArray[np.int64]:
         """Systems of one ranking: pair ``j``'s two, then greedily the system adding most
         wanted labels (random among the rest when none adds any)."""
         members = [int(self.pairs[j, 0]), int(self.pairs[j, 1])]
@@ -554,6 +561,14 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return p
 
 
+class _LoopOptions(TypedDict):
+    """What ``--rank``/``--likert``/``--independent`` pass on to :func:`loop_once`."""
+
+    mode: str
+    k: int | None
+    correlated: bool
+
+
 def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
     """One loop replay per ``--batch``; a ``--null`` study is drawn anew for every repeat."""
     if args.rankings and (args.rank or args.likert):
@@ -565,7 +580,7 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
                                     budget=args.budget)  # fmt: skip
         if args.no_pooling:
             settings = replace(settings, pooling=False)
-        kw = {"mode": mode, "k": args.rank, "correlated": not args.independent}
+        kw: _LoopOptions = {"mode": mode, "k": args.rank, "correlated": not args.independent}
         if args.null:
             out.append(_null_replay(args, settings, kw))
             continue
@@ -580,7 +595,9 @@ def run_from_args(args: argparse.Namespace) -> list[dict[str, Any]]:
     return out
 
 
-def _null_replay(args: argparse.Namespace, settings: ProtocolSettings, kw: dict) -> dict:
+def _null_replay(
+    args: argparse.Namespace, settings: ProtocolSettings, kw: _LoopOptions
+) -> dict[str, Any]:
     root = np.random.default_rng(args.seed)
     results = []
     for child in root.spawn(args.repeats):

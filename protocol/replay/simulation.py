@@ -127,7 +127,9 @@ def _read_mqm(path: str | Path) -> pd.DataFrame:
     return df.pivot_table(index="seg_id", columns="system", values="mqm_avg_score", aggfunc="mean")
 
 
-def mqm_systems(path: str | Path, share: float = ENOUGH_SEGMENTS) -> tuple[list[str], dict]:
+def mqm_systems(
+    path: str | Path, share: float = ENOUGH_SEGMENTS
+) -> tuple[list[str], dict[str, int]]:
     """The systems a replay of an MQM file takes when none are named: the paper's eleven if
     the file has them all (WMT21 en-de), else every system rated on at least ``share`` of
     the segments of the most-rated one. Also the segments rated per system, every system."""
@@ -238,7 +240,8 @@ def frame_from_judgebench(path: str | Path, metric: str | None = None) -> pd.Dat
     if not anns:
         raise ValueError("no categorical annotation found")
     name = anns[0]["metric"]
-    rows, faults = [], []
+    rows: list[dict[str, Any]] = []
+    faults: list[str] = []
     for index, inst in enumerate(data["instances"]):
         majority, scores = judgebench.human_scores(inst, f"instances[{index}]", faults.append).get(
             name, (None, [])
@@ -275,7 +278,9 @@ def reference_decisions(data: PreferenceData, gamma: float = 0.05) -> NDArray[np
     return decide(theta_human(data.counts()), gamma)
 
 
-def classify_outcomes(reference: NDArray[np.int8], decisions: NDArray[np.int8]) -> NDArray:
+def classify_outcomes(
+    reference: NDArray[np.int8], decisions: NDArray[np.int8]
+) -> NDArray[np.object_]:
     """Per-pair outcome against the reference (Section 1, Tables 2-5):
 
     * Correct - both say the same (significant in the same direction, or both undecided);
@@ -303,10 +308,10 @@ def _simulate_metric(
     """Appendix E: metric label of each input drawn from column ``mu[:, true label]``."""
     out = []
     code = np.array(LABELS, dtype=np.int8)
-    cum = np.cumsum(mu, axis=0)  # (metric label, true label)
+    cum = mu.cumsum(axis=0)  # (metric label, true label)
     for lab in labels:
         col = 1 - lab.astype(np.int64)  # +1 -> 0, 0 -> 1, -1 -> 2
-        u = rng.random(lab.shape[0])
+        u = rng.random((lab.shape[0],))
         idx = (u[:, None] > cum[:, col].T).sum(axis=1)
         out.append(code[np.minimum(idx, 2)])
     return out
