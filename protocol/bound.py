@@ -23,7 +23,7 @@ direction, and :func:`prior_bound` the bound for a rule told only a prior over t
 (:class:`PriorPair`, H1 a mixture of effects), also at γ/2 per direction.
 
 ``bench/protocol_sweep.py --only bound`` prints them for the paper's protocol and the
-default (docs/protocol.md, "Sweep"). Pure: numpy and scipy only.
+default (docs/validation.md, "Sweep"). Pure: numpy and scipy only.
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ def test_null_study_with_shared_systems_keeps_false_decisions_below_gamma() -> N
 
 def test_wmt21_replay_beats_the_papers_curve() -> None:
     # Deriu et al. Table 3 setting (eleven systems, gamma 0.05, N = 10); 4 orders here, 20 in
-    # docs/protocol.md. The paper's protocol: about 0.82 Correct at 0.48 of the annotations.
+    # docs/validation.md. The paper's protocol: about 0.82 Correct at 0.48 of the annotations.
     data = preference_data_from_scores(load_mqm(MQM, PAPER_SYSTEMS))
     out = replay(data, ProtocolSettings(batch=10), repeats=4, seed=0)["summary"]
     assert out["inversion"] == 0.0
