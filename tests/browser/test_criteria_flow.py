@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from playwright.sync_api import expect
 
 from analysis.selectors import study_dataset
 from annotator.models import Annotation, Assignment, Output
@@ -76,7 +77,7 @@ def test_criteria_study_from_import_to_report(base_url, page, make_study):
     page.keyboard.press("Enter")
 
     # item 2: mouse only, and a double click on submit
-    page.wait_for_function("() => document.querySelector('#progress-text').innerText == 'Task 2'")
+    expect(page.locator("#progress-text")).to_have_text("Task 2")
     page.wait_for_selector("fieldset.pair-criterion")
     left_2 = system_of(page, "left")
     page.locator('fieldset[data-criterion="helpful"] label.choice').nth(2).click()  # =

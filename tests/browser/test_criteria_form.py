@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 from django.template import Context, Engine
+from playwright.sync_api import expect
 
 from kinds import criteria as crit
 
@@ -125,7 +126,7 @@ def test_keyboard_answers_every_criterion_then_the_reason_and_submits(page, serv
     page.locator("input[name=answer-correct][value='right>']").focus()
     page.keyboard.press("5")
     page.keyboard.press("Enter")
-    page.wait_for_function("() => document.body.innerText.includes('ok')")
+    expect(page.locator("body")).to_contain_text("ok")
     assert len(serve.posts) == 1
     posted = serve.posts[0]
     assert posted["time_ms"].isdigit()
@@ -152,7 +153,7 @@ def test_three_way_criteria_take_number_keys_and_a_missing_answer_blocks_submit(
     page.keyboard.press("3")  # correct: tie
     assert focused(page) == "BUTTON"
     page.keyboard.press("Enter")
-    page.wait_for_function("() => document.body.innerText.includes('ok')")
+    expect(page.locator("body")).to_contain_text("ok")
     answer = crit.parse_answer(opts, [0, 1], serve.posts[0])
     assert answer["criteria"] == {
         "helpful": {"raw": "right", "value": "B"},
@@ -183,7 +184,7 @@ def test_five_points_stack_readably_on_a_phone_and_post_the_implicit_answer(page
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
     page.get_by_text("Response 2 is much better").click()
     page.locator("button[type=submit]").dblclick()  # an optional reason may stay empty
-    page.wait_for_function("() => document.body.innerText.includes('ok')")
+    expect(page.locator("body")).to_contain_text("ok")
     assert len(serve.posts) == 1  # task.js lets one submit through
     answer = crit.parse_answer(opts, [0, 1], serve.posts[0])
     assert answer == {

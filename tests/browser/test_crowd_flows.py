@@ -31,6 +31,7 @@ def answer_test(page, n_right: int) -> None:
     """Answer the ten test questions, the first ``n_right`` correctly."""
     for k in range(10):
         page.wait_for_selector(f"text=Test question {k + 1} of 10")
+        page.wait_for_load_state("domcontentloaded")  # the whole question parsed, scripts run
         left, _ = texts(page)
         question = QualificationQuestion.objects.get(prompt=page.inner_text(".input .text").strip())
         left_is_a = left == question.outputs[0].strip()
@@ -70,8 +71,9 @@ def test_prolific_worker_passes_test_annotates_and_gets_completion_code(
     answer_test(page, n_right=9)
     for step in range(3):
         page.wait_for_selector(f"text=Task {step + 1} of 3")
-        page.keyboard.press("1" if step % 2 else "ArrowRight")
-        page.wait_for_load_state("load")
+        page.wait_for_load_state("domcontentloaded")  # task.js listens for the keys
+        with page.expect_navigation():
+            page.keyboard.press("1" if step % 2 else "ArrowRight")
     page.wait_for_url(f"{prolific_url}**")
     assert page.url == f"{prolific_url}?cc=PASSCODE"
     part = Participation.objects.get()

@@ -78,6 +78,7 @@ def test_worker_marks_spans_reloads_submits_twice_and_the_export_has_them(
     page.click("text=Start")
 
     page.wait_for_selector("#esa-text")
+    page.wait_for_load_state("domcontentloaded")  # error_spans.js listens before the drag
     assert "system-north" not in page.content() and "system-south" not in page.content()
     assert no_overflow(page)
     text = page.inner_text("#esa-text")

@@ -41,6 +41,7 @@ def test_hostile_outputs_and_instructions_stay_inert(base_url, page, make_study)
     assert page.evaluate("window.__pwned") is None
     page.click("text=Start")
     page.wait_for_selector("#output-left")
+    page.wait_for_load_state("domcontentloaded")  # every payload on the page, not a part
     for link in page.query_selector_all("a"):
         href = link.get_attribute("href") or ""
         assert not href.lower().startswith("javascript:"), href

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 
 from annotator.models import Annotation
@@ -112,8 +113,9 @@ def open_worker(browser, base_url, study, width, height, worker):
 def start(page) -> None:
     page.click("a.button-primary")
     page.wait_for_selector("#task-form")
-    # the script catalog is loaded: a script string comes out translated
-    page.wait_for_function("() => typeof window.gettext === 'function'")
+    # the whole task parsed and its scripts run, the script catalog (in the head) too
+    page.wait_for_load_state("domcontentloaded")
+    assert page.evaluate("() => typeof window.gettext") == "function"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -234,8 +236,7 @@ def test_japanese_ranking(browser, base_url, make_study, width, height):
     start(page)
     check_page(page, "ja", "ltr", width, "ja-ranking")
     page.locator(".rank-card").nth(1).locator("button.rank-move[data-move='-1']").click()
-    page.wait_for_function("() => document.querySelector('.rank-live').textContent.length > 0")
-    assert "位" in page.text_content(".rank-live")  # the live region speaks Japanese
+    expect(page.locator(".rank-live")).to_contain_text("位")  # the live region speaks Japanese
     page.click("button.submit")
     page.wait_for_selector("#outcome")
     check_page(page, "ja", "ltr", width, "ja-end")

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from annotator import services
 from annotator.models import QualificationQuestion, QualificationTest
@@ -113,7 +114,7 @@ def assert_pair_layout(page, width: int) -> None:
         assert left["y"] == right["y"] and right["x"] >= left["x"] + left["width"]
         assert labels == ["LEFT RESPONSE", "RIGHT RESPONSE"]  # h2 is upper-cased by CSS
         assert buttons == ["Left is better 1", "Right is better 2"]
-        assert page.locator(".keys").is_visible()
+        expect(page.locator(".keys")).to_be_visible()
     else:
         assert right["y"] >= left["y"] + left["height"] and left["x"] == right["x"]
         assert labels == ["RESPONSE 1", "RESPONSE 2"]
@@ -165,6 +166,7 @@ def test_likert_response_fits(browser, base_url, likert_study, width, height):
         page.goto(f"{base_url}/w/{likert_study.public_id}/?worker=likert-{width}")
         page.click("text=Start")
         page.wait_for_selector(".output.single")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed
         assert page.inner_text("#progress-text") == "Task 1"  # no cap: no total
         assert_fits(page, width, [".output.single", ".input", "fieldset.criterion"])
         shoot(page, f"likert-{width}")

@@ -53,6 +53,7 @@ def open_task(browser, contexts, base_url, study, name: str, errors: list[str]):
     page.goto(f"{base_url}/w/{study.public_id}/?worker={name}")
     page.click("text=Start")
     page.wait_for_selector("#task-form")
+    page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
     return context, page
 
 

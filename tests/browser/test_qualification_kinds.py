@@ -65,6 +65,7 @@ def answer_test(page, right: bool) -> None:
         if k == 1:  # a reload shows the same question and stores nothing
             page.reload()
             page.wait_for_selector("text=Test question 2 of 3")
+        page.wait_for_load_state("domcontentloaded")  # the whole question parsed, scripts run
         assert page.locator("section.output.single").count() == 1  # the Likert template
         assert page.locator("#output-left").count() == 0
         shown = page.inner_text("section.output.single .text").strip()
@@ -235,6 +236,7 @@ def answer_question(page, kind: str, right: bool) -> None:
 def take_test(page, kind: str, right: bool) -> None:
     for k in range(3):
         page.wait_for_selector(f"text=Test question {k + 1} of 3")
+        page.wait_for_load_state("domcontentloaded")  # the whole question parsed, scripts run
         answer_question(page, kind, right)
         page.wait_for_load_state("load")
 

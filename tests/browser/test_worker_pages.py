@@ -152,6 +152,7 @@ def test_every_kinds_pages_log_no_console_error(browser, base_url, kind, width, 
         expect(page.locator("h1")).to_have_text("Instructions")
         page.click("text=Start the test")
         expect(page.locator("#progress-text")).to_have_text("Test question 1 of 1")
+        page.wait_for_load_state("domcontentloaded")  # the whole question parsed, scripts run
         shoot(page, f"sweep-{kind}-qualify-{width}")
         with page.expect_request(lambda r: r.method == "POST") as posted:
             answer_any(page, kind)
@@ -209,6 +210,7 @@ def test_all_outputs_of_an_item_share_one_form(browser, base_url, kind, study, s
         page.goto(f"{base_url}/w/{made.public_id}/?worker=blind")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         panel = ".rank-card" if kind == "ranking" else "section.output"
         expect(page.locator(panel)).to_have_count(systems)
         for k in range(systems):
@@ -238,6 +240,7 @@ def test_an_answer_from_a_stale_tab_is_reported(browser, base_url, settings):
         first.goto(f"{base_url}/w/{study.public_id}/?worker=two-tabs")
         first.click("text=Start")
         first.wait_for_selector("#task-form")
+        first.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         old = first.get_attribute('input[name="token"]', "value")
         second = context.new_page()
         watch(second, problems)
@@ -271,6 +274,7 @@ def test_a_stale_tab_says_so_and_takes_no_answer(browser, base_url, settings, wi
         first.goto(f"{base_url}/w/{study.public_id}/?worker=stale-{width}")
         first.click("text=Start")
         first.wait_for_selector("#task-form")
+        first.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         second = context.new_page()
         watch(second, problems)
         second.goto(f"{base_url}/w/{study.public_id}/task/")
@@ -301,6 +305,7 @@ def test_a_reloaded_ranking_keeps_its_order_and_ties(browser, base_url, width, h
         page.goto(f"{base_url}/w/{study.public_id}/?worker=rank-{width}")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         page.locator(".rank-card").nth(2).locator('[data-move="-1"]').click()
         page.locator(".rank-card").nth(2).locator("input.rank-tie-box").check()
         order = page.eval_on_selector_all(".rank-card", "cs => cs.map(c => c.dataset.display)")
@@ -337,6 +342,7 @@ def test_a_long_response_is_shown_whole_on_a_phone(browser, base_url, kind, stud
         page.goto(f"{base_url}/w/{made.public_id}/?worker=phone")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         page.wait_for_selector(".text.scroll")
         shoot(page, f"long-{kind}-390")
         for box in page.locator(".text.scroll").all():
@@ -366,6 +372,7 @@ def test_progress_without_a_number_says_how_many_are_done(browser, base_url, wid
         page.goto(f"{base_url}/w/{study.public_id}/?worker=count-{width}")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         expect(page.locator("#progress-done")).to_have_text("· 0 done")
         expect(page.locator("#finish-link")).to_have_count(0)
         page.click('button[value="left"]')
@@ -415,6 +422,7 @@ def test_a_prolific_worker_sees_the_code_on_the_way_back(browser, base_url, prol
         page.goto(f"{base_url}/w/{study.public_id}/prolific/?PROLIFIC_PID=p1&SESSION_ID=s")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         page.click('button[value="left"]')
         expect(page.locator("#completion-code")).to_have_text("C0DE")
         expect(page.locator("#prolific-return")).to_have_attribute(
@@ -440,6 +448,7 @@ def test_error_spans_snap_to_words_and_the_score_starts_unset(browser, base_url,
         page.goto(f"{base_url}/w/{study.public_id}/?worker=esa-{width}")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         drag_over(page, "ick brown fo")  # from inside "quick" to inside "foxes"
         expect(page.locator("#esa-quote")).to_have_text("quick brown foxes")
         page.click("button.esa-add-minor")
@@ -484,6 +493,7 @@ def test_likert_scales_show_the_choice_keep_one_row_and_follow_the_focus(
         page.goto(f"{base_url}/w/{study.public_id}/?worker=likert-{width}")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         scales = page.locator("fieldset.criterion")
         for k in range(2):  # every point of a scale on one row
             tops = (
@@ -529,11 +539,13 @@ def test_back_to_an_answered_task_never_takes_an_answer_silently(browser, base_u
         page.goto(f"{base_url}/w/{study.public_id}/?worker=back")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         old = page.get_attribute('input[name="token"]', "value")
         navigate(page, 'button[value="left"]')
         current = page.get_attribute('input[name="token"]', "value")
         page.go_back()
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         if page.get_attribute('input[name="token"]', "value") == old:
             # the browser kept the answered page: it says so and takes no answer
             expect(page.locator("#stale-notice")).to_be_visible()
@@ -555,6 +567,7 @@ def test_a_long_response_on_a_desktop_says_more_follows(browser, base_url):
         page.goto(f"{base_url}/w/{made.public_id}/?worker=desk")
         page.click("text=Start")
         page.wait_for_selector("#task-form")
+        page.wait_for_load_state("domcontentloaded")  # the whole task parsed, its scripts run
         long_side = (
             "#output-left" if "Paragraph 11" in page.inner_text("#output-left") else "#output-right"
         )

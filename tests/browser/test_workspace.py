@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.utils import timezone
+from playwright.sync_api import expect
 
 from annotator.models import Annotation, Assignment, Participation, Study
 from tests.conftest import PASSWORD, make_superuser
@@ -42,6 +43,7 @@ def test_researcher_pastes_rows_checks_previews_and_reads_estimate(base_url, pag
     page.fill("#id_rows", ROWS)
     page.click("input[value='Create study']")
     page.wait_for_selector("#workspace")
+    page.wait_for_load_state("domcontentloaded")  # the whole workspace parsed
     study = Study.objects.get()
     assert study.name == "Pasted study" and study.items.count() == 4
 
@@ -56,7 +58,8 @@ def test_researcher_pastes_rows_checks_previews_and_reads_estimate(base_url, pag
     page.click("#workspace-preview")
     page.wait_for_selector("text=Preview — nothing is recorded")
     left, right = page.locator("#output-left"), page.locator("#output-right")
-    assert left.is_visible() and right.is_visible()
+    expect(left).to_be_visible()
+    expect(right).to_be_visible()
     shown = {page.inner_text("#output-left .text").strip(), page.inner_text("#output-right .text")}
     assert {s.strip() for s in shown} == {"First reply 0", "Second reply 0"}
     assert page.locator("button.answer-left").is_disabled()
@@ -93,7 +96,6 @@ def _login(page, base_url) -> None:
 def test_copied_prolific_link_is_prolifics_placeholder_form(base_url, browser, width):
     """The workspace shows and copies the Prolific URL with ``{{%PROLIFIC_PID%}}`` as
     Prolific's docs write it (was: percent-encoded braces, an 'Incomplete link')."""
-    from playwright.sync_api import expect
 
     from annotator import services
     from tests.browser.conftest import close_settled
@@ -126,6 +128,7 @@ def test_copied_prolific_link_is_prolifics_placeholder_form(base_url, browser, w
         page.fill("#id_prefix", "lab")
         page.click("input[name=show]")
         expect(page.locator("#invite-links h2")).to_have_text("2 invitation links")
+        page.wait_for_load_state("domcontentloaded")  # workspace.js listens for the copy
         page.click("button[data-copy='invite-all']")
         expect(page.locator("button[data-copy='invite-all']")).to_have_text("Copied")
         wide = page.evaluate(
@@ -152,8 +155,6 @@ def test_estimate_shows_both_times_which_is_used_and_the_fee(base_url, browser, 
     """A fast measured median (0.1 s, e.g. a script's answers) does not silently replace
     the researcher's expected time; the platform fee is its own line."""
     from decimal import Decimal
-
-    from playwright.sync_api import expect
 
     from annotator import services
     from annotator.models import Annotator, Item
