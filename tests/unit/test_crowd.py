@@ -558,7 +558,7 @@ def test_correct_gold_answers_count_no_strike(make_study):
 def test_gold_positions_are_spread_not_fixed(make_study):
     """Over many workers gold checks land at many different positions, never two in a row,
     each worker with their own pattern, and at a rate that falls with experience."""
-    n_workers, n_items = 60, 24
+    n_workers, n_items = 36, 24
     study = make_study(
         gold_bundle(n_items, 20, redundancy=n_workers),
         gold_rate_start=0.4,
