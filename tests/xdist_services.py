@@ -12,9 +12,10 @@ with ``-p tests.xdist_services``, so it runs before pytest-django configures Dja
 - Live servers, gunicorn and nginx already bind free ports.
 
 Tests that cannot share are kept apart by marks: ``xdist_group`` runs a group's tests in one
-worker (the Redis throttle tests share database 3); every other module is a group of its
-own, so module-scoped fixtures are built once; ``alone`` (stopping PostgreSQL or Redis,
-timing gunicorn, the schemathesis fuzz) runs in a phase of its own after the parallel one.
+worker (the Redis throttle tests share database 3; ``tests/unit/test_xdist_groups.py``
+checks it); every other test is scheduled on its own; ``alone`` (stopping PostgreSQL or
+Redis, timing gunicorn, the schemathesis fuzz) runs in a phase of its own after the
+parallel one.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from __future__ import annotations
 import os
 import tempfile
 from urllib.parse import urlsplit, urlunsplit
-
-import pytest
 
 #: The Redis database of worker gw0's broker; gwN's is FIRST_BROKER_DB + N.
 FIRST_BROKER_DB = 4
@@ -51,14 +50,3 @@ def _own_services() -> None:
 
 
 _own_services()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under ``--dist loadgroup``, a test without an ``xdist_group`` is in its module's group
-    (xdist's own hook, which reads the marks, runs after this one)."""
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
