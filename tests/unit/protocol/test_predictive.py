@@ -3,6 +3,8 @@ labels (Deriu et al. 2023, Eq. 3 and Algorithm 1) and from the other pairs of th
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from scipy.special import betainc
@@ -221,8 +223,17 @@ def _null_pools(n_pairs: int, pool: int, seed: int, shared_systems: int | None =
     return PreferenceData(systems, tuple(sys_pairs), labels, inputs)
 
 
+@functools.cache
+def _lone_level(spending: float = 0.0) -> float:
+    """The lone-pair level for pool 200, batch 10 (20 000 simulated null pairs), computed once
+    per worker for the tests that need it."""
+    return calibrate_decision_level(
+        200, 10, 0.05, draw_rate=0.4, n_sim=20000, seed=1, spending=spending
+    )
+
+
 def test_calibrated_level_keeps_a_lone_null_pairs_false_decisions_at_gamma() -> None:
-    level = calibrate_decision_level(200, 10, 0.05, draw_rate=0.4, n_sim=20000, seed=1)
+    level = _lone_level()
     assert 0.9 < level < 1.0
     # fresh null pairs, each alone (no pooling possible), through the protocol itself
     data = _null_pools(2000, 200, seed=5)
@@ -287,8 +298,7 @@ def test_calibrated_futility_keeps_wrong_retirements_of_near_boundary_pairs_at_t
 
 def test_spending_schedule_keeps_a_lone_null_pairs_false_decisions_at_gamma() -> None:
     # level 1 − (1 − L)·t at a look that has used t of the pool: stricter early, L at the end
-    level = calibrate_decision_level(200, 10, 0.05, draw_rate=0.4, n_sim=20000, seed=1, spending=1)
-    flat = calibrate_decision_level(200, 10, 0.05, draw_rate=0.4, n_sim=20000, seed=1)
+    level, flat = _lone_level(spending=1.0), _lone_level()
     assert level < flat
     data = _null_pools(2000, 200, seed=5)
     settings = ProtocolSettings(batch=10, decision_level=level, spending=1.0, allocation="uniform")
