@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from annotator import services
 from annotator.models import Criterion
+from tests.leasing import next_lease
 
 QUALITY = {"s1": 4, "s2": 3, "s3": 1, "s4": 1}
 #: Likert: the true mean rating of each system's outputs on a 1–5 scale (s3 = s4: a null pair).
@@ -116,7 +117,7 @@ def run_workers(
     for w in range(n_workers):
         part = services.participation_enter(study=study, platform="link", external_id=f"sim{w}")
         for done in range(per_worker):
-            a = services.assignment_next(participation=part)
+            a = next_lease(participation=part)
             if a is None:
                 if done == 0:
                     return submitted
@@ -141,7 +142,7 @@ def lease_to_new_workers(study, n: int) -> list:
         services.participation_enter(study=study, platform="link", external_id=f"o{i}")
         for i in range(n)
     ]
-    return [(p, services.assignment_next(participation=p)) for p in parts]
+    return [(p, next_lease(participation=p)) for p in parts]
 
 
 def crowd_visit(
@@ -154,7 +155,7 @@ def crowd_visit(
     )
     rng = random.Random(worker)
     for _ in range(items):
-        a = services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,

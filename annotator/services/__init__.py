@@ -18,7 +18,6 @@ from .judge_ratings import (
 )
 from .leasing import (
     Task,
-    assignment_next,
     assignment_reclaim_idle,
     assignment_release_expired,
     assignment_renew,
@@ -60,7 +59,6 @@ __all__ = [
     "Task",
     "annotation_submit",
     "annotator_enter",
-    "assignment_next",
     "assignment_reclaim_idle",
     "assignment_release_expired",
     "assignment_renew",

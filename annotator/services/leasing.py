@@ -174,14 +174,6 @@ class Task:
     answered_before: bool = False
 
 
-def assignment_next(
-    *, participation: Participation, now: datetime | None = None, rng: random.Random | None = None
-) -> Assignment | None:
-    """The worker's current task, or a newly leased one, or ``None`` when nothing is left."""
-    task = task_next(participation=participation, now=now, rng=rng)
-    return task.assignment if task else None
-
-
 def task_next(
     *, participation: Participation, now: datetime | None = None, rng: random.Random | None = None
 ) -> Task | None:

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from annotator import services as annotator_services
 from crowd.models import CrowdStudy
+from tests.leasing import next_lease
 from tests.prolific_server import StandIn
 from tests.protocol_sim import adaptive_bundle, answer
 from tests.services import require_postgres_and_redis
@@ -24,7 +25,7 @@ def work(study, pid: str, ms: int) -> None:
     )
     rng = random.Random(pid)
     for _ in range(3):
-        a = annotator_services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         annotator_services.annotation_submit(
             annotator=part.annotator,
             token=a.token,

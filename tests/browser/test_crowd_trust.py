@@ -12,6 +12,7 @@ import pytest
 from annotator import services
 from annotator.models import Annotation, Assignment, Participation
 from tests.conftest import bundle, make_superuser
+from tests.leasing import next_lease
 from tests.services import require_postgres_and_redis
 
 RECORDS = [
@@ -109,7 +110,7 @@ def test_stopping_early_returns_to_prolific_without_a_code(base_url, prolific_ur
 def test_researcher_pages_work_under_their_csp(base_url, page, study):
     for w in range(3):  # labels, so the report draws its charts
         part = services.participation_enter(study=study, platform="link", external_id=f"w{w}")
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             services.annotation_submit(
                 annotator=part.annotator, token=a.token, data={"answer": "left"}
             )

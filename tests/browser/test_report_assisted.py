@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from annotator import services
 from tests.browser.test_report_page import _login
 from tests.conftest import bundle
+from tests.leasing import next_lease
 
 HOSTILE = "<b>s3</b>"
 SYSTEMS = ("s1", "s2", HOSTILE)
@@ -31,7 +32,7 @@ def _study():
     study = services.study_import(bundle(records, options), filename="a.jsonl")
     part = services.participation_enter(study=study, platform="link", external_id="w1")
     for n in range(24):  # half of the 48 items, the stronger system mostly preferred
-        a = services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         sa, sb = (o.system.name for o in a.item.output_list())
         a_wins = (STRENGTH[sa] > STRENGTH[sb]) != (n % 5 == 0)
         answer = "left" if a_wins == (a.display_order == [0, 1]) else "right"

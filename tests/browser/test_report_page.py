@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from annotator import services
 from tests.conftest import bundle, make_superuser, pairwise_bundle
+from tests.leasing import next_lease
 
 TEXTS = {"good": "All fine here.", "bad": "Wrong words everywhere."}
 
@@ -41,7 +42,7 @@ def _esa_study():
     study = services.study_import(bundle(records, study), filename="esa.jsonl")
     for w, (bad, good) in enumerate([(23, 88), (35, 97)]):
         part = services.participation_enter(study=study, platform="link", external_id=f"w{w}")
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             output = a.item.output_list()[0]
             is_bad = output.system.name == "bad"
             spans = [{"start": 0, "end": 5, "severity": "major", "text": "Wrong"}] if is_bad else []
@@ -87,7 +88,7 @@ def test_a_system_that_never_lost_is_ranked_on_the_page(base_url, page):
     strength = {"s1": 3, "s2": 2, "s3": 1}
     for w in ("w1", "w2"):
         part = services.participation_enter(study=study, platform="link", external_id=w)
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             sa, sb = (o.system.name for o in a.item.output_list())
             a_wins = strength[sa] > strength[sb]
             answer = "left" if a_wins == (a.display_order == [0, 1]) else "right"

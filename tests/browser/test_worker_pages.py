@@ -28,6 +28,7 @@ from annotator.models import Annotation, QualificationQuestion, QualificationTes
 from tests.browser.conftest import close_settled, watch
 from tests.browser.test_error_spans_widget import drag_over
 from tests.conftest import bundle
+from tests.leasing import next_lease
 from tests.services import require_postgres_and_redis
 
 VIEWPORTS = [(1280, 900), (390, 844)]
@@ -398,7 +399,7 @@ def test_a_worker_at_a_finished_study_learns_it_before_the_instructions(browser,
     done = services.participation_enter(study=study, platform="link", external_id="early")
     done.status = "active"
     done.save(update_fields=["status"])
-    lease = services.assignment_next(participation=done)
+    lease = next_lease(participation=done)
     services.annotation_submit(annotator=done.annotator, token=lease.token, data={"answer": "left"})
 
     context, page = new_page(browser, 390, 844)

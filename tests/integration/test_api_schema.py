@@ -30,6 +30,7 @@ from schemathesis.checks import CHECKS, load_all_checks
 
 from analysis.views import MAX_N_BOOT
 from tests.conftest import LLMBAR, bundle, pairwise_bundle
+from tests.leasing import next_lease
 
 #: In one process, after the parallel phase (``alone``): schemathesis gives every case of a
 #: test one node id, which pytest-xdist does not run, and the closing test reads the
@@ -139,7 +140,7 @@ def _label_everything(study, workers, data) -> None:
 
     for name in workers:
         part = services.participation_enter(study=study, platform="link", external_id=name)
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,

@@ -9,6 +9,7 @@ from django.utils import timezone
 from annotator import services
 from annotator.models import Assignment, Item
 from annotator.tasks import release_expired_leases
+from tests.leasing import next_lease
 from tests.services import wait_for
 
 
@@ -21,7 +22,7 @@ def test_production_mode_is_configured():
 def test_worker_process_releases_expired_leases_once(make_study, celery_worker):
     study = make_study()
     leases = [
-        services.assignment_next(
+        next_lease(
             participation=services.participation_enter(
                 study=study, platform="link", external_id=f"w{i}"
             )

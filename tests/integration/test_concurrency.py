@@ -9,6 +9,7 @@ from django.db import connection, connections
 from annotator import services
 from annotator.models import Annotation, Assignment, Item
 from tests.conftest import pairwise_bundle
+from tests.leasing import next_lease
 
 WORKERS = 20
 
@@ -46,7 +47,7 @@ def test_twenty_workers_never_exceed_redundancy_nor_repeat_nor_lose(make_study):
     def work(i: int) -> None:
         part = services.participation_enter(study=study, platform="link", external_id=f"w{i}")
         worker = part.annotator
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             # every submit is sent twice at once, as a double click or a retry would
             results: list = []
             answer = "left" if i % 2 else "right"
@@ -100,7 +101,7 @@ def test_idle_leases_handed_on_while_their_holders_answer_count_once(make_study,
     enter = services.participation_enter
     holders = [enter(study=study, platform="link", external_id=f"h{i}") for i in range(10)]
     takers = [enter(study=study, platform="link", external_id=f"t{i}") for i in range(10)]
-    leases = [services.assignment_next(participation=h) for h in holders]
+    leases = [next_lease(participation=h) for h in holders]
     assert len({a.item_id for a in leases}) == 10
     later = timezone.now() + timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS + 1)
     stored, refused, taken = [], [], []

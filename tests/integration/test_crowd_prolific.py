@@ -20,6 +20,7 @@ from crowd import services as crowd
 from crowd.client import ProlificClient
 from crowd.models import CrowdStudy, HookDelivery, LedgerEntry, Submission
 from protocol.models import ProtocolConfig, Round
+from tests.leasing import next_lease
 from tests.prolific_server import StandIn
 from tests.protocol_sim import adaptive_bundle, answer, crowd_visit
 from tests.services import CeleryWorker, wait_for
@@ -48,7 +49,7 @@ def annotate_open_work(study, prefix: str) -> None:
             study=study, platform="link", external_id=f"{prefix}-{w}"
         )
         for done in range(4):
-            a = annotator_services.assignment_next(participation=part)
+            a = next_lease(participation=part)
             if a is None:
                 if done == 0:
                     return
@@ -272,7 +273,7 @@ def test_a_returned_participant_frees_their_lease_within_seconds_of_the_hook(pro
     part = annotator_services.participation_enter(
         study=study, platform="prolific", external_id="leaver", session="sub-leaver"
     )
-    lease = annotator_services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     assert lease.state == "issued"
     prolific.submission(cs.remote_id, "sub-leaver", "leaver", "ACTIVE")
     started = time.monotonic()
@@ -305,7 +306,7 @@ def test_a_forged_hook_is_refused_and_changes_nothing(prolific, live_server):
     part = annotator_services.participation_enter(
         study=study, platform="prolific", external_id="victim", session="sub-victim"
     )
-    lease = annotator_services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     body = json.dumps(
         {
             "event_type": "submission.status.change",

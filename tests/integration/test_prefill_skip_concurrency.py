@@ -11,6 +11,7 @@ from annotator import prefill_skip, services, span_prefill
 from annotator.models import Assignment, Item, Output
 from tests.conftest import bundle
 from tests.integration.test_concurrency import run_in_threads
+from tests.leasing import next_lease
 from tests.unit.test_prefill_skip import judge
 
 WORKERS = 8
@@ -33,7 +34,7 @@ def test_parallel_workers_never_get_a_skipped_item(make_study):
 
     def work(i: int) -> None:
         part = services.participation_enter(study=study, platform="link", external_id=f"w{i}")
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             shown = span_prefill.shown(study, a.item, study.kind_options())["spans"]
             spans = [
                 s | {"origin": "judge", "action": "accepted", "suggestion": k}

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from annotator import services
 from annotator.models import Annotation, Study
 from tests.conftest import bundle, make_superuser, pairwise_bundle
+from tests.leasing import next_lease
 
 
 def client_for(user=None) -> APIClient:
@@ -35,7 +36,7 @@ def annotated(make_study, researcher):
     study.researchers.add(researcher)
     for name in ("w1", "w2"):
         w = services.participation_enter(study=study, platform="link", external_id=name)
-        while (a := services.assignment_next(participation=w)) is not None:
+        while (a := next_lease(participation=w)) is not None:
             services.annotation_submit(
                 annotator=w.annotator, token=a.token, data={"answer": "left"}, time_spent_ms=5
             )
@@ -250,7 +251,7 @@ def test_csv_neutralises_formula_cells(make_study, researcher):
     )
     study.researchers.add(researcher)
     w = services.participation_enter(study=study, platform="link", external_id="w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     services.annotation_submit(annotator=w.annotator, token=a.token, data={"answer": "tie"})
     body = (
         client_for(researcher)

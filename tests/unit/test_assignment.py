@@ -10,6 +10,7 @@ from annotator.errors import AssignmentExpired, AssignmentNotFound, InvalidAnswe
 from annotator.models import Annotation, Assignment, Item
 from kinds.pairwise import normalise
 from tests.conftest import bundle
+from tests.leasing import next_lease
 
 
 def worker(study, name: str):
@@ -37,7 +38,7 @@ def test_each_item_gets_its_redundancy_and_never_twice_per_worker(make_study):
     seen: dict[str, list[int]] = {}
     for name in ("w1", "w2", "w3"):
         w = worker(study, name)
-        while (a := services.assignment_next(participation=w)) is not None:
+        while (a := next_lease(participation=w)) is not None:
             seen.setdefault(name, []).append(a.item_id)
             services.annotation_submit(
                 annotator=w.annotator, token=str(a.token), data={"answer": "left"}
@@ -52,8 +53,8 @@ def test_each_item_gets_its_redundancy_and_never_twice_per_worker(make_study):
 def test_next_returns_the_open_assignment_until_it_is_submitted(make_study):
     study = make_study()
     w = worker(study, "w")
-    first = services.assignment_next(participation=w)
-    again = services.assignment_next(participation=w)
+    first = next_lease(participation=w)
+    again = next_lease(participation=w)
     assert first.pk == again.pk
     assert Assignment.objects.count() == 1
 
@@ -63,7 +64,7 @@ def test_left_right_order_is_drawn_per_assignment(make_study):
     sides = []
     for i in range(60):
         w = worker(study, f"w{i}")
-        a = services.assignment_next(participation=w)
+        a = next_lease(participation=w)
         assert sorted(a.display_order) == [0, 1]
         sides.append(a.display_order == [0, 1])
     # P(all 60 equal) = 2^-59: a fixed order would fail this
@@ -73,7 +74,7 @@ def test_left_right_order_is_drawn_per_assignment(make_study):
 def test_submit_stores_raw_and_normalised_answer(make_study):
     study = make_study()
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     annotation, created = services.annotation_submit(
         annotator=w.annotator, token=str(a.token), data={"answer": "left"}, time_spent_ms=1234
     )
@@ -87,7 +88,7 @@ def test_submit_stores_raw_and_normalised_answer(make_study):
 def test_double_submit_stores_one_annotation(make_study):
     study = make_study()
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     first, created1 = services.annotation_submit(
         annotator=w.annotator, token=str(a.token), data={"answer": "left"}
     )
@@ -103,7 +104,7 @@ def test_double_submit_stores_one_annotation(make_study):
 def test_annotations_are_immutable(make_study):
     study = make_study()
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     annotation, _ = services.annotation_submit(
         annotator=w.annotator, token=str(a.token), data={"answer": "left"}
     )
@@ -116,7 +117,7 @@ def test_annotations_are_immutable(make_study):
 def test_expired_assignment_submit_is_refused_and_changes_nothing(make_study):
     study = make_study()
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
     with pytest.raises(AssignmentExpired, match="ran out"):
         services.annotation_submit(
@@ -129,17 +130,17 @@ def test_expired_assignment_submit_is_refused_and_changes_nothing(make_study):
 def test_expired_lease_returns_item_to_the_pool(make_study):
     study = make_study(redundancy=1)
     w1, w2 = worker(study, "w1"), worker(study, "w2")
-    a1 = services.assignment_next(participation=w1)
+    a1 = next_lease(participation=w1)
     later = timezone.now() + timedelta(seconds=study.lease_seconds + 1)
     # before expiry the slot is held; w2 gets another item
-    other = services.assignment_next(participation=w2)
+    other = next_lease(participation=w2)
     assert other.item_id != a1.item_id
     services.annotation_submit(
         annotator=w2.annotator, token=str(other.token), data={"answer": "left"}
     )
     # after expiry the lease is released and the item can go to w2
     got = []
-    while (a := services.assignment_next(participation=w2, now=later)) is not None:
+    while (a := next_lease(participation=w2, now=later)) is not None:
         got.append(a.item_id)
         services.annotation_submit(
             annotator=w2.annotator, token=str(a.token), data={"answer": "right"}, now=later
@@ -152,7 +153,7 @@ def test_expired_lease_returns_item_to_the_pool(make_study):
 def test_foreign_or_unknown_token_is_refused(make_study):
     study = make_study()
     w1, w2 = worker(study, "w1"), worker(study, "w2")
-    a = services.assignment_next(participation=w1)
+    a = next_lease(participation=w1)
     for token in (str(a.token), "not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         with pytest.raises(AssignmentNotFound):
             services.annotation_submit(annotator=w2.annotator, token=token, data={"answer": "left"})
@@ -162,7 +163,7 @@ def test_foreign_or_unknown_token_is_refused(make_study):
 def test_answer_must_be_allowed_by_the_study(make_study):
     study = make_study(allow_tie=False)
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     for bad in ("tie", "A", "", None, "both_good"):
         with pytest.raises(InvalidAnswer):
             services.annotation_submit(
@@ -174,11 +175,11 @@ def test_answer_must_be_allowed_by_the_study(make_study):
 def test_blocked_worker_gets_nothing_and_cannot_submit(make_study):
     study = make_study()
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     w.annotator.is_blocked = True  # blocked on the whole platform
     w.annotator.save()
     with pytest.raises(WorkerBlocked):
-        services.assignment_next(participation=w)
+        next_lease(participation=w)
     with pytest.raises(WorkerBlocked):
         services.annotation_submit(
             annotator=w.annotator, token=str(a.token), data={"answer": "left"}
@@ -189,22 +190,22 @@ def test_blocked_worker_gets_nothing_and_cannot_submit(make_study):
 def test_blocking_in_a_study_releases_work_and_flags_labels(make_study):
     study = make_study()
     w = worker(study, "w")
-    first = services.assignment_next(participation=w)
+    first = next_lease(participation=w)
     services.annotation_submit(annotator=w.annotator, token=first.token, data={"answer": "left"})
-    open_lease = services.assignment_next(participation=w)
+    open_lease = next_lease(participation=w)
     services.participation_set_blocked(w, True)
     assert Annotation.objects.get().is_flagged
     assert Assignment.objects.get(pk=open_lease.pk).state == "returned"
     assert Item.objects.get(pk=open_lease.item_id).n_taken == 0
     with pytest.raises(WorkerBlocked, match="withdrawn"):
-        services.assignment_next(participation=w)
+        next_lease(participation=w)
     with pytest.raises(WorkerBlocked):
         services.annotation_submit(
             annotator=w.annotator, token=open_lease.token, data={"answer": "left"}
         )
     services.participation_set_blocked(w, False)
     assert not Annotation.objects.get().is_flagged
-    assert services.assignment_next(participation=w) is not None
+    assert next_lease(participation=w) is not None
 
 
 def test_likert_scores_validated_per_criterion(make_study):
@@ -221,7 +222,7 @@ def test_likert_scores_validated_per_criterion(make_study):
         )
     )
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     for bad, message in [
         ({"fluency": 6, "safe": "yes"}, "between 1 and 5"),
         ({"fluency": 3}, "Rate 'safe'"),
@@ -244,7 +245,7 @@ def test_items_per_worker_quota(make_study):
     study = make_study(items_per_worker=2)
     w = worker(study, "w")
     done = 0
-    while (a := services.assignment_next(participation=w)) is not None:
+    while (a := next_lease(participation=w)) is not None:
         services.annotation_submit(
             annotator=w.annotator, token=str(a.token), data={"answer": "right"}
         )
@@ -262,7 +263,7 @@ def test_config_change_bumps_version_and_labels_carry_it(make_study):
     services.study_configure(study, ["allow_tie"])
     assert study.config_version == 2
     w = worker(study, "w")
-    a = services.assignment_next(participation=w)
+    a = next_lease(participation=w)
     annotation, _ = services.annotation_submit(
         annotator=w.annotator, token=str(a.token), data={"answer": "left"}
     )
@@ -273,7 +274,7 @@ def test_release_task_runs_eagerly_in_embedded_mode(make_study):
     from annotator.tasks import release_expired_leases
 
     study = make_study()
-    a = services.assignment_next(participation=worker(study, "w"))
+    a = next_lease(participation=worker(study, "w"))
     Assignment.objects.filter(pk=a.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert release_expired_leases.delay().get() == 1
     assert Item.objects.get(pk=a.item_id).n_taken == 0

@@ -19,6 +19,7 @@ from annotator.invites import invite_token
 from annotator.models import Annotation, Assignment, Item, Participation, QualificationAttempt
 from annotator.views import COOKIE_SALT
 from tests.conftest import LLMBAR, boss_client, bundle, pairwise_bundle
+from tests.leasing import next_lease
 
 
 @pytest.fixture(autouse=True)
@@ -398,7 +399,7 @@ def test_qualification_threshold(qualified_study, n_right, status):
     part = services.participation_enter(study=study, platform="prolific", external_id="q")
     assert part.status == "qualifying"
     with pytest.raises(WorkerBlocked, match="qualification test first"):
-        services.assignment_next(participation=part)
+        next_lease(participation=part)
     take_test(study, part, n_right)
     attempt = QualificationAttempt.objects.get()
     assert (attempt.n_correct, attempt.passed, attempt.number) == (n_right, n_right >= 9, 1)
@@ -447,7 +448,7 @@ def test_a_failed_first_attempt_gets_a_second_in_a_fresh_order(qualified_study):
         (1, False),
         (2, True),
     ]
-    assert services.assignment_next(participation=part) is not None
+    assert next_lease(participation=part) is not None
 
 
 def test_two_failures_fail_the_worker_in_this_study_only(qualified_study):
@@ -461,7 +462,7 @@ def test_two_failures_fail_the_worker_in_this_study_only(qualified_study):
     assert again.status == "failed"
     assert services.qualification_next(again) is None
     with pytest.raises(WorkerBlocked, match="did not pass"):
-        services.assignment_next(participation=again)
+        next_lease(participation=again)
     # a new browser with the same platform id cannot reset the attempts
     client = Client()
     client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=f")
@@ -520,7 +521,7 @@ def test_gold_misses_block_release_and_flag(make_study):
     kinds = []
     while True:
         try:
-            a = services.assignment_next(participation=part, rng=rng)
+            a = next_lease(participation=part, rng=rng)
         except WorkerBlocked:
             break
         kinds.append(a.item.is_gold)
@@ -546,7 +547,7 @@ def test_correct_gold_answers_count_no_strike(make_study):
     study = make_study(gold_bundle(5, 5), gold_rate_start=1.0, gold_rate_end=1.0)
     part = services.participation_enter(study=study, platform="link", external_id="g")
     rng = random.Random(0)
-    while (a := services.assignment_next(participation=part, rng=rng)) is not None:
+    while (a := next_lease(participation=part, rng=rng)) is not None:
         services.annotation_submit(
             annotator=part.annotator, token=a.token, data={"answer": answer_for(a, correct=True)}
         )
@@ -570,7 +571,7 @@ def test_gold_positions_are_spread_not_fixed(make_study):
     for w in range(n_workers):
         part = services.participation_enter(study=study, platform="link", external_id=f"w{w}")
         seq = []
-        while len(seq) < n_items and (a := services.assignment_next(participation=part, rng=rng)):
+        while len(seq) < n_items and (a := next_lease(participation=part, rng=rng)):
             seq.append(a.item.is_gold)
             services.annotation_submit(
                 annotator=part.annotator,
@@ -635,7 +636,7 @@ def test_admin_participation_view_and_actions(make_study):
     study = make_study(completion_code="OK1")
     part = services.participation_enter(study=study, platform="prolific", external_id="adm")
     for _ in range(2):
-        a = services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         services.annotation_submit(
             annotator=part.annotator,
             token=a.token,
@@ -671,7 +672,7 @@ def test_admin_worker_list_costs_as_many_queries_for_12_workers_as_for_2(
     def workers(names) -> None:
         for name in names:
             part = services.participation_enter(study=study, platform="prolific", external_id=name)
-            a = services.assignment_next(participation=part)
+            a = next_lease(participation=part)
             services.annotation_submit(
                 annotator=part.annotator,
                 token=a.token,

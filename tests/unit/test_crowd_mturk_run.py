@@ -25,6 +25,7 @@ from crowd import mturk, platforms, services
 from crowd.client import CrowdError
 from crowd.models import CrowdStudy, LedgerEntry, Submission
 from protocol.models import ProtocolConfig, Round
+from tests.leasing import next_lease
 from tests.mturk_standin import HIT, StandIn, boto_client
 from tests.protocol_sim import adaptive_bundle, answer, crowd_visit
 
@@ -435,7 +436,7 @@ def work_open_items(study, prefix: str, turk: StandIn) -> None:
         )
         done = 0
         for done in range(4):  # noqa: B007 - counted
-            a = annotator_services.assignment_next(participation=part)
+            a = next_lease(participation=part)
             if a is None:
                 break
             annotator_services.annotation_submit(

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotator import services
 from annotator.models import Assignment
+from tests.leasing import next_lease
 from tests.protocol_sim import adaptive_bundle
 
 TOKEN = re.compile(r'name="token" value="([0-9a-f-]+)"')
@@ -89,11 +90,11 @@ def test_a_worker_who_finds_no_item_frees_no_slot_before_a_lease_can_expire_or_i
     study = make_study(redundancy=1)  # three items
     for name in ("h1", "h2", "h3"):  # each holds one: none is free
         holder = services.participation_enter(study=study, platform="link", external_id=name)
-        assert services.assignment_next(participation=holder) is not None
+        assert next_lease(participation=holder) is not None
     waiter = services.participation_enter(study=study, platform="link", external_id="w2")
     for look in range(3):
         with CaptureQueriesContext(connection) as captured:
-            assert services.assignment_next(participation=waiter) is None
+            assert next_lease(participation=waiter) is None
         sql = " ".join(q["sql"] for q in captured.captured_queries)
         assert "MIN(" in sql if look == 0 else "MIN(" not in sql
         assert '."seen_at" <=' not in sql  # no idle-lease reclaim

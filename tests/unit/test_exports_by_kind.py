@@ -24,6 +24,7 @@ from annotator import services
 from annotator.models import Annotation, Study
 from formats.labels import LABEL_FIELDS, read_export
 from tests.conftest import bundle
+from tests.leasing import next_lease
 from tests.unit.test_report import client_for
 
 #: The CSV's common columns (``scores`` is spread over ``score_<criterion>`` columns).
@@ -106,7 +107,7 @@ def _annotate(study: Study, workers) -> None:
     kind, opts = study.kind_impl, study.kind_options()
     for worker in workers:
         part = services.participation_enter(study=study, platform="link", external_id=worker)
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             outputs = a.item.output_list()
             if kind.name == "error_spans":
                 text = outputs[0].text

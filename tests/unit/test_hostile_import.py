@@ -30,6 +30,7 @@ from annotator.errors import ImportRejected, ImportTooLarge
 from annotator.models import Annotation, Input, JudgeRating, Output, Study
 from annotator.renderers import FORMULA_PREFIXES, csv_text
 from tests.conftest import LLMBAR, boss_client, make_superuser, pairwise_bundle
+from tests.leasing import next_lease
 
 SYSTEMS = ("m1", "m2")
 
@@ -54,7 +55,7 @@ def existing(db) -> dict[str, int]:
     )
     study = services.study_import(pairwise_bundle(n_inputs=2), filename="static.jsonl")
     part = services.participation_enter(study=study, platform="link", external_id="w0")
-    assignment = services.assignment_next(participation=part)
+    assignment = next_lease(participation=part)
     services.annotation_submit(
         annotator=part.annotator, token=assignment.token, data={"answer": "left"}
     )
@@ -1017,7 +1018,7 @@ def injected(existing) -> list[Study]:
     for n, study in enumerate((pairwise, likert)):
         worker = services.participation_enter(study=study, platform="link", external_id=WORKERS[n])
         k = 0
-        while (a := services.assignment_next(participation=worker)) is not None:
+        while (a := next_lease(participation=worker)) is not None:
             scores = {"verdict": FORMULAS[k % len(FORMULAS)]} if study.kind == "likert" else None
             answer = None if scores else "left"
             services.annotation_submit(

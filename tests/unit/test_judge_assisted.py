@@ -10,6 +10,7 @@ import pytest
 from analysis import selectors as report_selectors
 from annotator import judging, services
 from tests.conftest import bundle
+from tests.leasing import next_lease
 from tests.unit.test_judge import KEY, MODEL, judge_servers, run
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +44,7 @@ def test_report_assists_human_labels_with_the_judges_ratings(study, judge_server
     rng = random.Random(1)
     part = services.participation_enter(study=study, platform="link", external_id="w1")
     for _ in range(30):  # humans label half of the 60 items
-        a = services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         answer = rng.choices(["left", "right", "tie"], weights=[4, 4, 1])[0]
         services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": answer})
     run(study, judge_server())

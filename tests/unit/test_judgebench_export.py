@@ -18,6 +18,7 @@ from annotator import services
 from annotator.models import Annotation, Study
 from formats.judgebench_export import majority
 from tests.conftest import pairwise_bundle
+from tests.leasing import next_lease
 from tests.unit.test_report import annotate, client_for
 
 SAME = ("counts", "excluded", "scale", "label_distribution", "labels", "level", "perception")
@@ -177,7 +178,7 @@ def test_the_streamed_document_is_the_in_memory_one_byte_for_byte(make_study, tm
     elif form == "pairwise_criteria":
         for k, name in enumerate(("a", "b")):
             part = services.participation_enter(study=study, platform="link", external_id=name)
-            while (a := services.assignment_next(participation=part)) is not None:
+            while (a := next_lease(participation=part)) is not None:
                 answer = {"answer-helpful": ("left", "right")[k], "answer-safe": "tie"}
                 services.annotation_submit(annotator=part.annotator, token=a.token, data=answer)
     elif form == "pairwise":

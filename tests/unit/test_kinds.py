@@ -11,6 +11,7 @@ import pytest
 
 import kinds
 from kinds.likert import DEFAULT_CRITERION
+from tests.leasing import next_lease
 
 PAIRWISE = kinds.get("pairwise")
 LIKERT = kinds.get("likert")
@@ -141,7 +142,7 @@ def _label(study, worker: str, **answer):
     from annotator import services
 
     part = services.participation_enter(study=study, platform="link", external_id=worker)
-    lease = services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     if "first_better" in answer:
         answer = {
             "answer": "left" if answer["first_better"] == (lease.display_order[0] == 0) else "right"
@@ -204,7 +205,7 @@ def test_a_refused_answer_stores_nothing(make_study):
 
     study = make_study()
     part = services.participation_enter(study=study, platform="link", external_id="w")
-    lease = services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     with pytest.raises(InvalidAnswer, match="Choose one of"):
         services.annotation_submit(
             annotator=part.annotator, token=lease.token, data={"answer": "up"}

@@ -19,6 +19,7 @@ from annotator.models import (
     QualificationTest,
 )
 from tests.conftest import boss_client, bundle
+from tests.leasing import next_lease
 
 PAIRWISE = kinds.get("pairwise")
 LIKERT = kinds.get("likert")
@@ -232,7 +233,7 @@ def test_a_likert_worker_passes_within_the_tolerance_and_fails_outside(
     assert all(a["display_order"] == [0] for a in attempt.answers)
     assert all(set(a["answer"]["scores"]) == {"fluency"} for a in attempt.answers)
     if right:
-        assert services.assignment_next(participation=part) is not None
+        assert next_lease(participation=part) is not None
 
 
 def test_a_refused_qualification_answer_stores_nothing(likert_screened):

@@ -14,6 +14,7 @@ from annotator import services
 from annotator.errors import AssignmentExpired, AssignmentNotFound
 from annotator.models import Annotation, Assignment, Item
 from protocol.models import Round
+from tests.leasing import next_lease
 from tests.protocol_sim import adaptive_bundle
 
 
@@ -28,7 +29,7 @@ def idle() -> timedelta:
 def answer_all(part, now=None) -> list[int]:
     """The worker answers until they find nothing; the items they answered."""
     got = []
-    while (a := services.assignment_next(participation=part, now=now)) is not None:
+    while (a := next_lease(participation=part, now=now)) is not None:
         services.annotation_submit(
             annotator=part.annotator, token=a.token, data={"answer": "left"}, now=now
         )
@@ -39,7 +40,7 @@ def answer_all(part, now=None) -> list[int]:
 def test_idle_lease_goes_to_a_worker_who_has_none_and_its_late_answer_is_refused(make_study):
     study = make_study(redundancy=1)  # 3 items, one slot each
     w1, w2 = worker(study, "w1"), worker(study, "w2")
-    held = services.assignment_next(participation=w1)  # w1 then walks away
+    held = next_lease(participation=w1)  # w1 then walks away
     assert len(answer_all(w2)) == 2  # the other two; the held one is not theirs yet
     assert Assignment.objects.get(pk=held.pk).state == "issued"
     later = timezone.now() + idle()
@@ -57,7 +58,7 @@ def test_idle_lease_goes_to_a_worker_who_has_none_and_its_late_answer_is_refused
 def test_a_lease_whose_page_beats_is_kept_and_its_answer_counts(make_study):
     study = make_study(redundancy=1)
     w1, w2 = worker(study, "w1"), worker(study, "w2")
-    held = services.assignment_next(participation=w1)
+    held = next_lease(participation=w1)
     answer_all(w2)
     now = timezone.now()
     beat = now + timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS - 5)
@@ -75,7 +76,7 @@ def test_a_lease_whose_page_beats_is_kept_and_its_answer_counts(make_study):
 def test_renew_refuses_someone_elses_unknown_and_closed_leases(make_study):
     study = make_study(redundancy=1)
     w1, w2 = worker(study, "w1"), worker(study, "w2")
-    a1 = services.assignment_next(participation=w1)
+    a1 = next_lease(participation=w1)
     for token in (a1.token, "not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         with pytest.raises(AssignmentNotFound):
             services.assignment_renew(participation=w2, token=token)
@@ -92,22 +93,22 @@ def test_an_idle_lease_stays_with_its_holder_when_the_asker_could_not_take_it(ma
     study = make_study(redundancy=2)  # 3 items × 2 slots
     w1, w2 = worker(study, "w1"), worker(study, "w2")
     assert len(answer_all(w2)) == 3  # w2 has seen every item
-    held = services.assignment_next(participation=w1)
+    held = next_lease(participation=w1)
     w3 = worker(study, "w3")
     assert len(answer_all(w3)) == 2  # the two other free slots; the held one is not idle
     later = timezone.now() + idle()
-    assert services.assignment_next(participation=w2, now=later) is None
+    assert next_lease(participation=w2, now=later) is None
     assert Assignment.objects.get(pk=held.pk).state == "issued"  # not taken for nothing
-    assert services.assignment_next(participation=w3, now=later).item_id == held.item_id
+    assert next_lease(participation=w3, now=later).item_id == held.item_id
     assert Assignment.objects.get(pk=held.pk).state == "expired"
 
 
 def test_a_worker_at_their_cap_reclaims_nothing(make_study):
     study = make_study(redundancy=1, items_per_worker=1)
     w1, w2 = worker(study, "w1"), worker(study, "w2")
-    held = services.assignment_next(participation=w1)
+    held = next_lease(participation=w1)
     assert len(answer_all(w2)) == 1
-    assert services.assignment_next(participation=w2, now=timezone.now() + idle()) is None
+    assert next_lease(participation=w2, now=timezone.now() + idle()) is None
     assert Assignment.objects.get(pk=held.pk).state == "issued"
 
 

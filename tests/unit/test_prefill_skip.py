@@ -21,6 +21,7 @@ from kinds import get as get_kind
 from kinds.base import OptionError
 from kinds.error_spans import KIND
 from tests.conftest import bundle
+from tests.leasing import next_lease
 
 ON = {"prefill_spans": "on", "prefill_skip_clean": True}
 
@@ -107,7 +108,7 @@ def work_all(study, name, errors_in=()):
     their own on the items in ``errors_in``); the items' input ids in order."""
     w = worker(study, name)
     got = []
-    while (a := services.assignment_next(participation=w)) is not None:
+    while (a := next_lease(participation=w)) is not None:
         item = a.item
         shown = span_prefill.shown(study, item, study.kind_options())["spans"]
         spans = [
@@ -212,12 +213,12 @@ def test_a_rating_that_arrives_after_the_item_was_given_changes_nothing(make_stu
         )
     )
     w1 = worker(study, "w1")
-    first = services.assignment_next(participation=w1)
+    first = next_lease(participation=w1)
     assert first is not None  # no rating yet: served as usual
     output = Output.objects.get(input__study=study)
     judge(study, output.input_id, output.system_id, [])  # error-free, but too late
     w2 = worker(study, "w2")
-    second = services.assignment_next(participation=w2)
+    second = next_lease(participation=w2)
     assert second is not None and second.item_id == first.item_id
     assert Item.objects.get().prefill_skip == ""
     assert prefill_skip.skip_counts(study) is None
@@ -336,11 +337,11 @@ def test_an_adaptive_round_closes_when_its_last_open_item_is_skipped():
     part = worker(study, "w")
     rng = __import__("random").Random(0)
     for _ in range(19):
-        a = services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         assert a is not None and a.item_id != last.pk
         services.annotation_submit(annotator=part.annotator, token=a.token, data=esa_answer(a, rng))
     assert Round.objects.get(study=study, number=1).state == Round.State.OPEN
-    nxt = services.assignment_next(participation=part)  # skips the last item
+    nxt = next_lease(participation=part)  # skips the last item
     last.refresh_from_db()
     assert (last.prefill_skip, last.is_active) == ("skipped", False)
     assert Round.objects.get(study=study, number=1).state != Round.State.OPEN

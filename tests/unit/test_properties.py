@@ -53,6 +53,7 @@ from annotator.errors import (
 from annotator.models import Annotation, Assignment, Item, Participation, Study
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from tests.conftest import bundle
+from tests.leasing import next_lease
 
 LEASE = 60  # seconds; the clock moves by up to two leases per step
 WORKERS = 4
@@ -249,12 +250,12 @@ class CrowdMachine(RuleBasedStateMachine):
         if part.status == BLOCKED:
             before = snapshot(self.study)
             try:
-                services.assignment_next(participation=part, now=self.now, rng=self.rng)
+                next_lease(participation=part, now=self.now, rng=self.rng)
             except WorkerBlocked:
                 assert snapshot(self.study) == before
                 return None
             raise AssertionError("a blocked worker was given work")
-        assignment = services.assignment_next(participation=part, now=self.now, rng=self.rng)
+        assignment = next_lease(participation=part, now=self.now, rng=self.rng)
         if assignment is None:
             self._check_nothing_left(part)
             return None

@@ -14,6 +14,7 @@ from annotator.errors import InvalidAnswer
 from annotator.models import Annotation, Item
 from protocol import selectors
 from protocol.models import ProtocolConfig, Round, SystemPair
+from tests.leasing import next_lease
 from tests.protocol_sim import MEAN_RATING, adaptive_bundle, run_workers
 
 
@@ -48,7 +49,7 @@ def test_adaptive_error_spans_import_makes_one_item_per_output():
 def test_a_submitted_answer_is_checked_against_the_stored_output_and_counted_once():
     study, _ = make()
     part = services.participation_enter(study=study, platform="link", external_id="w")
-    a = services.assignment_next(participation=part)
+    a = next_lease(participation=part)
     assert a.display_order == [0]
     text = a.item.output_list()[0].text
     bad = {

@@ -16,6 +16,7 @@ from protocol import selectors
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from protocol.services import round_open
 from tests.conftest import PASSWORD, bundle, make_superuser
+from tests.leasing import next_lease
 from tests.protocol_sim import lease_to_new_workers, likert_bundle, run_workers
 
 
@@ -295,7 +296,7 @@ def rated_study(transactional_db):
     )
     for worker in range(2):
         part = services.participation_enter(study=study, platform="link", external_id=f"w{worker}")
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             item = a.item
             key = (item.input.external_id, item.output_list()[0].system.name)
             fluency, coverage = RATINGS[key][worker]

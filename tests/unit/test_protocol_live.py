@@ -7,6 +7,7 @@ import pytest
 from annotator import services
 from annotator.models import Annotation, Assignment, Item
 from protocol.models import Decision, ProtocolConfig, Round, SystemPair
+from tests.leasing import next_lease
 from tests.protocol_sim import adaptive_bundle, lease_to_new_workers, run_workers
 
 
@@ -161,7 +162,7 @@ def test_a_study_with_criteria_is_decided_on_its_summary_criterion():
     rng = random.Random(0)
     for w in range(200):
         part = services.participation_enter(study=study, platform="link", external_id=f"c{w}")
-        a = services.assignment_next(participation=part)
+        a = next_lease(participation=part)
         if a is None:
             break
         side = answer(a, rng, accuracy=1.0)

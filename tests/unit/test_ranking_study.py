@@ -20,6 +20,7 @@ from annotator.errors import ImportRejected
 from annotator.models import Annotation, Item, Output, Study
 from annotator.renderers import csv_text
 from tests.conftest import ROOT, boss_client, bundle
+from tests.leasing import next_lease
 
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 CHAT = [
@@ -124,7 +125,7 @@ def _rank(study, worker: str, best_first_systems: list[str]):
     """``worker`` ranks their next item: the shown outputs ordered as ``best_first_systems``
     orders their systems (a system not shown is skipped), submitted in display order."""
     part = services.participation_enter(study=study, platform="link", external_id=worker)
-    lease = services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     names = [o.system.name for o in lease.item.output_list()]
     shown = [names[p] for p in lease.display_order]
     tiers = [[shown.index(s)] for s in best_first_systems if s in shown]
@@ -160,7 +161,7 @@ def test_a_refused_ranking_stores_nothing(make_study):
     study = make_study(bundle(records, {"name": "no ties by default", "kind": "ranking"}))
     assert study.allow_tie is False and study.kind_options()["allow_tie"] is False
     part = services.participation_enter(study=study, platform="link", external_id="w")
-    lease = services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     for bad, message in (([[0, 1], [2]], "does not allow ties"), ([[0], [1]], "exactly once")):
         with pytest.raises(InvalidAnswer, match=message):
             services.annotation_submit(
@@ -195,7 +196,7 @@ def test_the_report_reads_each_ranking_as_its_pairs(make_study):
 
 def _rank_or_none(study, worker, order):
     part = services.participation_enter(study=study, platform="link", external_id=worker)
-    lease = services.assignment_next(participation=part)
+    lease = next_lease(participation=part)
     if lease is None:
         return None
     names = [o.system.name for o in lease.item.output_list()]

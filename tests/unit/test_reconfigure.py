@@ -10,6 +10,7 @@ from annotator.models import Item, Study
 from protocol import services as protocol_services
 from protocol.models import ProtocolConfig, Round
 from tests.conftest import pairwise_bundle
+from tests.leasing import next_lease
 from tests.protocol_sim import adaptive_bundle
 
 
@@ -21,7 +22,7 @@ def work(study, name, limit=100) -> int:
     """A worker answers everything they are given; how many items they got."""
     part = enter(study, name)
     done = 0
-    while done < limit and (a := services.assignment_next(participation=part)) is not None:
+    while done < limit and (a := next_lease(participation=part)) is not None:
         services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": "left"})
         done += 1
     return done
@@ -52,7 +53,7 @@ def test_raising_redundancy_gives_new_workers_work(make_study):
 def test_lowering_redundancy_never_goes_below_what_workers_took(make_study):
     study = make_study(pairwise_bundle(redundancy=3))
     work(study, "w1", limit=2)  # items 1 and 2 answered once
-    held = services.assignment_next(participation=enter(study, "w2"))  # one more on item 1
+    held = next_lease(participation=enter(study, "w2"))  # one more on item 1
     assert held.item_id == Item.objects.order_by("pk").first().pk
     notes = configure(study, redundancy=1)
     taken = dict(Item.objects.filter(study=study).values_list("n_taken", "redundancy"))

@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from annotator import services
 from tests.conftest import MQM, pairwise_bundle
+from tests.leasing import next_lease
 
 OUTCOMES = ("correct", "inversion", "omission", "insertion")
 
@@ -59,7 +60,7 @@ def test_replay_reads_the_platforms_export(tmp_path, capsys):
     )
     rng = random.Random(1)
     part = services.participation_enter(study=study, platform="link", external_id="w")
-    while (a := services.assignment_next(participation=part)) is not None:
+    while (a := next_lease(participation=part)) is not None:
         left_text = a.item.output_list()[a.display_order[0]].text
         services.annotation_submit(
             annotator=part.annotator,

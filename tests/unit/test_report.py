@@ -21,6 +21,7 @@ from analysis.pairwise import pairwise_win_rates
 from annotator import services
 from annotator.models import Annotation, Item, Participation
 from tests.conftest import active_markup, bundle, make_superuser, pairwise_bundle
+from tests.leasing import next_lease
 
 HOSTILE = "<script>alert(1)</script>"
 N_BOOT = 200
@@ -31,7 +32,7 @@ def annotate(study, workers=("w1", "w2", "w3"), seed=0, likert=None) -> None:
     rng = random.Random(seed)
     for name in workers:
         part = services.participation_enter(study=study, platform="link", external_id=name)
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             if likert is None:
                 answer = rng.choices(["left", "right", "tie"], weights=[5, 3, 2])[0]
                 services.annotation_submit(
@@ -346,7 +347,7 @@ def test_fleiss_is_defined_for_unequal_label_counts(make_study, researcher, clie
     study.researchers.add(researcher)
     annotate(study, workers=("w1", "w2"))
     part = services.participation_enter(study=study, platform="link", external_id="w3")
-    a = services.assignment_next(participation=part)  # a third label on one item only
+    a = next_lease(participation=part)  # a third label on one item only
     services.annotation_submit(annotator=part.annotator, token=a.token, data={"answer": "left"})
     report = selectors.study_report(study, n_boot=0)
     fleiss = next(

@@ -15,6 +15,7 @@ from analysis import selectors
 from analysis.render import SINGLE_LABEL, render_text
 from annotator import services
 from tests.conftest import pairwise_bundle
+from tests.leasing import next_lease
 
 SYSTEMS = ("s1", "s2", "s3")
 STRENGTH = {"s1": 3, "s2": 2, "s3": 1}
@@ -24,7 +25,7 @@ def _answer_by_strength(study, workers, beat=lambda a, b: STRENGTH[a] > STRENGTH
     """Every worker answers every item it gets for the system ``beat`` prefers."""
     for name in workers:
         part = services.participation_enter(study=study, platform="link", external_id=name)
-        while (a := services.assignment_next(participation=part)) is not None:
+        while (a := next_lease(participation=part)) is not None:
             sa, sb = (o.system.name for o in a.item.output_list())
             a_wins = beat(sa, sb)
             answer = "left" if a_wins == (a.display_order == [0, 1]) else "right"

@@ -11,6 +11,7 @@ from analysis.selectors import study_report
 from annotator import services
 from annotator.models import Item
 from tests.conftest import bundle, make_superuser
+from tests.leasing import next_lease
 
 TEXTS = {"good": "All fine here.", "bad": "Wrong words everywhere."}
 
@@ -29,7 +30,7 @@ def annotate(study, worker, marks):
     """``worker`` answers every item: on "bad" outputs the spans ``marks`` gives, score 30;
     on "good" outputs no spans, score 90."""
     part = services.participation_enter(study=study, platform="link", external_id=worker)
-    while (a := services.assignment_next(participation=part)) is not None:
+    while (a := next_lease(participation=part)) is not None:
         output = a.item.output_list()[0]
         bad = output.system.name == "bad"
         spans = [span(output.text, *m) for m in marks] if bad else []

@@ -30,6 +30,7 @@ from annotator.models import (
 from crowd.models import CrowdStudy
 from protocol.models import Decision, Round, SystemPair
 from tests.conftest import ROOT, bundle, make_superuser, pairwise_bundle
+from tests.leasing import next_lease
 from tests.protocol_sim import adaptive_bundle
 
 ROLES = (
@@ -113,7 +114,7 @@ def world(db):
     )
     for target in (study, other):  # labels in A and B (a third worker's)
         part = services.participation_enter(study=target, platform="link", external_id="w3")
-        lease = services.assignment_next(participation=part)
+        lease = next_lease(participation=part)
         services.annotation_submit(
             annotator=part.annotator, token=lease.token, data={"answer": "tie"}
         )
