@@ -25,7 +25,6 @@ from .models import (
     Annotation,
     Annotator,
     Assignment,
-    Criterion,
     GuidelineRevision,
     Item,
     JudgeRating,
@@ -108,12 +107,6 @@ class StudyScopedAdmin(ScopedAdmin):
         return queryset.filter(**lookup)
 
 
-class CriterionInline(admin.TabularInline):
-    model = Criterion
-    extra = 0
-    verbose_name_plural = "criteria"
-
-
 class PrepareChecksForm(forms.Form):
     gold = forms.IntegerField(min_value=0, initial=5, help_text="Gold checks shown among the work.")
     qualification = forms.IntegerField(
@@ -167,19 +160,31 @@ def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
 
 
 class StudyForm(forms.ModelForm):
-    """Asks the service whether an edit can take effect; if not, the page says why."""
+    """The kind's settings in one validated ``options``: its answer switches as boxes, the
+    rest (criteria, strength …) as JSON; asks the service whether an edit can take effect
+    and, if not, the page says why."""
+
+    allow_tie = forms.BooleanField(required=False, initial=True, label="Allow tie")
+    allow_both_good = forms.BooleanField(required=False, label="Allow both good")
+    allow_both_bad = forms.BooleanField(required=False, label="Allow both bad")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "options" in self.fields:
+            settings = self.instance.kind_settings
+            for name in kinds.ANSWER_SWITCHES:
+                self.fields[name].initial = settings.get(name, False)
+            self.initial["options"] = {
+                k: v
+                for k, v in (self.instance.options or {}).items()
+                if k not in kinds.ANSWER_SWITCHES
+            }
 
     def clean(self) -> dict:
         cleaned = super().clean()
         kind = kinds.get(cleaned["kind"]) if cleaned.get("kind") in kinds.NAMES else None
-        if kind is not None:  # a switch shown for the study's former kind, turned on
-            for name in kinds.ANSWER_SWITCHES:
-                if cleaned.get(name) and name not in kind.answer_switches:
-                    self.add_error(
-                        name,
-                        f"{kind.a_noun[:1].upper()}{kind.a_noun[1:]} study has no such "
-                        "answer; turn it off.",
-                    )
+        if kind is not None and "options" in cleaned:
+            self._clean_options(kind, cleaned)
         if self.instance.pk and not self.errors:
             changes = {name: cleaned[name] for name in self.changed_data if name in cleaned}
             try:
@@ -187,6 +192,37 @@ class StudyForm(forms.ModelForm):
             except ConfigRefused as exc:
                 raise forms.ValidationError(exc.reasons) from None
         return cleaned
+
+    def _clean_options(self, kind: kinds.Kind, cleaned: dict) -> None:
+        """``options`` with the switches the kind takes, validated by the kind; a switch
+        shown for the study's former kind and turned on is refused."""
+        given = cleaned["options"] if cleaned["options"] is not None else {}
+        if not isinstance(given, dict):
+            self.add_error("options", "Give the options as a JSON object.")
+            return
+        for name in kinds.ANSWER_SWITCHES:
+            if cleaned.get(name) and name not in kind.answer_switches:
+                self.add_error(
+                    name,
+                    f"{kind.a_noun[:1].upper()}{kind.a_noun[1:]} study has no such "
+                    "answer; turn it off.",
+                )
+        unknown = sorted(set(given) - kind.extra_options - set(kinds.ANSWER_SWITCHES))
+        if unknown:
+            noun = kind.noun or kind.name
+            self.add_error("options", [f"{noun} studies take no '{k}' option" for k in unknown])
+            return
+        switches = {name: bool(cleaned.get(name)) for name in kind.answer_switches}
+        options = {k: v for k, v in given.items() if k not in kinds.ANSWER_SWITCHES} | switches
+        collection = cleaned.get("collection", self.instance.collection)
+        try:
+            validated = kind.validate_options({**options, "collection": collection}, None)
+        except kinds.OptionError as exc:
+            self.add_error("options", exc.messages)
+            return
+        cleaned["options"] = validated
+        if validated != (self.instance.options or {}) and "options" not in self.changed_data:
+            self.changed_data.append("options")
 
 
 @admin.register(Study)
@@ -199,10 +235,9 @@ class StudyAdmin(StudyScopedAdmin):
     list_display = ["name", "kind", "progress", "config_version", "is_active", "created_at"]
     list_filter = ["kind", "is_active"]
     search_fields = ["name"]
-    inlines = [CriterionInline]
     filter_horizontal = ["researchers"]
     actions = [prepare_checks, admin_judge.run_judge, admin_judge.cancel_judge_runs]
-    readonly_fields = ["public_id", "config_version", "guideline_revision", "source", "options"]
+    readonly_fields = ["public_id", "config_version", "guideline_revision", "source"]
     fieldsets = [
         (None, {"fields": ["name", "kind", "description", "researchers", "is_active"]}),
         (

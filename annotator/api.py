@@ -271,7 +271,7 @@ class StudyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def get_queryset(self):
         return (
             selectors.studies_visible_to(self.request.user)
-            .prefetch_related("criteria", "systems")
+            .prefetch_related("systems")
             .order_by("id")
         )
 

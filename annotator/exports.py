@@ -49,8 +49,9 @@ def export_chunks(
         annotations = selectors.annotations_for_export(study)
     rows = _counted(selectors.export_rows(annotations.iterator(chunk_size=2000)), progress)
     if fmt == "csv":
-        criteria = list(study.criteria.values_list("name", flat=True))
-        own = study.kind_impl.export_fields(study.kind_options())
+        opts = study.kind_options()
+        criteria = study.kind_impl.score_columns(opts)
+        own = study.kind_impl.export_fields(opts)
         return iter(csv_text(rows, criteria, own))
     if fmt == "jsonl":
         return iter(jsonl_lines(rows))

@@ -21,7 +21,6 @@ Kept here: what needs Django or the kinds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -36,7 +35,6 @@ from formats.judgebench_study import scan_judgebench
 from formats.specs import MAX_ERRORS as MAX_ERRORS  # named here too (docs, tests)
 from formats.specs import (
     Config,
-    CriterionSpec,
     Errors,
     Index,
     InputSpec,
@@ -85,8 +83,6 @@ STUDY_OPTIONS = {
     "languages": list,
     "instructions_by_language": dict,
 }
-#: Study columns a kind may default differently (``Study.kind_options`` reads them back).
-ANSWER_SWITCHES = frozenset({"allow_tie", "allow_both_good", "allow_both_bad"})
 #: Study-line keys some kind accepts (``Kind.extra_options``); the kind validates them.
 KIND_OPTIONS = frozenset().union(*(kinds.get(name).extra_options for name in kinds.NAMES))
 
@@ -215,12 +211,12 @@ def _config(overrides: dict[str, Any], errors: Errors) -> Config:
     source = raw.pop("source", None)  # set by the caller, not a study file option
     if bad := unstorable(raw):
         raise ImportRejected([f"config: {bad}"])
-    options, criteria, systems = _study_options(raw, "config", errors)
+    options, systems = _study_options(raw, "config", errors)
     if source is not None:
         options["source"] = str(source)[:300]
     return Config(
         options,
-        criteria if "criteria" in raw else None,
+        raw["criteria"] if "criteria" in raw else None,
         systems if "systems" in raw else None,
     )
 
@@ -247,10 +243,10 @@ def _languages(options: dict, where: str, errors: Errors) -> None:
         options["instructions_by_language"] = own
 
 
-def _study_options(raw: Any, where: str, errors: Errors) -> tuple[dict, list[CriterionSpec], list]:
+def _study_options(raw: Any, where: str, errors: Errors) -> tuple[dict, list]:
     if not isinstance(raw, dict):
         errors.add(f"{where}: 'study' must be an object")
-        return {}, [], []
+        return {}, []
     options: dict[str, Any] = {}
     for key, value in raw.items():
         if key in ("criteria", "systems"):
@@ -277,90 +273,43 @@ def _study_options(raw: Any, where: str, errors: Errors) -> tuple[dict, list[Cri
             errors.bad_options.discard(key)
     _languages(options, where, errors)
     raw_criteria = raw.get("criteria") or []
-    if isinstance(raw_criteria, list) and raw_criteria:
-        # a kind without Criterion rows (Kind.criterion_rows) validates the list as given
-        options.setdefault("options", {})["criteria"] = raw_criteria
     if not isinstance(raw_criteria, list):
         errors.add(f"{where}: 'criteria' must be a list of criteria")
-        raw_criteria = []
-    criteria = [
-        c
-        for i, item in enumerate(raw_criteria)
-        if (c := _criterion(item, f"{where}, criterion {i + 1}", errors))
-    ]
+    elif raw_criteria:  # the kind validates them (``Kind.validate_options``)
+        options.setdefault("options", {})["criteria"] = raw_criteria
     systems = raw.get("systems") or []
     if not isinstance(systems, list) or not all(isinstance(s, str) and s.strip() for s in systems):
         errors.add(f"{where}: 'systems' must be a list of names")
         systems = []
     for name in sorted({s for s in systems if systems.count(s) > 1}):
         errors.add(f"{where}: 'systems' names '{name}' more than once")
-    return options, criteria, list(dict.fromkeys(systems))
-
-
-def _criterion(raw: Any, where: str, errors: Errors) -> CriterionSpec | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-        errors.add(f"{where}: a criterion needs a 'name'")
-        return None
-    name = raw["name"]
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,60}", name):
-        errors.add(f"{where}: criterion name '{name}' may use letters, digits, '_' and '-'")
-        return None
-    labels = raw.get("labels") or []
-    scale = raw.get("scale") or [1, 5]
-    if labels:
-        if not isinstance(labels, list) or len({str(x) for x in labels}) < 2:
-            errors.add(f"{where}: 'labels' needs at least two distinct labels")
-            return None
-        return CriterionSpec(name, str(raw.get("label") or name), labels=[str(x) for x in labels])
-    if (
-        not isinstance(scale, list)
-        or len(scale) != 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
-        or not 0 < scale[1] - scale[0] <= 20
-    ):
-        errors.add(f"{where}: 'scale' must be [min, max] whole numbers, 2 to 21 points")
-        return None
-    anchors = raw.get("anchors") or {}
-    if not isinstance(anchors, dict):
-        errors.add(f"{where}: 'anchors' must map scale points to text")
-        anchors = {}
-    return CriterionSpec(
-        name,
-        str(raw.get("label") or name),
-        scale[0],
-        scale[1],
-        {str(k): str(v) for k, v in anchors.items()},
-    )
+    return options, list(dict.fromkeys(systems))
 
 
 def _validate_kind_options(
     kind: kinds.Kind, spec: StudySpec, index: Index, errors: Errors, faulty: bool
 ) -> None:
     """The kind's own options checked by the kind (``Kind.validate_options``): the
-    validated options go to ``Study.options``; a kind that keeps ``Criterion`` rows gets
-    its criteria back as ``spec.criteria`` (Likert: the default one when none is given),
-    any other kind validates the study line's ``criteria`` list as given."""
+    validated options, answer switches and criteria included, go to ``Study.options``."""
     opts = spec.options
-    for key in sorted(set(opts.get("options", {})) - kind.extra_options - {"criteria"}):
+    for key in sorted(set(opts.get("options", {})) - kind.extra_options):
         errors.add(f"study: {kind.noun or kind.name} studies take no '{key}' option")
     raw = {
         **{k: v for k, v in opts.items() if k != "options"},
         **opts.get("options", {}),
         "gold": bool(index.gold),
     }
-    if kind.criterion_rows:
+    if spec.criteria:  # a Judge-Bench file's properties, read as criteria
         raw["criteria"] = [asdict(c) for c in spec.criteria]
-    elif spec.criteria and "criteria" not in kind.extra_options:
-        errors.add(f"study: {kind.noun or kind.name} studies take no 'criteria'")
-        return
+        spec.criteria = []
     if not kind.conversation_outputs:
         for where, names in index.conversations:
             errors.add(
                 f"{where}: the output of {', '.join(names)} is a conversation; a "
                 f"{kind.noun or kind.name} study's outputs are plain text"
             )
-    else:
-        spec.criteria = []  # the kind keeps the study line's list in its options
+    for key in kinds.ANSWER_SWITCHES:  # study-line keys that live in the kind's options
+        opts.pop(key, None)
     try:
         validated = kind.validate_options(raw, None if faulty else len(spec.systems))
     except kinds.OptionError as exc:
@@ -373,10 +322,6 @@ def _validate_kind_options(
             expected_of(kind, kind_opts, record)
         except kinds.AnswerError as exc:
             errors.add(f"{where}: 'gold': {exc.message}")
-    if kind.criterion_rows:
-        spec.criteria = [CriterionSpec(**c) for c in validated.pop("criteria", [])]
-    for key in ANSWER_SWITCHES & validated.keys():  # the kind's default (ranking: no ties)
-        opts[key] = validated.pop(key)
     opts["options"] = validated
 
 
@@ -411,7 +356,8 @@ def _validate_spec(
         if "gamma" in opts and not 0 < opts["gamma"] <= 0.5:
             flag("gamma", "study: 'gamma' must be in (0, 0.5]")
         if check_options is not None:
-            for message in check_options({k: v for k, v in opts.items() if k not in flagged}):
+            checked = flagged | {*kinds.ANSWER_SWITCHES, "options"}  # the kind checks those
+            for message in check_options({k: v for k, v in opts.items() if k not in checked}):
                 errors.add(message)
     if opts.get("collection") == "adaptive" and spec.annotations:
         errors.add(
@@ -420,15 +366,6 @@ def _validate_spec(
         )
     if not index.ids and not faulty:
         errors.add("the file holds no inputs")
-    names = [c.name for c in spec.criteria]
-    if len(set(names)) != len(names):
-        errors.add("study: criterion names must be distinct")
-    for criterion in spec.criteria:
-        if len(criterion.label) > MAX_NAME:
-            errors.add(
-                f"study: the label of criterion '{criterion.name}' is longer than "
-                f"{MAX_NAME} characters"
-            )
     for name in spec.systems:
         if not name.strip():
             errors.add("study: a system name is empty")

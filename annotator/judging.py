@@ -31,6 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 from django.conf import settings
@@ -45,7 +46,7 @@ from kinds.likert import choices as likert_choices
 from . import services
 from .errors import ServiceError
 from .judge_spans import parse_judge_spans
-from .models import Criterion, JudgeRating, JudgeRun, Output, Study
+from .models import JudgeRating, JudgeRun, Output, Study
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 API_KEY_ENV = "HUMEVAL_JUDGE_API_KEY"
@@ -192,7 +193,8 @@ def draw_first(seed: int, judge: str, input_id: int, pair: tuple[int, int], samp
 def _pairwise_calls(
     study: Study, template: PromptTemplate, judge: str, samples: int, seed: int
 ) -> list[Call]:
-    labels = [LABEL_FIRST, LABEL_SECOND] + ([LABEL_TIE] if study.allow_tie else [])
+    allow_tie = study.kind_settings.get("allow_tie", False)
+    labels = [LABEL_FIRST, LABEL_SECOND] + ([LABEL_TIE] if allow_tie else [])
     outputs: dict[int, list[Output]] = {}
     for output in (
         Output.objects.filter(input__study=study)
@@ -216,7 +218,7 @@ def _pairwise_calls(
                         "second": second.text,
                         "label_first": LABEL_FIRST,
                         "label_second": LABEL_SECOND,
-                        "label_tie": LABEL_TIE if study.allow_tie else "",
+                        "label_tie": LABEL_TIE if allow_tie else "",
                         "labels": labels,
                     }
                 )
@@ -224,7 +226,7 @@ def _pairwise_calls(
                     LABEL_FIRST.casefold(): "A" if x_first else "B",
                     LABEL_SECOND.casefold(): "B" if x_first else "A",
                 }
-                if study.allow_tie:
+                if allow_tie:
                     allowed[LABEL_TIE.casefold()] = "tie"
                 calls.append(
                     Call(
@@ -244,29 +246,29 @@ def _pairwise_calls(
 
 
 def _likert_calls(
-    study: Study, template: PromptTemplate, criteria: list[Criterion], samples: int
+    study: Study, template: PromptTemplate, criteria: list[dict[str, Any]], samples: int
 ) -> list[Call]:
     calls = []
     outputs = Output.objects.filter(input__study=study).select_related("input", "system")
     for output in outputs.order_by("input_id", "system_id"):
         for criterion in criteria:
-            choices = likert_choices(criterion.as_option())
+            choices = likert_choices(criterion)
             values: list[str | int] = (
-                [str(v) for v in criterion.labels]
-                if criterion.labels
-                else list(range(criterion.scale_min, criterion.scale_max + 1))
+                [str(v) for v in criterion["labels"]]
+                if criterion["labels"]
+                else list(range(criterion["scale_min"], criterion["scale_max"] + 1))
             )
             prompt = template.render(
                 {
                     "input": output.input.text,
                     "reference": output.input.reference,
                     "output": output.text,
-                    "question": criterion.label,
-                    "criterion": criterion.name,
+                    "question": criterion["label"],
+                    "criterion": criterion["name"],
                     "choices": choices,
                     "labels": [str(v) for v in values],
-                    "scale_min": criterion.scale_min,
-                    "scale_max": criterion.scale_max,
+                    "scale_min": criterion["scale_min"],
+                    "scale_max": criterion["scale_max"],
                 }
             )
             allowed = {str(v).casefold(): v for v in values}
@@ -276,13 +278,13 @@ def _likert_calls(
                         output.input_id,
                         output.system_id,
                         None,
-                        criterion.name,
+                        criterion["name"],
                         sample,
                         None,
                         prompt,
                         allowed,
                         f"input {output.input.external_id}, {output.system.name}, "
-                        f"{criterion.name}, sample {sample}",
+                        f"{criterion['name']}, sample {sample}",
                     )
                 )
     return calls
@@ -362,11 +364,11 @@ def _pairwise_study_calls(
 def _likert_study_calls(
     study: Study, template: PromptTemplate, *, judge: str, criterion: str, samples: int, seed: int
 ) -> list[Call]:
-    criteria = list(study.criteria.all())
+    criteria = study.kind_settings["criteria"]
     if criterion:
-        criteria = [c for c in criteria if c.name == criterion]
+        criteria = [c for c in criteria if c["name"] == criterion]
         if not criteria:
-            names = ", ".join(c.name for c in study.criteria.all()) or "none"
+            names = ", ".join(c["name"] for c in study.kind_settings["criteria"]) or "none"
             raise JudgeRefused(f"the study has no criterion '{criterion}' (it has: {names})")
     return _likert_calls(study, template, criteria, samples)
 

@@ -13,6 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 import kinds
 from formats import conversation
@@ -25,9 +26,7 @@ CONFIG_FIELDS = (
     "kind",
     "question",
     "instructions",
-    "allow_tie",
-    "allow_both_good",
-    "allow_both_bad",
+    "options",
     "render_markdown",
     "show_reference",
     "redundancy",
@@ -46,14 +45,12 @@ class Study(models.Model):
         max_length=300, blank=True, help_text="Shown above every item, e.g. 'Which is better?'"
     )
     instructions = models.TextField(blank=True, help_text="Markdown shown to workers.")
-    allow_tie = models.BooleanField(default=True)
-    allow_both_good = models.BooleanField(default=False)
-    allow_both_bad = models.BooleanField(default=False)
     options = models.JSONField(
         default=dict,
         blank=True,
-        help_text="The kind's own options, as the study line gave them and the kind checked "
-        "them (docs/import-formats.md).",
+        help_text="Every setting of the kind (answer switches such as allow_tie, criteria, "
+        "strength …), as the study line gave them and the kind checked them "
+        "(docs/import-formats.md).",
     )
     render_markdown = models.BooleanField(
         default=True, help_text="Render outputs as sanitised Markdown (else escaped plain text)."
@@ -242,70 +239,15 @@ class Study(models.Model):
             raise ValidationError({"language": str(exc)}) from exc
 
     def kind_options(self) -> dict:
-        """What the kind reads as ``opts``: ``options`` with the study's answer switches
-        and, for a kind that keeps ``Criterion`` rows (Likert), those as ``criteria``."""
-        opts = {
-            **(self.options or {}),
-            "allow_tie": self.allow_tie,
-            "allow_both_good": self.allow_both_good,
-            "allow_both_bad": self.allow_both_bad,
-            "collection": self.collection,
-        }
-        if self.kind_impl.criterion_rows:
-            # ``criterion_rows``: the rows the worker cycle read along (selectors)
-            rows = self.__dict__.get("criterion_rows")
-            opts["criteria"] = [c.as_option() for c in (rows or self.criteria.all())]
-        return opts
+        """What the kind reads as ``opts``: ``options`` and the study's ``collection``."""
+        return {**(self.options or {}), "collection": self.collection}
 
-
-class Criterion(models.Model):
-    """One rated dimension of a Likert study: a numeric scale with anchors, or labels."""
-
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="criteria")
-    name = models.SlugField(max_length=60)
-    label = models.CharField(max_length=200, help_text="The question shown to workers.")
-    scale_min = models.SmallIntegerField(default=1)
-    scale_max = models.SmallIntegerField(default=5)
-    anchors = models.JSONField(
-        default=dict,
-        blank=True,
-        help_text='Text per scale point, e.g. {"1": "poor", "5": "great"}.',
-    )
-    labels = models.JSONField(
-        default=list, blank=True, help_text="Categorical labels; when set, the scale is unused."
-    )
-    order = models.PositiveSmallIntegerField(default=0)
-
-    class Meta:
-        ordering = ["order", "id"]
-        constraints = [
-            models.UniqueConstraint(fields=["study", "name"], name="criterion_unique_name"),
-            models.CheckConstraint(
-                condition=Q(scale_max__gt=F("scale_min")), name="criterion_scale_order"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def clean(self) -> None:
-        if self.labels and (
-            not isinstance(self.labels, list) or len(set(map(str, self.labels))) < 2
-        ):
-            raise ValidationError({"labels": "Give at least two distinct labels."})
-        if not self.labels and self.scale_max - self.scale_min > 20:
-            raise ValidationError({"scale_max": "A scale has at most 21 points."})
-
-    def as_option(self) -> dict:
-        """The criterion as the kind reads it (``opts["criteria"]``)."""
-        return {
-            "name": self.name,
-            "label": self.label,
-            "scale_min": self.scale_min,
-            "scale_max": self.scale_max,
-            "anchors": dict(self.anchors or {}),
-            "labels": list(self.labels or []),
-        }
+    @cached_property
+    def kind_settings(self) -> dict:
+        """:meth:`kind_options` with the kind's defaults filled in (``validate_options``):
+        what the worker is asked under, e.g. ``allow_tie`` for the instructions."""
+        opts = self.kind_options()
+        return {**opts, **self.kind_impl.validate_options(opts, None)}
 
 
 class System(models.Model):

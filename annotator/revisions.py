@@ -27,11 +27,6 @@ def guideline_text(study: Study) -> str:
     criteria = (study.options or {}).get("criteria")
     if criteria:
         lines += ["criteria:", *(_json(c) for c in criteria)]
-    for c in study.criteria.all():
-        lines.append(
-            f"criterion {c.name}: {c.label} · scale {c.scale_min}-{c.scale_max} · "
-            f"anchors {_json(c.anchors)} · labels {_json(c.labels)}"
-        )
     test = study.qualification
     if test is not None:
         lines += [

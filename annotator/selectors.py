@@ -26,7 +26,6 @@ from .models import (
     Annotation,
     Annotator,
     Assignment,
-    Criterion,
     Item,
     ItemOutput,
     Participation,
@@ -37,7 +36,6 @@ from .models import (
 from .sqlrows import Columns, db_value
 
 _PART, _STUDY, _WORKER = Columns(Participation, "p"), Columns(Study, "s"), Columns(Annotator, "w")
-_CRITERION = Columns(Criterion, "c")
 
 
 def worker_participation(pk: int, study_public_id) -> Participation | None:
@@ -58,10 +56,6 @@ def worker_participation(pk: int, study_public_id) -> Participation | None:
     participation = _PART.load(row)
     participation.study = _STUDY.load(row, len(_PART))
     participation.annotator = _WORKER.load(row, len(_PART) + len(_STUDY))
-    if participation.study.kind_impl.criterion_rows:
-        # read once per request (written out): the answer and the page both ask
-        # ``Study.kind_options``, which takes them from here
-        participation.study.criterion_rows = _criteria(participation.study_id)
     return participation
 
 
@@ -70,18 +64,6 @@ def is_participant(study: Study, *, platform: str, external_id: str) -> bool:
     return Participation.objects.filter(
         study=study, annotator__platform=platform, annotator__external_id=external_id.strip()
     ).exists()
-
-
-def _criteria(study_id: int) -> list[Criterion]:
-    """The study's ``Criterion`` rows in their order (``Criterion.Meta.ordering``)."""
-    q = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {_CRITERION.sql} FROM {_CRITERION.table} WHERE c.study_id = %s"  # noqa: S608
-            f" ORDER BY c.{q('order')}, c.id",
-            [study_id],
-        )
-        return [_CRITERION.load(row) for row in cursor.fetchall()]
 
 
 def studies_visible_to(user: AbstractBaseUser) -> QuerySet[Study]:
@@ -582,11 +564,7 @@ def study_settings(study: Study) -> dict[str, Any]:
         "question": study.question,
     }
     settings |= study.kind_impl.card_settings(study.kind_options())
-    settings["criteria"] = [
-        {"name": c.name, "label": c.label}
-        | ({"labels": c.labels} if c.labels else {"scale": [c.scale_min, c.scale_max]})
-        for c in study.criteria.all()
-    ]
+    settings.setdefault("criteria", [])
     return settings
 
 

@@ -3,18 +3,15 @@ from rest_framework import serializers
 
 import kinds
 
-from .models import Criterion, ImportJob, Study
+from .models import ImportJob, Study
 from .selectors import label_row
 
 
-class CriterionSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Criterion
-        fields = ["name", "label", "scale_min", "scale_max", "anchors", "labels"]
-
-
 class StudySerializer(serializers.ModelSerializer):
-    criteria = CriterionSerializer(many=True, read_only=True)
+    options = serializers.SerializerMethodField(
+        help_text="The kind's settings with its defaults: answer switches (allow_tie …), "
+        "criteria, strength and the other options of docs/import-formats.md."
+    )
     systems = serializers.SlugRelatedField(many=True, read_only=True, slug_field="name")
     entry_url = serializers.SerializerMethodField(
         help_text="Worker link; append a worker id as the 'worker' query parameter."
@@ -37,15 +34,16 @@ class StudySerializer(serializers.ModelSerializer):
             "items_per_worker",
             "is_active",
             "config_version",
-            "allow_tie",
-            "allow_both_good",
-            "allow_both_bad",
-            "criteria",
+            "options",
             "systems",
             "entry_url",
             "created_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField())
+    def get_options(self, study: Study) -> dict:
+        return {k: v for k, v in study.kind_settings.items() if k != "collection"}
 
     def get_entry_url(self, study: Study) -> str:
         request = self.context.get("request")

@@ -155,17 +155,6 @@ def checklist(study: Study, *, checks_action: bool = False) -> list[Check]:
             fix_text="" if enough else "Create the study again from a complete file",
         )
     )
-    if kind.criterion_rows:
-        criteria = study.criteria.count()
-        checks.append(
-            Check(
-                "Criteria",
-                criteria >= 1,
-                f"{criteria} criteria to rate." if criteria else "No criterion to rate.",
-                fix="" if criteria else "#criteria-group",
-                fix_text="" if criteria else "Add a criterion",
-            )
-        )
     if study.qualification_id:
         checks.append(
             Check(

@@ -274,9 +274,7 @@ def scan_csv(stream: Stream, config: Config, errors: Errors) -> tuple[StudySpec,
     counts = {ident: len(by_shape[shape_of[n]]) for ident, n in number.items()}
     del number, digests
     inputs = Inputs(lambda: _csv_inputs(stream, counts), len(counts))
-    spec = assemble(
-        config.options, config.criteria or [], config.systems or [], inputs, index=index
-    )
+    spec = assemble(config.options, [], config.systems or [], inputs, index=index)
     return spec, index
 
 

@@ -11,7 +11,6 @@ from formats import conversation
 from formats.bundle import finite_number, study_jsonl
 from formats.specs import (
     Config,
-    CriterionSpec,
     Errors,
     Index,
     Inputs,
@@ -22,9 +21,10 @@ from formats.specs import (
 )
 from formats.stream import Stream
 
-#: Reads a study line's ``"study"`` object (``raw``, ``where`` it is) into its options,
-#: criteria and declared systems, naming each fault in ``errors``.
-StudyOptions = Callable[[Any, str, Errors], tuple[dict[str, Any], list[CriterionSpec], list[str]]]
+#: Reads a study line's ``"study"`` object (``raw``, ``where`` it is) into its options
+#: (its criteria among the kind's options) and declared systems, naming each fault in
+#: ``errors``.
+StudyOptions = Callable[[Any, str, Errors], tuple[dict[str, Any], list[str]]]
 
 
 def _jsonl_objects(stream: Stream, errors: Errors) -> Iterator[tuple[str, dict[str, Any] | None]]:
@@ -43,7 +43,6 @@ def scan_jsonl(
 ) -> tuple[StudySpec, Index]:
     """Validate every line of a JSON Lines bundle; its inputs are read again when iterated."""
     options: dict[str, Any] = {}
-    criteria: list[CriterionSpec] = []
     declared: list[str] = []
     index = Index()
     seen_study = False
@@ -56,7 +55,7 @@ def scan_jsonl(
             if index.valid or seen_study:
                 errors.add(f"{where}: the 'study' line must come first, once")
             seen_study = True
-            options, criteria, declared = study_options(record["study"], where, errors)
+            options, declared = study_options(record["study"], where, errors)
             continue
         before = errors.total
         parsed = _input_record(record, where, errors)
@@ -70,11 +69,12 @@ def scan_jsonl(
                 index.conversations.append((parsed.where, sorted(parsed.messages)))
         elif _valid_id(ident := record.get("id")):
             index.add(str(ident), line_of(where), None)
-    study = {**options, **config.options}
+    kind_options = {**options.get("options", {}), **config.options.get("options", {})}
+    study = {**options, **config.options} | ({"options": kind_options} if kind_options else {})
     inputs = Inputs(lambda: _jsonl_inputs(stream), index.valid)
     return assemble(
         study,
-        criteria if config.criteria is None else config.criteria,
+        [],
         declared if config.systems is None else config.systems,
         inputs,
         index=index,

@@ -155,7 +155,9 @@ class Config:
     """Study options given beside the file (``--config``, ``--name``, the API's fields)."""
 
     options: dict[str, Any]
-    criteria: list[CriterionSpec] | None = None
+    #: the criteria given beside the file, as given (also among ``options["options"]``,
+    #: where the kind validates them); ``None`` when none were
+    criteria: list[Any] | None = None
     systems: list[str] | None = None
 
 

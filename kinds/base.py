@@ -10,9 +10,9 @@ per-input pair preferences and scores (the one interface through which :mod:`pro
 This package is pure: standard library (plus NumPy/pandas and :mod:`formats`), no Django.
 The annotator app calls it with plain data:
 
-* ``opts`` — the study's validated options (``Study.options`` merged with the study's
-  columns ``allow_tie``, ``allow_both_good``, ``allow_both_bad`` and, for Likert, its
-  ``Criterion`` rows as ``opts["criteria"]``; see ``annotator.models.Study.kind_options``);
+* ``opts`` — the study's validated options: every kind setting lives in ``Study.options``
+  (answer switches such as ``allow_tie``, criteria, strength …; see
+  ``annotator.models.Study.kind_options``);
 * ``display_order`` — a permutation of the item's output positions: ``display_order[k]``
   is the position (in system order) of the output shown k-th (left first);
 * ``answer`` — what :meth:`Kind.parse_answer` returned, stored as ``Annotation.answer``.
@@ -113,13 +113,10 @@ class Kind:
     #: Study-line keys this kind accepts beyond the common study options (the importer
     #: passes them to :meth:`validate_options`; they end up in ``Study.options``).
     extra_options: ClassVar[frozenset[str]] = frozenset()
-    #: The study's answer switches (columns ``allow_tie``, ``allow_both_good``,
-    #: ``allow_both_bad``) that mean something for this kind: the admin shows only these and
-    #: refuses the others turned on (the kind ignores them). Default: none.
-    answer_switches: ClassVar[tuple[str, ...]] = ()
-    #: The kind keeps its criteria as ``Criterion`` rows (Likert): the importer creates
-    #: them and ``Study.kind_options`` reads them back as ``opts["criteria"]``.
-    criterion_rows: ClassVar[bool] = False
+    #: The answer switches (of :data:`ANSWER_SWITCHES`) that mean something for this kind,
+    #: each with its default: options of the study (``allow_tie`` …) that the admin shows
+    #: as boxes; the others turned on are refused (the kind ignores them). Default: none.
+    answer_switches: ClassVar[Mapping[str, bool]] = {}
     #: The kind shows outputs that may be conversations (lists of turns); a kind whose
     #: answers point into an output's text (error spans) sets ``False`` and the importer
     #: refuses conversation outputs for it.
@@ -182,6 +179,15 @@ class Kind:
         return "pair" if self.outputs_per_item(opts, n_systems) <= 2 else "several"
 
     # --- options and items -------------------------------------------------------------
+    def switches(self, opts: Mapping[str, Any]) -> dict[str, bool]:
+        """The kind's :attr:`answer_switches` as ``opts`` sets them (their defaults where it
+        does not); raise :class:`OptionError` when one is not true or false."""
+        values = {name: opts.get(name, default) for name, default in self.answer_switches.items()}
+        bad = [name for name, value in values.items() if not isinstance(value, bool)]
+        if bad:
+            raise OptionError([f"'{name}' must be true or false" for name in bad])
+        return values
+
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
         """The kind's options validated and normalised; raise :class:`OptionError`.
         ``n_systems`` is ``None`` when the number of systems is not known (checks that
@@ -349,6 +355,11 @@ class Kind:
 
     def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
         """The kind's own export columns."""
+        return []
+
+    def score_columns(self, opts: Mapping[str, Any]) -> list[str]:
+        """The criteria whose scores a CSV export spreads over ``score_<name>`` columns, in
+        order. Default: none."""
         return []
 
     def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 study (a numeric scale with anchors, or categorical labels).
 
 * options: ``criteria``, a list of ``{"name", "label", "scale_min", "scale_max",
-  "anchors", "labels"}`` (the study's ``Criterion`` rows; ``overall`` 1–5 when none);
+  "anchors", "labels"}`` (:func:`criterion` reads one; ``overall`` 1–5 when none);
 * answer: ``{"scores": {criterion: value}}`` (whole numbers, or a label);
 * scores: criterion → {0: value} for criteria rated on a scale (labels have no order);
 * no pair preferences of its own: the protocol and the report compare two outputs' scores
@@ -16,6 +16,7 @@ study (a numeric scale with anchors, or categorical labels).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,58 @@ DEFAULT_CRITERION = {
     "anchors": {"1": "very poor", "5": "excellent"},
     "labels": [],
 }
+
+
+#: The longest criterion label.
+MAX_LABEL = 200
+
+
+def criterion(raw: Any) -> dict[str, Any]:
+    """One criterion as a study line or ``Study.options`` writes it (a scale as ``"scale":
+    [min, max]`` or ``scale_min``/``scale_max``; or categorical ``labels``), in the stored
+    form; ``ValueError`` says what is wrong.
+
+    >>> criterion({"name": "fluency", "scale": [1, 7]})["scale_max"]
+    7
+    """
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ValueError("a criterion needs a 'name'")
+    name = raw["name"]
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,60}", name):
+        raise ValueError(f"criterion name '{name}' may use letters, digits, '_' and '-'")
+    label = str(raw.get("label") or name)
+    if len(label) > MAX_LABEL:
+        raise ValueError(f"the label of criterion '{name}' is longer than {MAX_LABEL} characters")
+    labels = raw.get("labels") or []
+    if labels:
+        if not isinstance(labels, list) or len({str(x) for x in labels}) < 2:
+            raise ValueError("'labels' needs at least two distinct labels")
+        return {
+            **DEFAULT_CRITERION,
+            "name": name,
+            "label": label,
+            "anchors": {},
+            "labels": [str(x) for x in labels],
+        }
+    scale = raw.get("scale") or [raw.get("scale_min", 1), raw.get("scale_max", 5)]
+    if (
+        not isinstance(scale, list)
+        or len(scale) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
+        or not 0 < scale[1] - scale[0] <= 20
+    ):
+        raise ValueError("'scale' must be [min, max] whole numbers, 2 to 21 points")
+    anchors = raw.get("anchors") or {}
+    if not isinstance(anchors, Mapping):
+        raise ValueError("'anchors' must map scale points to text")
+    return {
+        "name": name,
+        "label": label,
+        "scale_min": scale[0],
+        "scale_max": scale[1],
+        "anchors": {str(k): str(v) for k, v in anchors.items()},
+        "labels": [],
+    }
 
 
 def choices(criterion: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -70,15 +123,25 @@ class Likert(Kind):
     label = "Likert rating"
     noun = "Likert"
     template = "kinds/likert.html"
-    criterion_rows = True
+    extra_options = frozenset({"criteria"})
     scored = True
     adaptive = True
     shape = "rating"
     judgebench_form = "rating"
 
     def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
-        criteria = [dict(c) for c in opts.get("criteria") or []] or [dict(DEFAULT_CRITERION)]
-        problems = []
+        given = opts.get("criteria") or []
+        problems = [] if isinstance(given, list) else ["study: 'criteria' must be a list"]
+        criteria = []
+        for i, raw in enumerate(given if not problems else []):
+            try:
+                criteria.append(criterion(raw))
+            except ValueError as exc:
+                problems.append(f"study, criterion {i + 1}: {exc}")
+        names = [c["name"] for c in criteria]
+        if len(set(names)) != len(names):
+            problems.append("study: criterion names must be distinct")
+        criteria = criteria or [dict(DEFAULT_CRITERION)]
         if opts.get("collection") == "adaptive":
             # pairs compare the two outputs' mean ratings (docs/protocol.md, "Live studies")
             if n_systems is not None and n_systems < 2:
@@ -115,6 +178,22 @@ class Likert(Kind):
             )
             for c in opts.get("criteria") or []
         ]
+
+    def score_columns(self, opts: Mapping[str, Any]) -> list[str]:
+        return [c["name"] for c in opts.get("criteria") or []]
+
+    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "criteria": [
+                {"name": c["name"], "label": c.get("label") or c["name"]}
+                | (
+                    {"labels": list(c["labels"])}
+                    if c.get("labels")
+                    else {"scale": [c.get("scale_min", 1), c.get("scale_max", 5)]}
+                )
+                for c in opts.get("criteria") or []
+            ]
+        }
 
     def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
         return {

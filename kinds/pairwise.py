@@ -81,7 +81,7 @@ class Pairwise(Kind):
     noun = "pairwise"
     template = "kinds/pairwise.html"
     extra_options = frozenset({"criteria", "strength", "rationale"})
-    answer_switches = ("allow_tie", "allow_both_good", "allow_both_bad")
+    answer_switches = {"allow_tie": True, "allow_both_good": False, "allow_both_bad": False}
     adaptive = True
     shape = "pair"
     judgebench_form = "pair"
@@ -90,18 +90,18 @@ class Pairwise(Kind):
         errors = []
         if n_systems is not None and n_systems < 2:
             errors.append("a pairwise study needs outputs from at least two systems")
-        try:
-            extra = criteria.validate_options(opts)
-        except OptionError as exc:
-            errors += exc.messages
+        switches: dict[str, bool] = {}
+        extra: dict[str, Any] = {}
+        for check in (self.switches, criteria.validate_options):
+            try:
+                found = check(opts)
+            except OptionError as exc:
+                errors += exc.messages
+            else:
+                (switches if check == self.switches else extra).update(found)
         if errors:
             raise OptionError(errors)
-        return {
-            "allow_tie": bool(opts.get("allow_tie", True)),
-            "allow_both_good": bool(opts.get("allow_both_good", False)),
-            "allow_both_bad": bool(opts.get("allow_both_bad", False)),
-            **{k: v for k, v in extra.items() if v not in ([], False, "none")},
-        }
+        return switches | {k: v for k, v in extra.items() if v not in ([], False, "none")}
 
     def overall_criterion(self, opts: Mapping[str, Any]) -> str:
         return criteria.overall_criterion(opts)

@@ -143,7 +143,7 @@ class Ranking(Kind):
     noun = "ranking"
     template = "kinds/ranking.html"
     extra_options = frozenset({"per_item"})
-    answer_switches = ("allow_tie",)  # "Tie with the one above"; no both good/bad
+    answer_switches = {"allow_tie": False}  # "Tie with the one above"; no both good/bad
     adaptive = True
     report_by_pair = True
 
@@ -162,12 +162,13 @@ class Ranking(Kind):
                 errors.append(
                     f"'per_item' ({per_item}) exceeds the number of systems ({n_systems})"
                 )
-        allow_tie = opts.get("allow_tie", False)
-        if not isinstance(allow_tie, bool):
-            errors.append("'allow_tie' must be true or false")
+        try:
+            switches = self.switches(opts)
+        except OptionError as exc:
+            errors += exc.messages
         if errors:
             raise OptionError(errors)
-        return {"allow_tie": allow_tie} | ({"per_item": per_item} if per_item else {})
+        return switches | ({"per_item": per_item} if per_item else {})
 
     def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
         per_item = opts.get("per_item")

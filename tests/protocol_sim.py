@@ -8,7 +8,6 @@ import random
 from datetime import timedelta
 
 from annotator import services
-from annotator.models import Criterion
 from tests.leasing import next_lease
 
 QUALITY = {"s1": 4, "s2": 3, "s3": 1, "s4": 1}
@@ -67,7 +66,7 @@ def rank(assignment, rng: random.Random, noise: float = 1.0) -> dict[str, str]:
 
 
 def rate(
-    assignment, criteria: list[Criterion], rng: random.Random, noise: float = 1.0
+    assignment, criteria: list[dict], rng: random.Random, noise: float = 1.0
 ) -> dict[str, int | str]:
     """A simulated worker's Likert scores of the one output of ``assignment``: on every
     scale, its system's true mean mapped onto the scale plus Gaussian noise, rounded and
@@ -75,12 +74,13 @@ def rate(
     system = assignment.item.output_list()[0].system.name
     scores: dict[str, int | str] = {}
     for c in criteria:
-        if c.labels:
-            scores[c.name] = rng.choice([str(label) for label in c.labels])
+        if c["labels"]:
+            scores[c["name"]] = rng.choice([str(label) for label in c["labels"]])
             continue
-        mean = c.scale_min + (MEAN_RATING[system] - 1) * (c.scale_max - c.scale_min) / 4
+        low, high = c["scale_min"], c["scale_max"]
+        mean = low + (MEAN_RATING[system] - 1) * (high - low) / 4
         value = round(mean + rng.gauss(0, noise))
-        scores[c.name] = min(max(value, c.scale_min), c.scale_max)
+        scores[c["name"]] = min(max(value, low), high)
     return scores
 
 
@@ -111,7 +111,7 @@ def run_workers(
     ``n_workers`` came; returns the number of submitted labels. ``answer_with(assignment,
     rng)``: the submitted form as ``annotation_submit``'s ``data`` (default: by the kind)."""
     rng = random.Random(seed)
-    criteria = list(study.criteria.all()) if study.kind == "likert" else None
+    criteria = study.kind_settings["criteria"] if study.kind == "likert" else None
     ranking = study.kind == "ranking"
     submitted = 0
     for w in range(n_workers):

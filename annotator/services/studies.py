@@ -22,8 +22,6 @@ from django.db.models import (
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-import kinds
-
 from .. import importers
 from ..choices import AnnotationSource, AssignmentState
 from ..errors import (
@@ -35,7 +33,6 @@ from ..models import (
     Annotation,
     Annotator,
     Assignment,
-    Criterion,
     Input,
     Item,
     ItemOutput,
@@ -135,19 +132,6 @@ def study_create(
     study.full_clean()
     study.save()
     study_researcher_add(study, owner)
-    Criterion.objects.bulk_create(
-        Criterion(
-            study=study,
-            name=c.name,
-            label=c.label,
-            scale_min=c.scale_min,
-            scale_max=c.scale_max,
-            anchors=c.anchors,
-            labels=c.labels,
-            order=i,
-        )
-        for i, c in enumerate(spec.criteria)
-    )
     systems = {
         s.name: s
         for s in System.objects.bulk_create(System(study=study, name=n) for n in spec.systems)
@@ -329,12 +313,7 @@ def study_prepare_checks(
         test = QualificationTest.objects.create(
             name=f"Qualification for {study.name}"[:200],
             kind=study.kind,
-            options={  # the kind's options, with only the answer switches it takes
-                k: v
-                for k, v in study.kind_options().items()
-                if k != "collection"
-                and (k not in kinds.ANSWER_SWITCHES or k in study.kind_impl.answer_switches)
-            },
+            options=dict(study.options or {}),  # asked as the study asks
             instructions=study.instructions,
             pass_threshold=max(1, round(0.9 * len(questions))),
             created_by=owner if owner is not None and owner.pk else None,

@@ -51,7 +51,7 @@ def test_criteria_study_from_import_to_report(base_url, page, make_study):
             STUDY,
         )
     )
-    assert study.options["criteria"] == STUDY["criteria"] and not study.criteria.exists()
+    assert study.options["criteria"] == STUDY["criteria"]
     assert study.kind_impl.overall_criterion(study.kind_options()) == "helpful"
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{base_url}/w/{study.public_id}/?worker=prolific-7")

@@ -59,8 +59,6 @@ def test_admin_shows_progress_and_bumps_config_version(admin_client, make_study)
         "language": "en",
         "languages": "[]",
         "instructions_by_language": "{}",
-        "criteria-TOTAL_FORMS": 0,
-        "criteria-INITIAL_FORMS": 0,
     }
     response = admin_client.post(f"/admin/annotator/study/{study.pk}/change/", form)
     assert response.status_code == 302, response.content.decode()[:2000]

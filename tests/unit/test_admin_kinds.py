@@ -4,6 +4,7 @@ both good, both bad) are offered only where the kind has such answers, and refus
 (the study form, a qualification test's options); an imported study line's switch the kind
 lacks is ignored."""
 
+import json
 import re
 from html import unescape
 
@@ -15,6 +16,7 @@ import kinds
 from annotator import services
 from annotator.models import QualificationTest, Study
 from tests.conftest import bundle
+from tests.unit.test_reconfigure import change_form
 
 SYSTEMS = {"pairwise": 2, "likert": 2, "ranking": 3, "error_spans": 2}
 SWITCHES = ("allow_tie", "allow_both_good", "allow_both_bad")
@@ -102,14 +104,12 @@ def test_a_switch_of_the_former_kind_is_refused_when_the_kind_changes(admin_clie
         "gold_rate_halflife": 20,
         "max_strikes": 3,
         "is_active": "on",
-        "criteria-TOTAL_FORMS": 0,
-        "criteria-INITIAL_FORMS": 0,
     }
     page = admin_client.post(f"/admin/annotator/study/{study.pk}/change/", form)
     assert page.status_code == 200  # the form again, with the reason
     assert "A Likert study has no such answer; turn it off." in unescape(page.content.decode())
     study.refresh_from_db()
-    assert (study.kind, study.allow_both_good) == ("pairwise", True)
+    assert (study.kind, study.options["allow_both_good"]) == ("pairwise", True)
 
 
 @pytest.mark.parametrize(
@@ -170,3 +170,54 @@ def test_a_test_made_from_a_study_s_items_carries_only_its_kind_s_switches(db, k
     test = services.study_prepare_checks(study, n_qualification=1, seed=0)
     assert [s for s in SWITCHES if s in test.options] == OFFERED[kind]
     test.full_clean()
+
+
+def _change_form(study: Study, options: object, **switches: str) -> dict:
+    """The study's change form as the admin posts it: the kind's settings as JSON."""
+    given = options if isinstance(options, str) else json.dumps(options)
+    return change_form(study, options=given, **switches)
+
+
+def test_a_likert_studys_criteria_are_edited_in_its_options_and_checked(admin_client):
+    """A Likert study's criteria are part of its one ``options`` object: a valid edit is
+    saved in the stored form and bumps the config version; a bad scale or a duplicate name
+    is named on the page and nothing changes."""
+    study = study_of("likert", criteria=[{"name": "ok", "label": "OK?", "scale": [1, 3]}])
+    url = f"/admin/annotator/study/{study.pk}/change/"
+    page = unescape(admin_client.get(url).content.decode())
+    assert '"scale_max": 3' in page and 'name="allow_tie"' not in page
+    for bad, message in (
+        ({"criteria": [{"name": "ok", "scale": [1, 40]}]}, "2 to 21 points"),
+        ({"criteria": [{"name": "a"}, {"name": "a"}]}, "criterion names must be distinct"),
+        ({"criteria": [{"name": "ok"}], "strength": True}, "take no 'strength' option"),
+        ("[1, 2]", "Give the options as a JSON object."),
+    ):
+        page = admin_client.post(url, _change_form(study, bad))
+        assert page.status_code == 200 and message in unescape(page.content.decode())
+        study.refresh_from_db()
+        assert study.options["criteria"][0]["scale_max"] == 3 and study.config_version == 1
+    edited = {"criteria": [{"name": "ok", "label": "Fine?", "scale": [0, 6]}]}
+    assert admin_client.post(url, _change_form(study, edited)).status_code == 302
+    study.refresh_from_db()
+    assert study.options["criteria"] == [
+        {"name": "ok", "label": "Fine?", "scale_min": 0, "scale_max": 6, "anchors": {},
+         "labels": []},
+    ]  # fmt: skip
+    assert study.config_version == 2
+
+
+def test_a_switch_box_is_stored_in_the_options_and_the_rest_kept(admin_client):
+    """Unticking "tie" on a pairwise study stores ``allow_tie: false`` beside its other
+    settings (criteria, strength), which the form shows as JSON without the switches."""
+    criteria = [{"name": "helpful", "label": "Helpful?"}]
+    study = study_of("pairwise", criteria=criteria, strength=True)
+    url = f"/admin/annotator/study/{study.pk}/change/"
+    page = unescape(admin_client.get(url).content.decode())
+    shown = re.search(r'<textarea name="options"[^>]*>(.*?)</textarea>', page, re.S).group(1)
+    kept = {k: v for k, v in study.options.items() if k not in SWITCHES}
+    assert json.loads(shown) == kept and kept["strength"] is True
+    assert admin_client.post(url, _change_form(study, kept, allow_tie="")).status_code == 302
+    study.refresh_from_db()
+    assert study.options == {**kept, "allow_tie": False, "allow_both_good": False,
+                             "allow_both_bad": False}  # fmt: skip
+    assert study.config_version == 2 and study.kind_settings["strength"] is True

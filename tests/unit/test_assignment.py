@@ -259,8 +259,8 @@ def test_config_change_bumps_version_and_labels_carry_it(make_study):
     study.description = "notes"
     services.study_configure(study, ["description"])
     assert study.config_version == 1
-    study.allow_tie = False
-    services.study_configure(study, ["allow_tie"])
+    study.options = {**study.options, "allow_tie": False}
+    services.study_configure(study, ["options"])
     assert study.config_version == 2
     w = worker(study, "w")
     a = next_lease(participation=w)

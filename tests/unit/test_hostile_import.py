@@ -749,11 +749,11 @@ def test_wrong_types_in_an_input_line_are_named(existing, data, message):
         ({"kind": "likert", "criteria": "abc"}, "line 1: 'criteria' must be a list of criteria"),
         (
             {"kind": "likert", "criteria": [{"name": "a", "label": "l" * 201}]},
-            "study: the label of criterion 'a' is longer than 200 characters",
+            "study, criterion 1: the label of criterion 'a' is longer than 200 characters",
         ),
         (
             {"kind": "likert", "criteria": [{"name": "a", "scale": [1, "5"]}]},
-            "line 1, criterion 1: 'scale' must be [min, max] whole numbers, 2 to 21 points",
+            "study, criterion 1: 'scale' must be [min, max] whole numbers, 2 to 21 points",
         ),
     ],
 )

@@ -6,10 +6,10 @@ import pytest
 
 from annotator import services
 from annotator.errors import ImportRejected
-from annotator.models import Annotation, Annotator, Criterion, Input, Item, Output, Study, System
+from annotator.models import Annotation, Annotator, Input, Item, Output, Study, System
 from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, bundle, pairwise_bundle
 
-MODELS = (Study, System, Input, Output, Item, Annotation, Annotator, Criterion)
+MODELS = (Study, System, Input, Output, Item, Annotation, Annotator)
 
 
 def counts():
@@ -33,7 +33,7 @@ def test_llmbar_judgebench_import_creates_pairwise_study_with_expert_labels():
     assert list(study.systems.values_list("name", flat=True)) == ["output_a", "output_b"]
     assert study.inputs.count() == 100
     assert Item.objects.filter(study=study).count() == 100
-    assert study.allow_tie is False  # labels_list is model_a / model_b only
+    assert study.options["allow_tie"] is False  # labels_list is model_a / model_b only
     # individual_human_scores became imported annotations, normalised to system order
     first = doc["instances"][0]
     item = Item.objects.get(study=study, input__external_id=first["id"])
@@ -59,7 +59,7 @@ def test_judgebench_graded_schema_example_becomes_likert_with_scores():
     path = JUDGEBENCH_EXAMPLE
     study = services.study_import(path.read_bytes(), filename=path.name)
     assert study.kind == "likert"
-    crits = {c.name: (c.scale_min, c.scale_max) for c in study.criteria.all()}
+    crits = {c["name"]: (c["scale_min"], c["scale_max"]) for c in study.options["criteria"]}
     assert crits == {"grammaticality": (1, 7), "fluency": (1, 7)}
     scores = list(
         Annotation.objects.filter(item__input__external_id="1")
@@ -91,8 +91,8 @@ def test_judgebench_categorical_single_instances():
         ],
     }
     study = services.study_import(json.dumps(doc).encode(), filename="tox.json")
-    criterion = study.criteria.get()
-    assert criterion.labels == ["yes", "no"]
+    [criterion] = study.options["criteria"]
+    assert criterion["labels"] == ["yes", "no"]
     assert sorted(a.scores["toxic"] for a in Annotation.objects.filter(study=study)) == [
         "no",
         "no",
@@ -104,7 +104,7 @@ def test_judgebench_categorical_single_instances():
 def test_jsonl_bundle_with_config_and_three_systems():
     data = pairwise_bundle(n_inputs=4, systems=("s1", "s2", "s3"), redundancy=5, allow_tie=False)
     study = services.study_import(data, filename="b.jsonl")
-    assert (study.redundancy, study.allow_tie) == (5, False)
+    assert (study.redundancy, study.options["allow_tie"]) == (5, False)
     assert Item.objects.filter(study=study).count() == 4 * 3  # 3 pairs per input
     pairs = {
         tuple(o.system.name for o in item.output_list())
@@ -135,7 +135,9 @@ def test_likert_bundle_default_criterion():
         bundle([{"id": 1, "input": "x", "outputs": {"m": "y"}}], {"kind": "likert"}),
         filename="l.jsonl",
     )
-    assert [(c.name, c.scale_min, c.scale_max) for c in study.criteria.all()] == [("overall", 1, 5)]
+    assert [(c["name"], c["scale_min"], c["scale_max"]) for c in study.options["criteria"]] == [
+        ("overall", 1, 5)
+    ]
 
 
 @pytest.mark.django_db

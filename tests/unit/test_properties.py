@@ -141,7 +141,7 @@ class CrowdMachine(RuleBasedStateMachine):
     def _answer(self, assignment: Assignment, prefer: str) -> dict:
         """The request a worker who means ``prefer`` sends for ``assignment``."""
         if self.study.kind == "likert":
-            scores = {c.name: c.scale_min for c in self.study.criteria.all()}
+            scores = {c["name"]: c["scale_min"] for c in self.study.options["criteria"]}
             if prefer == "bogus":
                 scores = {name: 99 for name in scores}
             return {"scores": scores}
@@ -155,7 +155,9 @@ class CrowdMachine(RuleBasedStateMachine):
     def _valid(self, prefer: str) -> bool:
         if prefer == "bogus":
             return False
-        return prefer != "tie" or self.study.kind == "likert" or self.study.allow_tie
+        return prefer != "tie" or self.study.kind_settings.get(
+            "allow_tie", self.study.kind == "likert"
+        )
 
     def _expected(self, worker: int, assignment: Assignment, prefer: str) -> str:
         """What a submit of ``assignment`` by ``worker`` must do, from the state before it."""

@@ -159,7 +159,7 @@ def test_a_refused_ranking_stores_nothing(make_study):
 
     records = _records()
     study = make_study(bundle(records, {"name": "no ties by default", "kind": "ranking"}))
-    assert study.allow_tie is False and study.kind_options()["allow_tie"] is False
+    assert study.options["allow_tie"] is False and study.kind_options()["allow_tie"] is False
     part = services.participation_enter(study=study, platform="link", external_id="w")
     lease = next_lease(participation=part)
     for bad, message in (([[0, 1], [2]], "does not allow ties"), ([[0], [1]], "exactly once")):

@@ -1,6 +1,8 @@
 """Edits that take effect or say why not: redundancy, items per worker and the budget
 reach the open items and the adaptive ledger, or are refused with the reason."""
 
+import json
+
 import pytest
 from django.db.models import Sum
 
@@ -168,7 +170,10 @@ def change_form(study: Study, **values) -> dict:
         "kind": study.kind,
         "question": study.question,
         "instructions": study.instructions,
-        "allow_tie": "on" if study.allow_tie else "",
+        "allow_tie": "on" if study.kind_settings.get("allow_tie") else "",
+        "options": json.dumps(
+            {k: v for k, v in study.options.items() if not k.startswith("allow_")}
+        ),
         "render_markdown": "on",
         "redundancy": study.redundancy,
         "items_per_worker": study.items_per_worker or "",
@@ -187,8 +192,6 @@ def change_form(study: Study, **values) -> dict:
         "language": study.language,
         "languages": "[]",
         "instructions_by_language": "{}",
-        "criteria-TOTAL_FORMS": 0,
-        "criteria-INITIAL_FORMS": 0,
     }
     return {**form, **values}
 

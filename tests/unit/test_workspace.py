@@ -246,15 +246,7 @@ def test_checklist_names_what_is_missing_and_where_to_fix_it(make_study):
     assert checks["Gold checks"].fix_text == f"Run: python manage.py prepare_checks {one_system.pk}"
     with_action = {c.name: c for c in workspace.checklist(one_system, checks_action=True)}
     assert with_action["Gold checks"].fix == "/admin/annotator/study/"
-    assert "Budget" not in checks and "Criteria" not in checks
-    likert = make_study(
-        bundle(
-            [{"id": "x", "outputs": {"m": "text"}}],
-            {"kind": "likert", "criteria": [{"name": "ok", "label": "OK?", "scale": [1, 3]}]},
-        )
-    )
-    criteria = {c.name: c for c in workspace.checklist(likert)}["Criteria"]
-    assert criteria.ok and "1 criteria" in criteria.detail
+    assert "Budget" not in checks
 
 
 @pytest.mark.django_db(transaction=True)
@@ -403,7 +395,7 @@ def test_change_page_panel_links_estimate_and_small_fixes(admin_client, make_stu
     assert "no fee rate set" in page
     assert '<dd id="estimate-hours">0.10 h</dd>' in page
     assert "Used only when collection is" in page
-    assert "Criteria" in page and "Criterions" not in page
+    assert '<textarea name="options"' in page  # the kind's settings, editable in one place
     assert "/w/STUDY_ID/?worker=WORKER_ID" in page  # the help text names the whole link
     assert f"/admin/annotator/study/{study.pk}/preview/" in page
     Study.objects.filter(pk=study.pk).update(open_links=False)
