@@ -7,10 +7,13 @@ and docs/architecture.md, "Task kinds"). Pure: no Django imports.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import (
     ANSWER_SWITCHES,
     ITEM_SHAPES,
     AnswerError,
+    CommonOptions,
     Kind,
     OptionError,
     position_names,
@@ -26,6 +29,7 @@ __all__ = [
     "ITEM_SHAPES",
     "NAMES",
     "AnswerError",
+    "CommonOptions",
     "Kind",
     "OptionError",
     "choices",
@@ -37,13 +41,13 @@ __all__ = [
     "unregister",
 ]
 
-_REGISTRY: dict[str, Kind] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING, _ERROR_SPANS)}
+_REGISTRY: dict[str, Kind[Any]] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING, _ERROR_SPANS)}
 
 #: Every registered kind's name, in registration order.
 NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 
-def register(kind: Kind) -> None:
+def register(kind: Kind[Any]) -> None:
     """Add ``kind`` to the registry (a kind defined outside this package, e.g. a test's);
     ``ValueError`` when its name is taken or blank. Studies, tests, imports and exports
     then take it like the built-in kinds."""
@@ -61,7 +65,7 @@ def unregister(name: str) -> None:
     NAMES = tuple(_REGISTRY)
 
 
-def get(name: str) -> Kind:
+def get(name: str) -> Kind[Any]:
     """The kind called ``name``; ``KeyError`` when there is none (callers list :data:`NAMES`)."""
     return _REGISTRY[name]
 

@@ -26,7 +26,7 @@ import itertools
 import json
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar, cast
 
 from formats.judgebench_export import JudgeBenchProperty
 
@@ -42,6 +42,7 @@ __all__ = [
     "position_names",
     "preferences_from_scores",
     "shown",
+    "switch",
 ]
 
 #: The study's answer switches a kind may take (:attr:`Kind.answer_switches`).
@@ -52,6 +53,19 @@ ITEM_SHAPES = ("pair", "scored", "several")
 
 #: (criterion, position i, position j, preference of i over j: 1.0, 0.5 or 0.0), i < j.
 PairPreference = tuple[str, int, int, float]
+
+
+class CommonOptions(TypedDict, total=False):
+    """What every kind's ``opts`` may carry beside its own options: the study's
+    ``collection`` (``all`` or ``adaptive``) and, while a file is imported, whether it has
+    ``gold`` inputs."""
+
+    collection: str
+    gold: bool
+
+
+#: A kind's options type: a :class:`CommonOptions` TypedDict of its own settings.
+O = TypeVar("O", bound=CommonOptions)
 
 
 class OptionError(ValueError):
@@ -97,8 +111,9 @@ def answer_json(text: str | bytes, message: str) -> Any:
         raise AnswerError(message) from None
 
 
-class Kind:
+class Kind(Generic[O]):
     """Base class of a task kind; one instance per kind module, registered in :mod:`kinds`.
+    ``O`` is the kind's options type (a TypedDict), what every method's ``opts`` holds.
 
     Subclasses set ``name``, ``label``, ``template`` and override what differs. The
     defaults suit a kind whose items show ``outputs_per_item`` outputs of every combination
@@ -163,12 +178,12 @@ class Kind:
         """The default instructions' sentence about the task (when the study has none)."""
         return f"kinds/{self.name}_instructions.html"
 
-    def overall_criterion(self, opts: Mapping[str, Any]) -> str:
+    def overall_criterion(self, opts: O) -> str:
         """The criterion of the overall preference (the one the protocol counts) of a study
         with options ``opts``. Default: ``preference``."""
         return "preference"
 
-    def item_shape(self, opts: Mapping[str, Any], n_systems: int) -> str:
+    def item_shape(self, opts: O, n_systems: int) -> str:
         """How the adaptive protocol releases and counts this kind's items (one of
         :data:`ITEM_SHAPES`): ``"scored"`` (:attr:`scored`: an item shows one output; a pair
         of systems gets one label per input, from its two outputs' scores), ``"pair"`` (an
@@ -179,28 +194,17 @@ class Kind:
         return "pair" if self.outputs_per_item(opts, n_systems) <= 2 else "several"
 
     # --- options and items -------------------------------------------------------------
-    def switches(self, opts: Mapping[str, Any]) -> dict[str, bool]:
-        """The kind's :attr:`answer_switches` as ``opts`` sets them (their defaults where it
-        does not); raise :class:`OptionError` when one is not true or false."""
-        values = {name: opts.get(name, default) for name, default in self.answer_switches.items()}
-        bad = [name for name, value in values.items() if not isinstance(value, bool)]
-        if bad:
-            raise OptionError([f"'{name}' must be true or false" for name in bad])
-        return values
-
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> O:
         """The kind's options validated and normalised; raise :class:`OptionError`.
         ``n_systems`` is ``None`` when the number of systems is not known (checks that
-        count systems are then left out)."""
-        return {}
+        count systems are then left out). Default: a kind without options of its own."""
+        return cast(O, {})
 
-    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+    def outputs_per_item(self, opts: O, n_systems: int) -> int:
         """How many outputs one item shows."""
         raise NotImplementedError
 
-    def item_groups(
-        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random
-    ) -> list[tuple[int, ...]]:
+    def item_groups(self, opts: O, n_systems: int, rng: random.Random) -> list[tuple[int, ...]]:
         """The items of one input: each a tuple of system indices (into the study's system
         order), in the item's system order; ``rng`` draws them where the kind draws. Default:
         every combination."""
@@ -215,14 +219,14 @@ class Kind:
         return order
 
     # --- the worker's page and answer ----------------------------------------------------
-    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def context(self, opts: O) -> dict[str, Any]:
         """Extra template context for :attr:`template`, which also gets ``study``,
         ``outputs`` (texts in display order), ``preview`` (controls disabled)."""
         return {}
 
     def parse_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: O,
         display_order: Sequence[int],
         data: Mapping[str, Any],
         *,
@@ -234,7 +238,7 @@ class Kind:
         a kind whose answer points into the text, as error spans do, checks it against them)."""
         raise NotImplementedError
 
-    def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, opts: O, answer: Mapping[str, Any]) -> dict[str, Any]:
         """The derived columns of ``Annotation``: ``raw_answer`` (display order), ``value``
         (an overall preference in system order: ``A``/``B``/``tie``/…) and ``scores``
         (criterion → value). Default: the answer's ``raw``, ``value`` and ``scores``."""
@@ -244,9 +248,7 @@ class Kind:
             "scores": dict(answer.get("scores") or {}),
         }
 
-    def answer_from_summary(
-        self, opts: Mapping[str, Any], value: str, scores: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    def answer_from_summary(self, opts: O, value: str, scores: Mapping[str, Any]) -> dict[str, Any]:
         """An imported label (``value``/``scores`` in system order, no display order) as an
         answer. Default: ``{"value": …, "scores": …}``."""
         answer: dict[str, Any] = {}
@@ -258,7 +260,7 @@ class Kind:
 
     def simulate_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: O,
         display_order: Sequence[int],
         qualities: Sequence[float | None],
         known_range: tuple[float, float] | None,
@@ -274,48 +276,37 @@ class Kind:
         raise NotImplementedError
 
     # --- what the labels mean ------------------------------------------------------------
-    def pair_preferences(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[PairPreference]:
+    def pair_preferences(self, opts: O, answer: Mapping[str, Any]) -> list[PairPreference]:
         """The answer's pair preferences, positions in system order with i < j."""
         return []
 
-    def scores(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> dict[str, dict[int, float]]:
+    def scores(self, opts: O, answer: Mapping[str, Any]) -> dict[str, dict[int, float]]:
         """Criterion → position → numeric score."""
         return {}
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+        self, opts: O, question: str, observed: Mapping[str, set[Any]]
     ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         """The properties the study report analyses: ``(name, scale, labels, title)`` with
         scale ``pairwise`` (a preference in system order, labels ``A``/``B``/``tie``/…),
         ``ordinal`` or ``categorical``; ``observed``: property → labels present in the data."""
         return []
 
-    def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> list[tuple[Any, ...]]:
+    def report_labels(self, opts: O, answer: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """The answer as ``(property, label)`` rows of the report (see
         :meth:`report_properties`), or ``(property, label, raw)`` when a property has its
         own display-order answer (the position-bias test reads it; default: the
         annotation's ``raw_answer``)."""
         return []
 
-    def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    def score_scales(self, opts: O) -> list[tuple[str, float, float]]:
         """``(criterion, lowest, highest)`` of every criterion :meth:`scores` gives, in
-        order (the protocol maps them onto the first one's scale). Default: the criteria
-        in ``opts`` rated on a scale (no ``labels``)."""
-        return [
-            (c["name"], c.get("scale_min", 1), c.get("scale_max", 5))
-            for c in opts.get("criteria") or []
-            if not c.get("labels")
-        ]
+        order (the protocol maps them onto the first one's scale). Default: none."""
+        return []
 
     # --- known answers (gold items, qualification questions) ---------------------------
     def parse_expected(
-        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+        self, opts: O, gold: Any, *, systems: list[str], outputs: list[str]
     ) -> dict[str, Any]:
         """A known answer as written in the import format (a JSONL record's ``"gold"``, a
         qualification question's ``expected`` in the admin) as the stored expected answer
@@ -327,42 +318,38 @@ class Kind:
         Default: the kind takes no known answers."""
         raise AnswerError(f"a {self.noun or self.name} study takes no known answers")
 
-    def gold_groups(self, opts: Mapping[str, Any], n_outputs: int) -> list[tuple[int, ...]]:
+    def gold_groups(self, opts: O, n_outputs: int) -> list[tuple[int, ...]]:
         """The items of a gold input (its outputs in the order given). Default: as
         :meth:`item_groups` groups them, which must not draw for gold."""
         return self.item_groups(opts, n_outputs, random.Random(0))
 
-    def gold_correct(
-        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> bool:
+    def gold_correct(self, opts: O, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
         """Whether ``answer`` (what :meth:`parse_answer` returned) matches the known answer
         ``expected`` (what :meth:`parse_expected` returned); both in system order."""
         raise NotImplementedError
 
     # --- export --------------------------------------------------------------------------
-    def judgebench_properties(
-        self, opts: Mapping[str, Any], question: str
-    ) -> list[JudgeBenchProperty]:
+    def judgebench_properties(self, opts: O, question: str) -> list[JudgeBenchProperty]:
         """The properties a Judge-Bench dataset of the kind's labels declares (its
         :attr:`judgebench_form`): ``"pair"``, the preference with the labels the study allows
         in system order; ``"rating"``, one per criterion. ``question``: the study's question.
         Default: none (a kind without a Judge-Bench form)."""
         return []
 
-    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def card_settings(self, opts: O) -> dict[str, Any]:
         """What a dataset card of the study's labels states of the kind's options."""
         return {}
 
-    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+    def export_fields(self, opts: O) -> list[str]:
         """The kind's own export columns."""
         return []
 
-    def score_columns(self, opts: Mapping[str, Any]) -> list[str]:
+    def score_columns(self, opts: O) -> list[str]:
         """The criteria whose scores a CSV export spreads over ``score_<name>`` columns, in
         order. Default: none."""
         return []
 
-    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def export_types(self, opts: O) -> dict[str, Any]:
         """The type of each of :meth:`export_fields`, for typed exports (a Hugging Face
         dataset): ``"string"``, ``"int64"``, ``"float64"`` or ``"bool"``; ``[T]`` a list of
         ``T``; ``{key: T, …}`` an object. Default: every column text."""
@@ -370,7 +357,7 @@ class Kind:
 
     def export_row(
         self,
-        opts: Mapping[str, Any],
+        opts: O,
         answer: Mapping[str, Any],
         systems: Sequence[str],
         display_order: Sequence[int],
@@ -381,6 +368,18 @@ class Kind:
 
     def __repr__(self) -> str:
         return f"<kind {self.name}>"
+
+
+def switch(kind: Kind[Any], opts: Mapping[str, Any], name: str, errors: list[str]) -> bool:
+    """The answer switch ``name`` of ``kind`` as ``opts`` sets it, its default
+    (:attr:`Kind.answer_switches`) where it does not; a value other than true or false is
+    added to ``errors``."""
+    default = kind.answer_switches[name]
+    value = opts.get(name, default)
+    if isinstance(value, bool):
+        return value
+    errors.append(f"'{name}' must be true or false")
+    return default
 
 
 def position_names(n: int) -> list[str]:

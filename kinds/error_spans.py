@@ -35,7 +35,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from kinds import span_prefill
-from kinds.base import AnswerError, Kind, OptionError, answer_json, once, shown
+from kinds.base import (
+    AnswerError,
+    CommonOptions,
+    Kind,
+    OptionError,
+    answer_json,
+    once,
+    shown,
+)
 
 __all__ = [
     "CATEGORY_MAX_CHARS",
@@ -255,7 +263,15 @@ def _match(
     return [int(j) if j >= 0 else None for j in columns]
 
 
-class ErrorSpans(Kind):
+class ErrorSpanOptions(CommonOptions, span_prefill.PrefillOptions, total=False):
+    """An error-span study's settings (``Study.options``; the prefill ones are
+    :mod:`kinds.span_prefill`'s)."""
+
+    categories: list[str]
+    max_spans: int
+
+
+class ErrorSpans(Kind[ErrorSpanOptions]):
     """The error-span kind (see the module docstring)."""
 
     name = "error_spans"
@@ -272,11 +288,11 @@ class ErrorSpans(Kind):
     judge_proposes_spans = True
     export_scores = False  # the score is the export's own ``score`` column
 
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> ErrorSpanOptions:
         """``categories`` and ``max_spans`` checked (the study's common options pass through
         untouched); every problem in one ``OptionError``."""
         errors: list[str] = []
-        out: dict[str, Any] = {"categories": [], "max_spans": MAX_SPANS}
+        out: ErrorSpanOptions = {"categories": [], "max_spans": MAX_SPANS}
         if opts.get("categories") not in (None, []):  # [] is the validated "no categories"
             out["categories"] = _validate_categories(opts["categories"], errors)
         if "max_spans" in opts:
@@ -285,7 +301,7 @@ class ErrorSpans(Kind):
                 errors.append(f"max_spans must be an integer from 1 to {MAX_SPANS}")
             else:
                 out["max_spans"] = m
-        out.update(span_prefill.validate_options(opts, errors))
+        out = {**span_prefill.validate_options(opts, errors), **out}
         if opts.get("criteria"):
             errors.append(
                 "an error_spans study has no criteria: its one rating is the 0-100 score "
@@ -300,10 +316,10 @@ class ErrorSpans(Kind):
             raise OptionError(errors)
         return out
 
-    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+    def outputs_per_item(self, opts: ErrorSpanOptions, n_systems: int) -> int:
         return 1
 
-    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def context(self, opts: ErrorSpanOptions) -> dict[str, Any]:
         """The categories offered for a span and the span limit (template context)."""
         return {
             "categories": list(opts.get("categories") or []),
@@ -318,7 +334,7 @@ class ErrorSpans(Kind):
 
     def parse_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: ErrorSpanOptions,
         display_order: Sequence[int],
         data: Mapping[str, Any],
         *,
@@ -344,7 +360,7 @@ class ErrorSpans(Kind):
         return self._parse_prefilled(opts, shown_, text, data)
 
     def _parse_prefilled(
-        self, opts: Mapping[str, Any], shown_: Mapping[str, Any], text: str, data: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, shown_: Mapping[str, Any], text: str, data: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Spans with their origin and action checked against the suggestions the item
         showed (:mod:`kinds.span_prefill`); deleted suggestions kept apart."""
@@ -365,7 +381,7 @@ class ErrorSpans(Kind):
 
     def simulate_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: ErrorSpanOptions,
         display_order: Sequence[int],
         qualities: Sequence[float | None],
         known_range: tuple[float, float] | None,
@@ -394,22 +410,22 @@ class ErrorSpans(Kind):
         return data | {"score": str(score)}, False
 
     def pair_preferences(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, answer: Mapping[str, Any]
     ) -> list[tuple[str, int, int, float]]:
         """None within an item: scores are compared across items (sign of the difference)."""
         return []
 
     def scores(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, answer: Mapping[str, Any]
     ) -> dict[str, dict[int, float]]:
         return {SCORE_PROPERTY: {0: float(answer["score"])}}
 
-    def score_scales(self, opts: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    def score_scales(self, opts: ErrorSpanOptions) -> list[tuple[str, float, float]]:
         """The one score, 0-100 (the protocol compares two outputs by it)."""
         return [(SCORE_PROPERTY, SCORE_MIN, SCORE_MAX)]
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+        self, opts: ErrorSpanOptions, question: str, observed: Mapping[str, set[Any]]
     ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         """The score, an ordinal property 0-100 (alpha as for a Likert criterion)."""
         return [
@@ -417,11 +433,11 @@ class ErrorSpans(Kind):
         ]
 
     def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, answer: Mapping[str, Any]
     ) -> list[tuple[str, Any]]:
         return [(SCORE_PROPERTY, answer["score"])]
 
-    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def card_settings(self, opts: ErrorSpanOptions) -> dict[str, Any]:
         """What a dataset card states of the options."""
         return {
             "categories": list(opts.get("categories") or []),
@@ -430,24 +446,24 @@ class ErrorSpans(Kind):
             "offsets": "Unicode code points of the output text, end exclusive",
         }
 
-    def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, opts: ErrorSpanOptions, answer: Mapping[str, Any]) -> dict[str, Any]:
         """No preference; ``scores`` holds the score (the Likert-like summary column)."""
         return {"raw_answer": "", "value": "", "scores": {"score": answer["score"]}}
 
     def answer_from_summary(
-        self, opts: Mapping[str, Any], value: str, scores: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, value: str, scores: Mapping[str, Any]
     ) -> dict[str, Any]:
         """An imported score without spans: ``spans`` is ``None`` (not recorded, which is not
         the same as no errors); exports leave the span columns empty."""
         return {"spans": None, "score": _parse_score(scores.get("score", ""))}
 
-    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+    def export_fields(self, opts: ErrorSpanOptions) -> list[str]:
         """With ``prefill_spans`` on, also ``prefill`` (shown, control, none) and
         ``deleted_spans`` (the suggestions the worker deleted)."""
         fields = ["score", "spans", "minor_errors", "major_errors", "mqm_errors"]
         return fields + (["prefill", "deleted_spans"] if _prefilled(opts) else [])
 
-    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def export_types(self, opts: ErrorSpanOptions) -> dict[str, Any]:
         span = {"start": "int64", "end": "int64", "severity": "string", "category": "string"}
         out = {
             "score": "int64",
@@ -466,7 +482,7 @@ class ErrorSpans(Kind):
 
     def export_row(
         self,
-        opts: Mapping[str, Any],
+        opts: ErrorSpanOptions,
         answer: Mapping[str, Any],
         systems: Sequence[str],
         display_order: Sequence[int],
@@ -491,7 +507,7 @@ class ErrorSpans(Kind):
 
     def parse_expected(
         self,
-        opts: Mapping[str, Any],
+        opts: ErrorSpanOptions,
         gold: Any,
         *,
         systems: list[str],
@@ -501,7 +517,7 @@ class ErrorSpans(Kind):
         return parse_expected(opts, gold, systems=systems, outputs=outputs)
 
     def gold_correct(
-        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
         """Every known span matched by a distinct marked span of the same severity whose start
         and end are each within ``char_tolerance``; the score within ``score_tolerance`` of the

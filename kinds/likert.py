@@ -18,17 +18,29 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from formats.judgebench_export import JudgeBenchProperty
 
-from .base import AnswerError, Kind, OptionError, once, shown
+from .base import AnswerError, CommonOptions, Kind, OptionError, once, shown
 
 #: Standard deviation, in scale points, of a simulated worker's rating around the truth.
 SIMULATED_NOISE = 0.7
 
+
+class ScaleCriterion(TypedDict):
+    """One rated criterion in its stored form (:func:`criterion`)."""
+
+    name: str
+    label: str
+    scale_min: int
+    scale_max: int
+    anchors: dict[str, str]
+    labels: list[str]
+
+
 #: The criterion a Likert study gets when it names none.
-DEFAULT_CRITERION = {
+DEFAULT_CRITERION: ScaleCriterion = {
     "name": "overall",
     "label": "Overall quality",
     "scale_min": 1,
@@ -37,12 +49,11 @@ DEFAULT_CRITERION = {
     "labels": [],
 }
 
-
 #: The longest criterion label.
 MAX_LABEL = 200
 
 
-def criterion(raw: Any) -> dict[str, Any]:
+def criterion(raw: Any) -> ScaleCriterion:
     """One criterion as a study line or ``Study.options`` writes it (a scale as ``"scale":
     [min, max]`` or ``scale_min``/``scale_max``; or categorical ``labels``), in the stored
     form; ``ValueError`` says what is wrong.
@@ -63,9 +74,10 @@ def criterion(raw: Any) -> dict[str, Any]:
         if not isinstance(labels, list) or len({str(x) for x in labels}) < 2:
             raise ValueError("'labels' needs at least two distinct labels")
         return {
-            **DEFAULT_CRITERION,
             "name": name,
             "label": label,
+            "scale_min": 1,
+            "scale_max": 5,
             "anchors": {},
             "labels": [str(x) for x in labels],
         }
@@ -118,7 +130,13 @@ def parse_value(criterion: Mapping[str, Any], value: object) -> int | str:
     return number
 
 
-class Likert(Kind):
+class LikertOptions(CommonOptions, total=False):
+    """A Likert study's settings (``Study.options``)."""
+
+    criteria: list[ScaleCriterion]
+
+
+class Likert(Kind[LikertOptions]):
     name = "likert"
     label = "Likert rating"
     noun = "Likert"
@@ -129,7 +147,7 @@ class Likert(Kind):
     shape = "rating"
     judgebench_form = "rating"
 
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> LikertOptions:
         given = opts.get("criteria") or []
         problems = [] if isinstance(given, list) else ["study: 'criteria' must be a list"]
         criteria = []
@@ -141,7 +159,7 @@ class Likert(Kind):
         names = [c["name"] for c in criteria]
         if len(set(names)) != len(names):
             problems.append("study: criterion names must be distinct")
-        criteria = criteria or [dict(DEFAULT_CRITERION)]
+        criteria = criteria or [DEFAULT_CRITERION.copy()]
         if opts.get("collection") == "adaptive":
             # pairs compare the two outputs' mean ratings (docs/protocol.md, "Live studies")
             if n_systems is not None and n_systems < 2:
@@ -160,12 +178,10 @@ class Likert(Kind):
             raise OptionError(problems)
         return {"criteria": criteria}
 
-    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+    def outputs_per_item(self, opts: LikertOptions, n_systems: int) -> int:
         return 1
 
-    def judgebench_properties(
-        self, opts: Mapping[str, Any], question: str
-    ) -> list[JudgeBenchProperty]:
+    def judgebench_properties(self, opts: LikertOptions, question: str) -> list[JudgeBenchProperty]:
         """One property per criterion: categorical with its labels, else graded on its
         scale."""
         return [
@@ -179,10 +195,10 @@ class Likert(Kind):
             for c in opts.get("criteria") or []
         ]
 
-    def score_columns(self, opts: Mapping[str, Any]) -> list[str]:
+    def score_columns(self, opts: LikertOptions) -> list[str]:
         return [c["name"] for c in opts.get("criteria") or []]
 
-    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def card_settings(self, opts: LikertOptions) -> dict[str, Any]:
         return {
             "criteria": [
                 {"name": c["name"], "label": c.get("label") or c["name"]}
@@ -195,7 +211,7 @@ class Likert(Kind):
             ]
         }
 
-    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def context(self, opts: LikertOptions) -> dict[str, Any]:
         return {
             "criteria": [
                 {"name": c["name"], "label": c.get("label") or c["name"], "choices": choices(c)}
@@ -205,7 +221,7 @@ class Likert(Kind):
 
     def parse_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: LikertOptions,
         display_order: Sequence[int],
         data: Mapping[str, Any],
         *,
@@ -238,7 +254,7 @@ class Likert(Kind):
 
     def simulate_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: LikertOptions,
         display_order: Sequence[int],
         qualities: Sequence[float | None],
         known_range: tuple[float, float] | None,
@@ -275,9 +291,7 @@ class Likert(Kind):
             scores[criterion["name"]] = min(max(value, lo), hi)
         return {"scores": scores}, quality is None and not known_scores
 
-    def scores(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
-    ) -> dict[str, dict[int, float]]:
+    def scores(self, opts: LikertOptions, answer: Mapping[str, Any]) -> dict[str, dict[int, float]]:
         numeric = {c["name"] for c in opts.get("criteria") or [] if not c.get("labels")}
         out: dict[str, dict[int, float]] = {}
         for name, value in (answer.get("scores") or {}).items():
@@ -286,7 +300,7 @@ class Likert(Kind):
         return out
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+        self, opts: LikertOptions, question: str, observed: Mapping[str, set[Any]]
     ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         props = []
         for c in opts.get("criteria") or []:
@@ -300,12 +314,12 @@ class Likert(Kind):
         return props
 
     def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: LikertOptions, answer: Mapping[str, Any]
     ) -> list[tuple[str, Any]]:
         return list((answer.get("scores") or {}).items())
 
     def parse_expected(
-        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+        self, opts: LikertOptions, gold: Any, *, systems: list[str], outputs: list[str]
     ) -> dict[str, Any]:
         """``gold`` is ``{"scores": {criterion: value}, "tolerance": t}``, the known rating
         of every output of the input (each is an item of its own): at least one criterion,
@@ -344,7 +358,7 @@ class Likert(Kind):
         return {"scores": scores, "tolerance": tolerance}
 
     def gold_correct(
-        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: LikertOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
         want = expected.get("scores") or {}
         got = answer.get("scores") or {}

@@ -20,13 +20,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from formats import vocab
 from formats.judgebench_export import PREFERENCE, JudgeBenchProperty
 
 from . import criteria
-from .base import AnswerError, Kind, OptionError, PairPreference, once
+from .base import (
+    AnswerError,
+    CommonOptions,
+    Kind,
+    OptionError,
+    PairPreference,
+    once,
+    switch,
+)
 
 #: Display-order answers with their button captions, in button order.
 RAW_ANSWERS = {
@@ -75,7 +83,25 @@ def pick(truth: str, left_is_a: bool, rng: random.Random, accuracy: float, allow
     return "left" if a_better == left_is_a else "right"
 
 
-class Pairwise(Kind):
+class PairCriterion(TypedDict):
+    """One question of a pairwise study (:func:`kinds.criteria.validate_options`)."""
+
+    name: str
+    label: str
+
+
+class PairwiseOptions(CommonOptions, total=False):
+    """A pairwise study's settings (``Study.options``)."""
+
+    allow_tie: bool
+    allow_both_good: bool
+    allow_both_bad: bool
+    criteria: list[PairCriterion]
+    strength: bool
+    rationale: str
+
+
+class Pairwise(Kind[PairwiseOptions]):
     name = "pairwise"
     label = "Pairwise preference"
     noun = "pairwise"
@@ -86,30 +112,36 @@ class Pairwise(Kind):
     shape = "pair"
     judgebench_form = "pair"
 
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> PairwiseOptions:
         errors = []
         if n_systems is not None and n_systems < 2:
             errors.append("a pairwise study needs outputs from at least two systems")
-        switches: dict[str, bool] = {}
-        extra: dict[str, Any] = {}
-        for check in (self.switches, criteria.validate_options):
-            try:
-                found = check(opts)
-            except OptionError as exc:
-                errors += exc.messages
-            else:
-                (switches if check == self.switches else extra).update(found)
+        out: PairwiseOptions = {
+            "allow_tie": switch(self, opts, "allow_tie", errors),
+            "allow_both_good": switch(self, opts, "allow_both_good", errors),
+            "allow_both_bad": switch(self, opts, "allow_both_bad", errors),
+        }
+        try:
+            extra = criteria.validate_options(opts)
+        except OptionError as exc:
+            raise OptionError(errors + exc.messages) from None
         if errors:
             raise OptionError(errors)
-        return switches | {k: v for k, v in extra.items() if v not in ([], False, "none")}
+        if extra["criteria"]:
+            out["criteria"] = extra["criteria"]
+        if extra["strength"]:
+            out["strength"] = True
+        if extra["rationale"] != "none":
+            out["rationale"] = extra["rationale"]
+        return out
 
-    def overall_criterion(self, opts: Mapping[str, Any]) -> str:
+    def overall_criterion(self, opts: PairwiseOptions) -> str:
         return criteria.overall_criterion(opts)
 
-    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+    def outputs_per_item(self, opts: PairwiseOptions, n_systems: int) -> int:
         return 2
 
-    def answers(self, opts: Mapping[str, Any]) -> list[str]:
+    def answers(self, opts: PairwiseOptions) -> list[str]:
         """The display-order answers a worker may give, in button order."""
         allowed = ["left", "right"]
         allowed += ["tie"] if opts.get("allow_tie", True) else []
@@ -118,14 +150,14 @@ class Pairwise(Kind):
         return allowed
 
     def judgebench_properties(
-        self, opts: Mapping[str, Any], question: str
+        self, opts: PairwiseOptions, question: str
     ) -> list[JudgeBenchProperty]:
         """The preference, with the answers the study allows in system order."""
         side = {"left": vocab.A, "right": vocab.B}
         labels = tuple(side.get(a, a) for a in self.answers(opts))
         return [JudgeBenchProperty(PREFERENCE, labels, description=question)]
 
-    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def context(self, opts: PairwiseOptions) -> dict[str, Any]:
         out: dict[str, Any] = {"answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)]}
         if criteria.uses_form(opts):
             out["criteria_form"] = criteria.template_context(opts)
@@ -133,7 +165,7 @@ class Pairwise(Kind):
 
     def parse_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: PairwiseOptions,
         display_order: Sequence[int],
         data: Mapping[str, Any],
         *,
@@ -149,7 +181,7 @@ class Pairwise(Kind):
 
     def simulate_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: PairwiseOptions,
         display_order: Sequence[int],
         qualities: Sequence[float | None],
         known_range: tuple[float, float] | None,
@@ -173,27 +205,27 @@ class Pairwise(Kind):
         return {"answer": pick(known, left_is_a, rng, accuracy, allow_tie)}, False
 
     def pair_preferences(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: PairwiseOptions, answer: Mapping[str, Any]
     ) -> list[PairPreference]:
         return criteria.pair_preferences(opts, answer)
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+        self, opts: PairwiseOptions, question: str, observed: Mapping[str, set[Any]]
     ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         return criteria.report_properties(opts, question, observed)
 
     def report_labels(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: PairwiseOptions, answer: Mapping[str, Any]
     ) -> list[tuple[Any, ...]]:
         return criteria.report_labels_with_raw(opts, answer)
 
     def gold_correct(
-        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: PairwiseOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
         return criteria.gold_correct(opts, expected, answer)
 
     def parse_expected(
-        self, opts: Mapping[str, Any], gold: Any, *, systems: list[str], outputs: list[str]
+        self, opts: PairwiseOptions, gold: Any, *, systems: list[str], outputs: list[str]
     ) -> dict[str, Any]:
         """A known answer: the better system's name or ``"tie"`` (the summary criterion), or
         criterion → name/``"tie"`` (:func:`kinds.criteria.parse_expected`); the stored form
@@ -209,7 +241,7 @@ class Pairwise(Kind):
             ) | ({"value": gold["value"]} if "value" in gold and gold["value"] in named else {})
         return criteria.parse_expected(opts, gold, systems)
 
-    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def card_settings(self, opts: PairwiseOptions) -> dict[str, Any]:
         settings: dict[str, Any] = {"answers": self.answers(opts)}
         if criteria.uses_form(opts):
             settings["answers"] = [v for v, _ in criteria.answer_choices(opts)]
@@ -220,15 +252,15 @@ class Pairwise(Kind):
             }
         return settings
 
-    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+    def export_fields(self, opts: PairwiseOptions) -> list[str]:
         return criteria.export_fields(opts)
 
-    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def export_types(self, opts: PairwiseOptions) -> dict[str, Any]:
         return criteria.export_types(opts)
 
     def export_row(
         self,
-        opts: Mapping[str, Any],
+        opts: PairwiseOptions,
         answer: Mapping[str, Any],
         systems: Sequence[str],
         display_order: Sequence[int],

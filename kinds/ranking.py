@@ -36,7 +36,16 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import AnswerError, Kind, OptionError, PairPreference, answer_json, once
+from .base import (
+    AnswerError,
+    CommonOptions,
+    Kind,
+    OptionError,
+    PairPreference,
+    answer_json,
+    once,
+    switch,
+)
 
 #: The criterion name of the pair preferences (the same overall property as pairwise).
 OVERALL = "preference"
@@ -137,7 +146,14 @@ def _stored_expected(gold: Mapping[str, Any], n: int) -> dict[str, Any]:
     )
 
 
-class Ranking(Kind):
+class RankingOptions(CommonOptions, total=False):
+    """A ranking study's settings (``Study.options``)."""
+
+    allow_tie: bool
+    per_item: int
+
+
+class Ranking(Kind[RankingOptions]):
     name = "ranking"
     label = "Ranking (best to worst)"
     noun = "ranking"
@@ -147,7 +163,7 @@ class Ranking(Kind):
     adaptive = True
     report_by_pair = True
 
-    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> dict[str, Any]:
+    def validate_options(self, opts: Mapping[str, Any], n_systems: int | None) -> RankingOptions:
         errors = []
         if n_systems is not None and n_systems < 3:
             errors.append(
@@ -162,20 +178,19 @@ class Ranking(Kind):
                 errors.append(
                     f"'per_item' ({per_item}) exceeds the number of systems ({n_systems})"
                 )
-        try:
-            switches = self.switches(opts)
-        except OptionError as exc:
-            errors += exc.messages
+        out: RankingOptions = {"allow_tie": switch(self, opts, "allow_tie", errors)}
         if errors:
             raise OptionError(errors)
-        return switches | ({"per_item": per_item} if per_item else {})
+        if per_item:
+            out["per_item"] = per_item
+        return out
 
-    def outputs_per_item(self, opts: Mapping[str, Any], n_systems: int) -> int:
+    def outputs_per_item(self, opts: RankingOptions, n_systems: int) -> int:
         per_item = opts.get("per_item")
         return min(int(per_item), n_systems) if per_item else n_systems
 
     def item_groups(
-        self, opts: Mapping[str, Any], n_systems: int, rng: random.Random
+        self, opts: RankingOptions, n_systems: int, rng: random.Random
     ) -> list[tuple[int, ...]]:
         """One item per input: all systems, or ``per_item`` of them drawn at random."""
         m = self.outputs_per_item(opts, n_systems)
@@ -183,12 +198,12 @@ class Ranking(Kind):
             return [tuple(range(n_systems))]
         return [tuple(sorted(rng.sample(range(n_systems), m)))]
 
-    def context(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def context(self, opts: RankingOptions) -> dict[str, Any]:
         return {"allow_tie": bool(opts.get("allow_tie", False))}
 
     def parse_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: RankingOptions,
         display_order: Sequence[int],
         data: Mapping[str, Any],
         *,
@@ -201,13 +216,13 @@ class Ranking(Kind):
         ranking = [sorted(shown[d] for d in tier) for tier in raw]
         return {"raw": raw, "ranking": ranking}
 
-    def summary(self, opts: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, opts: RankingOptions, answer: Mapping[str, Any]) -> dict[str, Any]:
         """No single overall value: the ranking lives in ``Annotation.answer``."""
         return {"raw_answer": "", "value": "", "scores": {}}
 
     def simulate_answer(
         self,
-        opts: Mapping[str, Any],
+        opts: RankingOptions,
         display_order: Sequence[int],
         qualities: Sequence[float | None],
         known_range: tuple[float, float] | None,
@@ -241,7 +256,7 @@ class Ranking(Kind):
         return {"ranking": json.dumps([[where[p] for p in tier] for tier in tiers])}, False
 
     def pair_preferences(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: RankingOptions, answer: Mapping[str, Any]
     ) -> list[PairPreference]:
         tier = _tier_of(answer.get("ranking") or [])
         rows: list[PairPreference] = []
@@ -251,7 +266,7 @@ class Ranking(Kind):
         return rows
 
     def report_properties(
-        self, opts: Mapping[str, Any], question: str, observed: Mapping[str, set[Any]]
+        self, opts: RankingOptions, question: str, observed: Mapping[str, set[Any]]
     ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         """One pairwise property, ``preference``, over every pair of an item's outputs."""
         labels = (
@@ -267,13 +282,13 @@ class Ranking(Kind):
         return [(OVERALL, "pairwise", labels, question)]
 
     def scores(
-        self, opts: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: RankingOptions, answer: Mapping[str, Any]
     ) -> dict[str, dict[int, float]]:
         ranking = answer.get("ranking") or []
         return {RANK: rank_positions(ranking)} if ranking else {}
 
     def gold_correct(
-        self, opts: Mapping[str, Any], expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: RankingOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
     ) -> bool:
         ranking = [sorted(map(int, tier)) for tier in answer.get("ranking") or []]
         if not ranking:
@@ -285,7 +300,7 @@ class Ranking(Kind):
 
     def parse_expected(
         self,
-        opts: Mapping[str, Any],
+        opts: RankingOptions,
         gold: Any,
         *,
         systems: list[str],
@@ -301,25 +316,25 @@ class Ranking(Kind):
         except ValueError as exc:
             raise AnswerError(str(exc)) from None
 
-    def gold_groups(self, opts: Mapping[str, Any], n_outputs: int) -> list[tuple[int, ...]]:
+    def gold_groups(self, opts: RankingOptions, n_outputs: int) -> list[tuple[int, ...]]:
         """A gold input shows all its outputs, even with ``per_item``."""
         return [tuple(range(n_outputs))]
 
-    def card_settings(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def card_settings(self, opts: RankingOptions) -> dict[str, Any]:
         return {
             "allow_tie": bool(opts.get("allow_tie", False)),
             "per_item": opts.get("per_item"),
         }
 
-    def export_fields(self, opts: Mapping[str, Any]) -> list[str]:
+    def export_fields(self, opts: RankingOptions) -> list[str]:
         return ["systems", "display_order", "ranking"]
 
-    def export_types(self, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def export_types(self, opts: RankingOptions) -> dict[str, Any]:
         return {"systems": ["string"], "display_order": ["string"], "ranking": [["string"]]}
 
     def export_row(
         self,
-        opts: Mapping[str, Any],
+        opts: RankingOptions,
         answer: Mapping[str, Any],
         systems: Sequence[str],
         display_order: Sequence[int],

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from kinds.base import AnswerError
 
@@ -49,14 +49,26 @@ OPTION_KEYS = (
 SKIP_KEYS = ("prefill_skip_clean", "prefill_skip_control_share")
 SKIP_CONTROL_SHARE = 0.1
 #: The key of ``opts`` under which the server passes what the item showed.
-SHOWN = "_prefill_shown"
+SHOWN: Final = "_prefill_shown"
 ORIGINS = ("judge", "worker")
 JUDGE_ACTIONS = ("accepted", "edited", "deleted")
 STATES = ("shown", "control", "none")
 META = ("origin", "action", "suggestion", "resized")
 
 
-def validate_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+class PrefillOptions(TypedDict, total=False):
+    """The prefill settings of an error-span study (the module docstring)."""
+
+    prefill_spans: str
+    prefill_control_share: float
+    prefill_judge: str
+    prefill_skip_clean: bool
+    prefill_skip_control_share: float
+    #: what the item showed, passed by the server (:data:`SHOWN`)
+    _prefill_shown: dict[str, Any]
+
+
+def validate_options(opts: Mapping[str, Any], errors: list[str]) -> PrefillOptions:
     """The prefill options normalised (``{}`` when prefill is off); problems appended."""
     mode = opts.get("prefill_spans", "off")
     if mode not in ("off", "on"):
@@ -78,15 +90,16 @@ def validate_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, An
                 "prefill_skip_clean and prefill_skip_control_share need prefill_spans: on"
             )
         return {}
-    return {
+    out: PrefillOptions = {
         "prefill_spans": "on",
         "prefill_control_share": float(share) if ok_share else 0.0,
         "prefill_judge": judge.strip() if isinstance(judge, str) else "",
-        **skip,
     }
+    out.update(skip)
+    return out
 
 
-def validate_skip_options(opts: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+def validate_skip_options(opts: Mapping[str, Any], errors: list[str]) -> PrefillOptions:
     """``prefill_skip_clean`` (bool) and ``prefill_skip_control_share`` (0-1) normalised;
     ``{}`` when the skip is off. The share without the skip on is refused."""
     on = opts.get("prefill_skip_clean", False)
