@@ -27,6 +27,11 @@ class Collection(Protocol):
         """The study's rounds for the researcher's workspace (``rounds``, ``current``,
         ``current_state``, ``committed``, ``open_pairs``, ``settled_pairs``), or ``None``."""
 
+    def reconfigure(self, study: Study, edited: Study, *, apply: bool) -> list[str]:
+        """Carry an edit (``study`` as saved, ``edited`` with the new values) to the work
+        released (when ``apply``; else only check): notes for the researcher, or
+        :class:`~annotator.errors.ConfigRefused` and nothing is saved."""
+
 
 class AllAtOnce:
     """Every item exists from the start: no more work comes, there are no rounds."""
@@ -39,6 +44,11 @@ class AllAtOnce:
 
     def round_summary(self, study: Study) -> dict[str, Any] | None:
         return None
+
+    def reconfigure(self, study: Study, edited: Study, *, apply: bool) -> list[str]:
+        from .services.studies import static_reconfigure
+
+        return static_reconfigure(study, edited, apply=apply)
 
 
 ALL_AT_ONCE: Collection = AllAtOnce()

@@ -3,10 +3,6 @@ about work still to come are asked of :mod:`annotator.collection` instead).
 
 - ``annotation_submitted`` (after commit; ``annotation``, whose ``item.n_done`` includes it);
 - ``study_created`` (inside the creating transaction; ``study``; raising rolls it back);
-- ``study_reconfiguring`` (inside ``services.study_configure``; ``study``, ``edited``,
-  ``apply``): a receiver carries the edit to what it keeps when ``apply``, returns notes
-  (strings), or raises :class:`~annotator.errors.ConfigRefused` (nothing is saved); with
-  ``apply`` false it only checks;
 - ``collection_changed`` (after commit; ``study_id``): the work released changed, e.g. the
   protocol decided a round and opened the next or found no more work (the crowd app grows
   or stops the study's places);
@@ -23,7 +19,6 @@ from django.dispatch import Signal
 
 annotation_submitted = Signal()
 study_created = Signal()
-study_reconfiguring = Signal()
 collection_changed = Signal()
 entry_check = Signal()
 items_skipped = Signal()

@@ -1,9 +1,13 @@
 """The adaptive study's answers to :class:`annotator.collection.Collection` (registered for
 ``collection="adaptive"`` in :meth:`protocol.apps.ProtocolConfig.ready`)."""
 
+from django.db import transaction
+
 from annotator.models import Study
 
+from . import services
 from .models import ProtocolConfig, Round, SystemPair
+from .tasks import decide_round
 
 
 class AdaptiveCollection:
@@ -34,3 +38,14 @@ class AdaptiveCollection:
             "open_pairs": open_pairs,
             "settled_pairs": pairs.count() - open_pairs,
         }
+
+    def reconfigure(self, study: Study, edited: Study, *, apply: bool) -> list[str]:
+        """Carry a new redundancy or budget to the open round and the ledger (or refuse it);
+        a round that a lower redundancy has completed is closed and decided after commit."""
+        notes = services.protocol_reconfigure(study, edited, apply=apply)
+        if apply and notes:
+            open_rounds = Round.objects.filter(study=study, state=Round.State.OPEN)
+            for number in open_rounds.values_list("number", flat=True):
+                if services.round_close_if_complete(study.pk, number):
+                    transaction.on_commit(lambda n=number: decide_round.delay(study.pk, n))
+        return notes

@@ -8,11 +8,9 @@ from annotator.signals import (
     annotation_submitted,
     items_skipped,
     study_created,
-    study_reconfiguring,
 )
 
 from . import services
-from .models import Round
 from .tasks import decide_round
 
 
@@ -37,17 +35,3 @@ def close_round_of_skipped(sender, study_id: int, round_number: int, **kwargs) -
     """A skipped judge-clean item leaves its round: that may complete it."""
     if services.round_close_if_complete(study_id, round_number):
         transaction.on_commit(lambda: decide_round.delay(study_id, round_number))
-
-
-@receiver(study_reconfiguring)
-def reconfigure_adaptive_study(sender, study: Study, edited: Study, apply: bool, **kwargs):
-    """Carry a new redundancy or budget to the open round and the ledger (or refuse it);
-    a round that a lower redundancy has completed is closed and decided after commit."""
-    notes = services.protocol_reconfigure(study, edited, apply=apply)
-    if apply and notes:
-        for number in Round.objects.filter(study=study, state=Round.State.OPEN).values_list(
-            "number", flat=True
-        ):
-            if services.round_close_if_complete(study.pk, number):
-                transaction.on_commit(lambda n=number: decide_round.delay(study.pk, n))
-    return notes

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from .. import importers
 from ..choices import AnnotationSource, AssignmentState
+from ..collection import collection_for
 from ..errors import (
     ImportRejected,
     InvalidAnswer,
@@ -42,7 +43,7 @@ from ..models import (
     Study,
     System,
 )
-from ..signals import study_created, study_reconfiguring
+from ..signals import study_created
 from .leasing import _RNG
 
 BULK = 2000
@@ -346,7 +347,7 @@ def study_configure(
 
     A change to what workers are asked bumps the config version. A new redundancy reaches
     the open items (a static study's active non-gold items; an adaptive study's open round
-    and budget ledger, handled by the protocol through ``signals.study_reconfiguring``),
+    and budget ledger, handled by the protocol's collection: ``Collection.reconfigure``),
     never below an item's ``n_taken``: an item more workers already took keeps that many,
     and the notes say how many did. A new ``items_per_worker`` applies from each worker's
     next item. An edit that cannot take effect (an adaptive study's budget would be
@@ -409,28 +410,31 @@ def items_resize(items: QuerySet[Item], redundancy: int, *, apply: bool) -> Resi
     return Resize(found["n"], found["clamped"], found["delta"] or 0)
 
 
-def _reconfigure(saved: Study, edited: Study, *, apply: bool) -> list[str]:
-    """The body of :func:`study_configure`: the edit carried to items and ledgers."""
-    notes = []
-    if edited.redundancy != saved.redundancy and edited.collection == "all":
-        items = Item.objects.filter(study=saved, is_active=True, is_gold=False)
-        resize = items_resize(items, edited.redundancy, apply=apply)
+def static_reconfigure(saved: Study, edited: Study, *, apply: bool) -> list[str]:
+    """A study with every item at once: a new redundancy reaches its active items."""
+    if edited.redundancy == saved.redundancy:
+        return []
+    items = Item.objects.filter(study=saved, is_active=True, is_gold=False)
+    resize = items_resize(items, edited.redundancy, apply=apply)
+    notes = [
+        f"Redundancy {saved.redundancy} → {edited.redundancy}: {resize.items} open "
+        f"items now take {edited.redundancy} annotations each "
+        f"({resize.delta:+d} annotations to collect)."
+    ]
+    if resize.clamped:
         notes.append(
-            f"Redundancy {saved.redundancy} → {edited.redundancy}: {resize.items} open "
-            f"items now take {edited.redundancy} annotations each "
-            f"({resize.delta:+d} annotations to collect)."
+            f"{resize.clamped} items keep more than {edited.redundancy}: more workers "
+            "have already answered or hold them."
         )
-        if resize.clamped:
-            notes.append(
-                f"{resize.clamped} items keep more than {edited.redundancy}: more workers "
-                "have already answered or hold them."
-            )
+    return notes
+
+
+def _reconfigure(saved: Study, edited: Study, *, apply: bool) -> list[str]:
+    """The body of :func:`study_configure`: the edit carried to items and ledgers, by the
+    edited study's collection (:meth:`annotator.collection.Collection.reconfigure`)."""
+    notes = collection_for(edited).reconfigure(saved, edited, apply=apply)
     if edited.items_per_worker != saved.items_per_worker:
         notes.append(_items_per_worker_note(saved, edited.items_per_worker))
-    for _, answer in study_reconfiguring.send(
-        sender=Study, study=saved, edited=edited, apply=apply
-    ):
-        notes += answer or []
     return notes
 
 
