@@ -1,5 +1,6 @@
-"""Hooks other apps register at start-up (``annotator`` imports none of them; the questions
-about work still to come are asked of :mod:`annotator.collection` instead).
+"""Events other apps observe, connected at start-up (``annotator`` imports none of them; the
+questions about work still to come are asked of :mod:`annotator.collection`, whether a
+platform vouches for an entry of :mod:`annotator.entry`).
 
 - ``annotation_submitted`` (after commit; ``annotation``, whose ``item.n_done`` includes it);
 - ``study_created`` (inside the creating transaction; ``study``; raising rolls it back);
@@ -9,10 +10,6 @@ about work still to come are asked of :mod:`annotator.collection` instead).
 - ``items_skipped`` (after commit; ``study_id``, ``round_number``): the worker cycle skipped
   an item the judge found error-free (:mod:`annotator.prefill_skip`), which may complete its
   round as a last annotation would;
-- ``entry_check`` (``study``, ``platform``, ``external_id``, ``session``): a receiver
-  returns ``False`` when the platform does not vouch for the entry (the crowd app asks
-  Prolific whether the session is that participant's submission in the study); the entry
-  is refused and nothing is stored.
 """
 
 from django.dispatch import Signal
@@ -20,5 +17,4 @@ from django.dispatch import Signal
 annotation_submitted = Signal()
 study_created = Signal()
 collection_changed = Signal()
-entry_check = Signal()
 items_skipped = Signal()

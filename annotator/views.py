@@ -20,7 +20,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django.views.i18n import JavaScriptCatalog
 
-from . import selectors, services, throttle
+from . import entry, selectors, services, throttle
 from .errors import (
     AssignmentExpired,
     InvalidAnswer,
@@ -32,7 +32,6 @@ from .invites import invite_worker
 from .languages import in_language, study_instructions, study_language_view
 from .models import Participation, Study
 from .resilience import retry_on_lost_database
-from .signals import entry_check
 
 COOKIE_SALT = "humeval.participation"
 WAIT_SECONDS = 5
@@ -242,10 +241,7 @@ def prolific(request: HttpRequest, study_id) -> HttpResponse:
             400,
         )
     session = request.GET.get("SESSION_ID", "")
-    vouched = entry_check.send_robust(
-        sender=Study, study=study, platform="prolific", external_id=pid, session=session
-    )
-    if any(answer is False for _, answer in vouched):  # the platform does not know it
+    if not entry.vouched(study, "prolific", pid, session):  # the platform does not know it
         return _message(
             request,
             "Unknown submission",

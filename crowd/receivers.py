@@ -3,7 +3,8 @@ more work), the study's remote places are synced (and the remote study stopped a
 
 import logging
 
-from annotator.signals import collection_changed, entry_check
+from annotator import entry
+from annotator.signals import collection_changed
 
 from . import services, tasks
 from .models import CrowdStudy
@@ -24,12 +25,11 @@ def follow_protocol(sender, study_id: int, **kwargs) -> None:
 collection_changed.connect(follow_protocol, dispatch_uid="crowd.follow_protocol")
 
 
-def vouch_for_entry(sender, study, platform: str, external_id: str, session: str, **kwargs):
+def vouch_for_prolific_entry(study, external_id: str, session: str) -> bool | None:
     """``False`` when the study runs on Prolific and Prolific says ``session`` is not this
     participant's submission in it (a guessed or leaked id cannot pre-empt the real
-    participant); ``None`` (no opinion) otherwise, and when Prolific cannot be asked."""
-    if platform != "prolific":
-        return None
+    participant); ``None`` (no opinion) otherwise, and when Prolific cannot be asked
+    (registered for ``prolific`` entries with :func:`annotator.entry.register`)."""
     crowd = (
         CrowdStudy.objects.filter(
             study=study, platform="prolific", remote_status__in=["ACTIVE", "PAUSED"]
@@ -42,4 +42,4 @@ def vouch_for_entry(sender, study, platform: str, external_id: str, session: str
     return services.entry_vouched(crowd, external_id, session)
 
 
-entry_check.connect(vouch_for_entry, dispatch_uid="crowd.vouch_for_entry")
+entry.register("prolific", vouch_for_prolific_entry)
