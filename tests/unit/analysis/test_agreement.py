@@ -17,7 +17,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from analysis import agreement as ag
 from analysis import judges
-from analysis.counts import LabelCounts
+from analysis.counts import LabelCounts, find_patterns
 
 
 def long_frame(items: dict, rater: str = "annotator") -> pd.DataFrame:
@@ -615,6 +615,34 @@ def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(mo
         med = [np.median(human[i]) for i in sorted(human)]
         jl = [machine[i][0] for i in sorted(human)]
         assert x == judges.correlation_p_value(med, jl, method=method)
+
+
+def test_judge_correlations_from_patterns_equal_the_item_level_path():
+    """The resampled tables built from the count patterns are those of the items: the pair
+    table equals find_patterns on the items' value codes, and every row (value, interval,
+    p-value) equals correlation() on the per-item medians or means, to the bit."""
+    human, machine = random_study(6, 120, (1, 2, 3, 4))
+    machine[5], machine[9] = [], [2, 3]  # an item without a judge label, one with two
+    lc = LabelCounts.from_frames(long_frame(human), judge_frame(machine), labels=[1, 2, 3, 4, 5])
+    pat = lc.patterns("llm")
+    for how in ("median", "mean"):
+        x = judges._aggregate(pat.rows[:, :5], lc.ordinal_values(), how)
+        y = judges._aggregate(pat.rows[:, 5:], lc.ordinal_values(), how)
+        keep = np.isfinite(x) & np.isfinite(y)
+        xa, ya = x[pat.inverse][keep[pat.inverse]], y[pat.inverse][keep[pat.inverse]]
+        xl, yl, pairs = judges._pair_table(x[keep], y[keep], pat.freq[keep])
+        codes = np.column_stack(
+            [np.unique(xa, return_inverse=True)[1], np.unique(ya, return_inverse=True)[1]]
+        )
+        ref = find_patterns(codes)
+        assert np.array_equal(pairs.rows, ref.rows) and np.array_equal(pairs.freq, ref.freq)
+        assert np.array_equal(xl, np.unique(xa)) and np.array_equal(yl, np.unique(ya))
+        got = judges.judge_correlations(lc, aggregate=how, n_boot=60, seed=2).set_index("metric")
+        for method in ("spearman", "kendall", "pearson"):
+            one = judges.correlation(xa, ya, method=method, n_boot=60, seed=2)
+            row = got.loc[method]
+            assert (row["value"], row["low"], row["high"]) == (one.value, one.low, one.high)
+            assert row["p_value"] == judges.correlation_p_value(xa, ya, method=method)
 
 
 def test_random_labeller_worked_example_and_simulation():
