@@ -36,7 +36,7 @@ from analysis.agreement import (
     pa_values,
     percentage_agreement,
 )
-from analysis.counts import LabelCounts, Patterns, as_label_counts
+from analysis.counts import LabelCounts, Patterns, _label_codes, as_label_counts
 from analysis.estimates import (
     BOOTSTRAP_CACHE_CELLS,
     Estimate,
@@ -426,8 +426,13 @@ def judge_sample_agreement(
     )
     rows = []
     for name, part in long.groupby("judge", sort=True):
-        lc = LabelCounts.from_frames(part, labels=labels)
-        n_samples = int(lc.human.sum(axis=1).max()) if lc.n_items else 0
+        if part["item"].is_unique:  # one sample per item: nothing to count
+            if labels is not None:  # labels outside the set still raise
+                _label_codes(part["label"], pd.Index(list(labels)), "annotations")
+            n_samples = 1
+        else:
+            lc = LabelCounts.from_frames(part, labels=labels)
+            n_samples = int(lc.human.sum(axis=1).max()) if lc.n_items else 0
         if n_samples < 2:
             why = "needs two or more samples per item; this judge has one"
             ests = {m: Estimate.undefined(why) for m in ("percentage_agreement", "alpha")}

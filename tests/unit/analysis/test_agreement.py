@@ -695,3 +695,6 @@ def test_judge_sample_agreement_treats_samples_as_raters():
     assert one["value"].isna().all() and one["reason"].str.contains("two or more samples").all()
     with pytest.raises(ValueError, match="more than once"):
         judges.judge_sample_agreement(pd.concat([frame, frame]), key=("input",))
+    single = frame[frame["judge"] == "one"]  # one sample per item: checked, not counted
+    with pytest.raises(ValueError, match="outside the declared label set"):
+        judges.judge_sample_agreement(single, key=("input",), labels=["A"])
