@@ -68,6 +68,20 @@ def test_label_counts_same_for_arrow_text_as_for_objects():
     assert got["arrow"].judges["j"].tolist() == got["object"].judges["j"].tolist()
 
 
+def test_label_counts_in_chunks_of_rows_equal_one_chunk(monkeypatch):
+    human = {f"i{i}": [1 + (i * j) % 4 for j in range(1 + i % 5)] for i in range(40)}
+    ann = long_frame(human).sample(frac=1.0, random_state=3)
+    whole = LabelCounts.from_frames(ann, labels=[1, 2, 3, 4])
+    monkeypatch.setattr(counts, "CHUNK_ROWS", 7)
+    chunked = LabelCounts.from_frames(ann, labels=[1, 2, 3, 4])
+    assert list(chunked.items) == list(whole.items)
+    assert np.array_equal(chunked.human, whole.human) and chunked.human.sum() == len(ann)
+    bad = ann.copy()
+    bad.iloc[30, bad.columns.get_loc("label")] = 9  # in the fifth chunk
+    with pytest.raises(ValueError, match=r"outside the declared label set \[1, 2, 3, 4\]: \[.*9"):
+        LabelCounts.from_frames(bad, labels=[1, 2, 3, 4])
+
+
 def test_pivot_labels():
     ann = pd.DataFrame({"item": ["x", "x", "y"], "annotator": ["u", "v", "v"], "label": [1, 2, 3]})
     m = counts.pivot_labels(ann)
