@@ -36,7 +36,7 @@ from analysis.agreement import (
     pa_values,
     percentage_agreement,
 )
-from analysis.counts import LabelCounts, as_label_counts, find_patterns
+from analysis.counts import LabelCounts, Patterns, _factorize, _label_codes, as_label_counts
 from analysis.estimates import (
     BOOTSTRAP_CACHE_CELLS,
     Estimate,
@@ -129,71 +129,112 @@ def correlation(
     :mod:`scipy.stats`; the bootstrap recomputes it exactly from contingency tables of the
     distinct values, which handles ties as scipy does. Pairs with a missing value are dropped.
     """
-    return _correlation(x, y, method, n_boot, seed, confidence)[0]
+    xa, ya = _finite_pairs(x, y)
+    return _correlations(xa, ya, (method,), n_boot, seed, confidence)[0][0]
 
 
-def _correlation(
-    x: Sequence[float] | np.ndarray | pd.Series,
-    y: Sequence[float] | np.ndarray | pd.Series,
-    method: Method,
-    n_boot: int,
-    seed: SeedLike,
-    confidence: float,
-) -> tuple[Estimate, float | None]:
-    """:func:`correlation` and :func:`correlation_p_value` from one scipy call."""
-    from scipy import stats
-
+def _finite_pairs(
+    x: Sequence[float] | np.ndarray | pd.Series, y: Sequence[float] | np.ndarray | pd.Series
+) -> tuple[np.ndarray, np.ndarray]:
     xa = np.asarray(x, dtype=np.float64)
     ya = np.asarray(y, dtype=np.float64)
     if xa.shape != ya.shape:
         raise ValueError("x and y must have the same length")
     keep = np.isfinite(xa) & np.isfinite(ya)
-    xa, ya = xa[keep], ya[keep]
-    n = len(xa)
-    if n < 3:
-        return Estimate.undefined("fewer than three pairs: correlation not estimable", n=n), None
-    if np.all(xa == xa[0]) or np.all(ya == ya[0]):
-        which = "x" if np.all(xa == xa[0]) else "y"
-        return Estimate.undefined(f"{which} is constant: correlation undefined", n=n), None
-    if method == "spearman":
-        res = stats.spearmanr(xa, ya)
-    elif method == "kendall":
-        res = stats.kendalltau(xa, ya, variant="b")
-    elif method == "pearson":
-        res = stats.pearsonr(xa, ya)
-    else:
-        raise ValueError(f"method must be 'spearman', 'kendall' or 'pearson', got {method!r}")
-    p: float | None
-    point, p = float(res.statistic), float(res.pvalue)
-    p = p if math.isfinite(p) else None
-    if n_boot <= 0:
-        return Estimate(point, n=n, reason="no bootstrap interval: n_boot=0"), p
-    xl, xi = np.unique(xa, return_inverse=True)
-    yl, yi = np.unique(ya, return_inverse=True)
+    return xa[keep], ya[keep]
+
+
+PairTable = tuple[np.ndarray, np.ndarray, Patterns]
+
+
+def _pair_table(x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> PairTable:
+    """Distinct x and y values and the distinct (x, y) pairs, in the order and with the counts
+    :func:`analysis.counts.find_patterns` gives on the pairs' value codes; ``weight``: items per
+    point (default one)."""
+    xl, xi = np.unique(x, return_inverse=True)
+    yl, yi = np.unique(y, return_inverse=True)
+    key = xi.astype(np.int64) + len(xl) * yi.astype(np.int64)  # find_patterns' radix key
+    _, first, inverse, freq = np.unique(
+        key, return_index=True, return_inverse=True, return_counts=True
+    )
+    if weight is not None:
+        freq = np.bincount(inverse, weights=weight, minlength=len(freq)).astype(np.int64)
+    return xl, yl, Patterns(np.column_stack([xi[first], yi[first]]), inverse, freq)
+
+
+def _table_replicates(
+    table: PairTable, methods: Sequence[Method], n_boot: int, seed: SeedLike
+) -> dict[Method, np.ndarray] | None:
+    """Each method's bootstrap replicates from the resampled contingency tables (built once for
+    all methods), or None when the tables would be too large."""
+    xl, yl, pairs = table
     lx, ly = len(xl), len(yl)
-    pat = find_patterns(np.column_stack([xi, yi]).astype(np.int64))
-    if lx * ly <= _TABLE_LIMIT and n_boot * len(pat.freq) <= 10 * _TABLE_LIMIT:
-        counts = bootstrap_counts(pat.freq, n_boot, seed)
-        cells = pat.rows[:, 0] * ly + pat.rows[:, 1]
-        step = max(1, _TABLE_LIMIT // (lx * ly))
-        parts = []
-        for start in range(0, n_boot, step):  # chunks of replicates, bounded memory
-            chunk = counts[start : start + step]
-            t = np.zeros((len(chunk), lx * ly))
-            t[:, cells] = chunk
-            parts.append(_table_correlation(t.reshape(-1, lx, ly), xl, yl, method))
-        reps_arr = np.concatenate(parts)
-    else:  # nearly continuous data: resample indices, one scipy call per replicate
-        rng = as_generator(seed)
-        fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
-        reps_arr = np.array(
-            [fn[method](xa[i], ya[i]).statistic for i in rng.integers(0, n, size=(n_boot, n))]
-        )
-    low, high, n_ok = percentile_interval(reps_arr, confidence)
-    reason = ""
-    if n_ok < n_boot:
-        reason = f"interval from the {n_ok} of {n_boot} resamples in which it was defined"
-    return Estimate(point, low, high, n=n, n_boot=n_ok, reason=reason), p
+    if lx * ly > _TABLE_LIMIT or n_boot * len(pairs.freq) > 10 * _TABLE_LIMIT:
+        return None
+    counts = bootstrap_counts(pairs.freq, n_boot, seed)
+    cells = pairs.rows[:, 0] * ly + pairs.rows[:, 1]
+    step = max(1, _TABLE_LIMIT // (lx * ly))
+    parts: dict[Method, list[np.ndarray]] = {m: [] for m in methods}
+    for start in range(0, n_boot, step):  # chunks of replicates, bounded memory
+        chunk = counts[start : start + step]
+        t = np.zeros((len(chunk), lx * ly))
+        t[:, cells] = chunk
+        for method in methods:
+            parts[method].append(_table_correlation(t.reshape(-1, lx, ly), xl, yl, method))
+    return {m: np.concatenate(p) for m, p in parts.items()}
+
+
+def _correlations(
+    xa: np.ndarray,
+    ya: np.ndarray,
+    methods: Sequence[Method],
+    n_boot: int,
+    seed: SeedLike,
+    confidence: float,
+    table: PairTable | None = None,
+) -> list[tuple[Estimate, float | None]]:
+    """:func:`correlation` and :func:`correlation_p_value` of finite pairs for each method, from
+    one scipy call per method and one set of resampled tables (``table``: the pairs' table, if
+    the caller has it)."""
+    from scipy import stats
+
+    fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
+    for method in methods:
+        if method not in fn:
+            raise ValueError(f"method must be 'spearman', 'kendall' or 'pearson', got {method!r}")
+    n = len(xa)
+    why = ""
+    if n < 3:
+        why = "fewer than three pairs: correlation not estimable"
+    elif np.all(xa == xa[0]) or np.all(ya == ya[0]):
+        why = f"{'x' if np.all(xa == xa[0]) else 'y'} is constant: correlation undefined"
+    if why:
+        return [(Estimate.undefined(why, n=n), None) for _ in methods]
+    points = []
+    for method in methods:
+        res = stats.kendalltau(xa, ya, variant="b") if method == "kendall" else fn[method](xa, ya)
+        p = float(res.pvalue)
+        points.append((float(res.statistic), p if math.isfinite(p) else None))
+    if n_boot <= 0:
+        why = "no bootstrap interval: n_boot=0"
+        return [(Estimate(pt, n=n, reason=why), p) for pt, p in points]
+    table = table if table is not None else _pair_table(xa, ya)
+    reps = _table_replicates(table, methods, n_boot, seed)
+    out = []
+    for method, (point, p) in zip(methods, points, strict=True):
+        if reps is not None:
+            reps_arr = reps[method]
+        else:  # nearly continuous data: resample indices, one scipy call per replicate
+            rng = as_generator(seed)
+            reps_arr = np.array(
+                [fn[method](xa[i], ya[i]).statistic for i in rng.integers(0, n, size=(n_boot, n))]
+            )
+        low, high, n_ok = percentile_interval(reps_arr, confidence)
+        reason = ""
+        if n_ok < n_boot:
+            reason = f"interval from the {n_ok} of {n_boot} resamples in which it was defined"
+        out.append((Estimate(point, low, high, n=n, n_boot=n_ok, reason=reason), p))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,11 +273,14 @@ def judge_correlations(
     name, _ = lc.judge_counts(judge)
     values = lc.ordinal_values()
     pat, k = lc.patterns(name), len(lc.labels)  # aggregate each distinct pattern once
-    x = _aggregate(pat.rows[:, :k], values, aggregate)[pat.inverse]
-    y = _aggregate(pat.rows[:, k:], values, aggregate)[pat.inverse]
+    x = _aggregate(pat.rows[:, :k], values, aggregate)
+    y = _aggregate(pat.rows[:, k:], values, aggregate)
+    keep = np.isfinite(x) & np.isfinite(y)
+    table = _pair_table(x[keep], y[keep], pat.freq[keep])  # as the items would give it
+    item_pat = pat.inverse[keep[pat.inverse]]
     rows = []
-    for method in methods:
-        est, p = _correlation(x, y, method, n_boot, seed, confidence)
+    ests = _correlations(x[item_pat], y[item_pat], methods, n_boot, seed, confidence, table)
+    for method, (est, p) in zip(methods, ests, strict=True):
         rows.append(
             {
                 "judge": name,
@@ -382,8 +426,13 @@ def judge_sample_agreement(
     )
     rows = []
     for name, part in long.groupby("judge", sort=True):
-        lc = LabelCounts.from_frames(part, labels=labels)
-        n_samples = int(lc.human.sum(axis=1).max()) if lc.n_items else 0
+        if len(_factorize(part["item"])[1]) == len(part):  # one sample per item: no counts
+            if labels is not None:  # labels outside the set still raise
+                _label_codes(part["label"], pd.Index(list(labels)), "annotations")
+            n_samples = 1
+        else:
+            lc = LabelCounts.from_frames(part, labels=labels)
+            n_samples = int(lc.human.sum(axis=1).max()) if lc.n_items else 0
         if n_samples < 2:
             why = "needs two or more samples per item; this judge has one"
             ests = {m: Estimate.undefined(why) for m in ("percentage_agreement", "alpha")}

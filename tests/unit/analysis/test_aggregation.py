@@ -39,6 +39,49 @@ def test_label_counts_encoding_and_validation():
         LabelCounts.from_frames(ann, two).judge_counts(None)
 
 
+def test_label_counts_same_for_arrow_text_as_for_objects():
+    """Items held by pyarrow in several chunks (Arrow's dictionary encoding) give the counts of
+    the same items as Python objects (pandas' factorize)."""
+    arrow = pd.StringDtype("pyarrow", na_value=np.nan)
+    items = ["é", "b", "Z", "b", "a10", "a9", "é", "b"]
+    labels = [1, 2, 2, 3, 1, 1, 2, None]
+    part = len(items) // 2
+    frames = {
+        "object": pd.DataFrame({"item": pd.Series(items, dtype=object), "label": labels}),
+        "arrow": pd.DataFrame(
+            {
+                "item": pd.concat(
+                    [pd.Series(items[:part], dtype=arrow), pd.Series(items[part:], dtype=arrow)],
+                    ignore_index=True,
+                ),
+                "label": labels,
+            }
+        ),
+    }
+    assert frames["arrow"]["item"].array.__arrow_array__().num_chunks == 2
+    jud = pd.DataFrame({"item": ["b", "é", "x"], "judge": "j", "label": [3, 3, 1]})
+    got = {k: LabelCounts.from_frames(f, jud, labels=[1, 2, 3]) for k, f in frames.items()}
+    assert list(got["arrow"].items) == list(got["object"].items) == ["Z", "a10", "a9", "b", "é"]
+    assert got["arrow"].items.name == "item"
+    assert got["arrow"].human.tolist() == got["object"].human.tolist()
+    assert got["arrow"].human.tolist() == [[0, 1, 0], [1, 0, 0], [1, 0, 0], [0, 1, 1], [1, 1, 0]]
+    assert got["arrow"].judges["j"].tolist() == got["object"].judges["j"].tolist()
+
+
+def test_label_counts_in_chunks_of_rows_equal_one_chunk(monkeypatch):
+    human = {f"i{i}": [1 + (i * j) % 4 for j in range(1 + i % 5)] for i in range(40)}
+    ann = long_frame(human).sample(frac=1.0, random_state=3)
+    whole = LabelCounts.from_frames(ann, labels=[1, 2, 3, 4])
+    monkeypatch.setattr(counts, "CHUNK_ROWS", 7)
+    chunked = LabelCounts.from_frames(ann, labels=[1, 2, 3, 4])
+    assert list(chunked.items) == list(whole.items)
+    assert np.array_equal(chunked.human, whole.human) and chunked.human.sum() == len(ann)
+    bad = ann.copy()
+    bad.iloc[30, bad.columns.get_loc("label")] = 9  # in the fifth chunk
+    with pytest.raises(ValueError, match=r"outside the declared label set \[1, 2, 3, 4\]: \[.*9"):
+        LabelCounts.from_frames(bad, labels=[1, 2, 3, 4])
+
+
 def test_pivot_labels():
     ann = pd.DataFrame({"item": ["x", "x", "y"], "annotator": ["u", "v", "v"], "label": [1, 2, 3]})
     m = counts.pivot_labels(ann)

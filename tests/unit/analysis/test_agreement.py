@@ -17,7 +17,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from analysis import agreement as ag
 from analysis import judges
-from analysis.counts import LabelCounts
+from analysis.counts import LabelCounts, find_patterns
 
 
 def long_frame(items: dict, rater: str = "annotator") -> pd.DataFrame:
@@ -226,6 +226,21 @@ def test_alpha_undefined_cases_are_explained():
     assert same.value is None and "only one label value" in same.reason
     single = ag.krippendorff_alpha(long_frame({"a": [1], "b": [2]}))
     assert single.value is None and "two or more labels" in single.reason
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+@pytest.mark.parametrize("chunk", [1, 7, 8192])
+def test_chunked_alpha_equals_package_to_the_bit(level, chunk):
+    """The point value summed in chunks of units is the package's, bit for bit (worked example
+    of Krippendorff 2011 and a random study with unpairable and empty units)."""
+    domain = np.array([1.0, 2, 3, 4, 5])
+    human, _ = random_study(5, 300, sizes=(0, 1, 2, 3, 4))
+    for frame in (krippendorff_2011(), long_frame(human)):
+        counts = LabelCounts.from_frames(frame, labels=[1, 2, 3, 4, 5]).human
+        pkg = krippendorff.alpha(
+            value_counts=counts, value_domain=domain, level_of_measurement=level
+        )
+        assert ag.package_alpha(counts, domain, level, chunk=chunk) == float(pkg)
 
 
 # ---------------------------------------------------------------- Fleiss and Randolph
@@ -602,6 +617,34 @@ def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(mo
         assert x == judges.correlation_p_value(med, jl, method=method)
 
 
+def test_judge_correlations_from_patterns_equal_the_item_level_path():
+    """The resampled tables built from the count patterns are those of the items: the pair
+    table equals find_patterns on the items' value codes, and every row (value, interval,
+    p-value) equals correlation() on the per-item medians or means, to the bit."""
+    human, machine = random_study(6, 120, (1, 2, 3, 4))
+    machine[5], machine[9] = [], [2, 3]  # an item without a judge label, one with two
+    lc = LabelCounts.from_frames(long_frame(human), judge_frame(machine), labels=[1, 2, 3, 4, 5])
+    pat = lc.patterns("llm")
+    for how in ("median", "mean"):
+        x = judges._aggregate(pat.rows[:, :5], lc.ordinal_values(), how)
+        y = judges._aggregate(pat.rows[:, 5:], lc.ordinal_values(), how)
+        keep = np.isfinite(x) & np.isfinite(y)
+        xa, ya = x[pat.inverse][keep[pat.inverse]], y[pat.inverse][keep[pat.inverse]]
+        xl, yl, pairs = judges._pair_table(x[keep], y[keep], pat.freq[keep])
+        codes = np.column_stack(
+            [np.unique(xa, return_inverse=True)[1], np.unique(ya, return_inverse=True)[1]]
+        )
+        ref = find_patterns(codes)
+        assert np.array_equal(pairs.rows, ref.rows) and np.array_equal(pairs.freq, ref.freq)
+        assert np.array_equal(xl, np.unique(xa)) and np.array_equal(yl, np.unique(ya))
+        got = judges.judge_correlations(lc, aggregate=how, n_boot=60, seed=2).set_index("metric")
+        for method in ("spearman", "kendall", "pearson"):
+            one = judges.correlation(xa, ya, method=method, n_boot=60, seed=2)
+            row = got.loc[method]
+            assert (row["value"], row["low"], row["high"]) == (one.value, one.low, one.high)
+            assert row["p_value"] == judges.correlation_p_value(xa, ya, method=method)
+
+
 def test_random_labeller_worked_example_and_simulation():
     frame = long_frame({"a": ["A", "A"], "b": ["A", "B"]})
     got = judges.random_labeller(frame, labels=["A", "B"], n_boot=0).set_index("metric")
@@ -652,3 +695,6 @@ def test_judge_sample_agreement_treats_samples_as_raters():
     assert one["value"].isna().all() and one["reason"].str.contains("two or more samples").all()
     with pytest.raises(ValueError, match="more than once"):
         judges.judge_sample_agreement(pd.concat([frame, frame]), key=("input",))
+    single = frame[frame["judge"] == "one"]  # one sample per item: checked, not counted
+    with pytest.raises(ValueError, match="outside the declared label set"):
+        judges.judge_sample_agreement(single, key=("input",), labels=["A"])
