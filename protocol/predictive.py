@@ -315,6 +315,7 @@ def calibrate_decision_level(
     n_sim: int = 20000,
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
+    own_significance: bool = True,
 ) -> float:
     """The smallest predictive level that keeps a lone null pair's false-decision rate ≤ γ.
 
@@ -327,7 +328,9 @@ def calibrate_decision_level(
     last look (pool used up) Algorithm 1 at
     level γ decides. A decision is false whatever its direction. The false-decision rate falls
     as ``level`` rises; the returned level is the smallest with rate ≤ ``gamma`` (1.0 when even
-    the last look alone exceeds it: then only the last look decides).
+    the last look alone exceeds it: then only the last look decides). With
+    ``own_significance`` False an interim look needs only the predicted direction, not
+    Algorithm 1 significant now.
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n_max = int(n_max)
@@ -356,6 +359,8 @@ def calibrate_decision_level(
             no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
         )
         now = decide(theta_human(counts), gamma)
+        if not own_significance:  # the predicted direction, significant now or not
+            now = np.sign(p_a - p_b).astype(np.int8)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
         # the level at this look is 1 − (1 − level)·t^spending: decided iff level ≤ this
         need = 1.0 - (1.0 - sig[back]) / (k / n_max) ** spending
@@ -551,6 +556,7 @@ class NullStudyOptions(TypedDict, total=False):
     n_studies: int
     seed: int | np.random.Generator | None
     spending: float
+    own_significance: bool
 
 
 @overload
@@ -590,6 +596,7 @@ def null_study_bounds(
     n_studies: int = 100,
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
+    own_significance: bool = True,
     per_look: bool = False,
 ) -> (
     tuple[NDArray[np.float64], NDArray[np.bool_]]
@@ -644,6 +651,8 @@ def null_study_bounds(
         p_u = np.clip(1.0 - p_a - p_b, 0.0, 1.0)
         info = np.clip(1.0 - np.maximum(mix_var, 0.0) / np.maximum(var, 1e-15), 0.0, 1.0)
         now = decide(theta_human(flat), gamma).reshape(n_studies, n_pairs)
+        if not own_significance:  # the predicted direction, significant now or not
+            now = np.sign(p_a - p_b).astype(np.int8)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
         need = 1.0 - (1.0 - sig) / (k / n_max) ** spending  # largest level deciding here
         lone = float(lone_levels[min(j, lone_levels.size - 1)])
@@ -691,6 +700,7 @@ def calibrate_study_level(
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
     implied: bool = False,
+    own_significance: bool = True,
 ) -> float:
     """The smallest study level (in [0.5, 1]) whose per-pair false decisions over all looks of
     simulated null studies of this shape (:func:`null_study_bounds`) stay ≤ γ. It is above
@@ -700,6 +710,7 @@ def calibrate_study_level(
     kw = NullStudyOptions(
         lone_level=lone_level, futility=futility, min_annotations=min_annotations,
         draw_rate=draw_rate, n_studies=n_studies, seed=seed, spending=spending,
+        own_significance=own_significance,
     )  # fmt: skip
     if implied:
         rate = _implied_rate(pair_systems, n_max, batch, gamma, kw)

@@ -96,6 +96,7 @@ def calibrated_level(
     draw_rate: float,
     n_sim: int,
     spending: float = 0.0,
+    own_significance: bool = True,
 ) -> float:
     """The decision level for looks every ``batch`` annotations up to ``n_max``."""
     return calibrate_decision_level(
@@ -108,6 +109,7 @@ def calibrated_level(
         n_sim=n_sim,
         seed=0,
         spending=spending,
+        own_significance=own_significance,
     )
 
 
@@ -172,6 +174,7 @@ def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: Ar
         null_draw_rate(human, settings),
         settings.calibration_sims,
         settings.spending,
+        settings.own_significance,
     )
 
 
@@ -214,11 +217,12 @@ def _study_level(
     n_studies: int,
     spending: float,
     implied: bool = False,
+    own_significance: bool = True,
 ) -> float:
     return calibrate_study_level(
         np.array(pairs), n_max, batch, gamma, lone_level=lone, futility=futility,
         min_annotations=min_annotations, draw_rate=draw_rate, n_studies=n_studies, seed=0,
-        spending=spending, implied=implied,
+        spending=spending, implied=implied, own_significance=own_significance,
     )  # fmt: skip
 
 
@@ -265,6 +269,7 @@ def study_level(
         settings.calibration_studies,
         0.0 if exact else settings.spending,
         settings.implied,
+        settings.own_significance,
     )
 
 
@@ -368,8 +373,11 @@ def decide_round(
             info = pooling_information(effects, eff_var)
             pair_level = blended_level(level, lone_level, info)
         level_now = look_level(pair_level, used, pool, settings.spending)
-    decision[early & (now > 0) & (p_a >= level_now)] = 1
-    decision[early & (now < 0) & (p_b >= level_now)] = -1
+    # the direction an early decision takes: Algorithm 1's now, or (own_significance off)
+    # the predicted one, whether or not the pair's own labels are significant yet
+    way = now if settings.own_significance else np.sign(p_a - p_b)
+    decision[early & (way > 0) & (p_a >= level_now)] = 1
+    decision[early & (way < 0) & (p_b >= level_now)] = -1
     outcome[decision != 0] = DECIDED
     undecided = decision == 0
     if settings.rope_delta > 0 and undecided.any():

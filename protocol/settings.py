@@ -64,6 +64,10 @@ class ProtocolSettings:
     boundary: str = "linear"
     #: Predict from all pairs through δ_ab = q_a − q_b + e_ab; False: each pair on its own.
     pooling: bool = True
+    #: An early decision needs Algorithm 1 significant on the pair's own labels now; False:
+    #: only the outcome predicted on all data (pooled evidence included) at the calibrated
+    #: level, the calibrations run the same rule (replay; measured, not adopted).
+    own_significance: bool = True
     #: Close a pair whose order the decided pairs imply (A > B and B > C decided: A > C) as
     #: decided by implication, with the chain; the study-level calibration counts such
     #: decisions of null pairs as false ones. False: every pair needs its own labels.

@@ -393,6 +393,19 @@ def test_study_level_keeps_null_studies_false_decisions_at_gamma() -> None:
     assert np.mean(rates) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / (20 * 28))
 
 
+def test_pooled_evidence_alone_keeps_null_studies_false_decisions_at_gamma() -> None:
+    # own_significance off: an early decision needs only the outcome predicted on all data
+    # (pooled across the 28 pairs), not Algorithm 1 significant on the pair's labels now;
+    # both calibrations run that rule, fresh null studies stay at γ
+    settings = ProtocolSettings(batch=10, null_draw_rate=0.4, own_significance=False)
+    rates = []
+    for seed in range(20):
+        data = _null_pools(0, 150, seed=100 + seed, shared_systems=8)
+        res = replay_once(data, settings, np.random.default_rng(seed))
+        rates.append(np.mean(res.decisions != 0))
+    assert np.mean(rates) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / (20 * 28))
+
+
 def test_where_most_pairs_differ_the_default_matches_the_papers_cost_with_more_correct() -> None:
     # bench/protocol_sweep.py, 75 % of the pairs significant on all data, pool 527 (8 systems)
     data = preference_data_from_scores(synthetic_mqm(8, 527, 0.041, seed=1))
