@@ -23,9 +23,10 @@ from typing import Literal, Required, TypedDict, Unpack, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.signal import fftconvolve
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.special import ndtr, ndtri
+from scipy.special import gammaln, ndtr, ndtri, xlogy
 
 from .decision import PosteriorDraws, decide, human_posterior, theta_human
 from .implied import null_false_decisions
@@ -39,6 +40,7 @@ __all__ = [
     "pooling_information",
     "first_early_look",
     "calibrate_decision_level",
+    "exact_boundary",
     "outcome_probabilities",
     "pool_across_pairs",
     "pool_effect",
@@ -313,6 +315,7 @@ def calibrate_decision_level(
     n_sim: int = 20000,
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
+    own_significance: bool = True,
 ) -> float:
     """The smallest predictive level that keeps a lone null pair's false-decision rate ≤ γ.
 
@@ -325,7 +328,9 @@ def calibrate_decision_level(
     last look (pool used up) Algorithm 1 at
     level γ decides. A decision is false whatever its direction. The false-decision rate falls
     as ``level`` rises; the returned level is the smallest with rate ≤ ``gamma`` (1.0 when even
-    the last look alone exceeds it: then only the last look decides).
+    the last look alone exceeds it: then only the last look decides). With
+    ``own_significance`` False an interim look needs only the predicted direction, not
+    Algorithm 1 significant now.
     """
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n_max = int(n_max)
@@ -354,6 +359,8 @@ def calibrate_decision_level(
             no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
         )
         now = decide(theta_human(counts), gamma)
+        if not own_significance:  # the predicted direction, significant now or not
+            now = np.sign(p_a - p_b).astype(np.int8)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
         # the level at this look is 1 − (1 − level)·t^spending: decided iff level ≤ this
         need = 1.0 - (1.0 - sig[back]) / (k / n_max) ** spending
@@ -542,13 +549,14 @@ def _pooled_batch(
 class NullStudyOptions(TypedDict, total=False):
     """The null studies' options of :func:`null_study_bounds` (``lone_level`` required)."""
 
-    lone_level: Required[float]
+    lone_level: Required[float | tuple[float, ...]]
     futility: float
     min_annotations: int
     draw_rate: float
     n_studies: int
     seed: int | np.random.Generator | None
     spending: float
+    own_significance: bool
 
 
 @overload
@@ -581,13 +589,14 @@ def null_study_bounds(
     batch: int,
     gamma: float = 0.05,
     *,
-    lone_level: float,
+    lone_level: float | tuple[float, ...],
     futility: float = 0.2,
     min_annotations: int = 30,
     draw_rate: float = 0.4,
     n_studies: int = 100,
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
+    own_significance: bool = True,
     per_look: bool = False,
 ) -> (
     tuple[NDArray[np.float64], NDArray[np.bool_]]
@@ -599,6 +608,8 @@ def null_study_bounds(
     interim look would decide it (under :func:`blended_level` with ``lone_level``; −inf if
     none, +inf if the lone level alone decides it) while futility has not retired it, and
     whether the last look (Algorithm 1 on the whole pool) decides it. Shapes (n_studies·P,).
+    ``lone_level`` may be one level per interim look (:func:`exact_boundary`; ``inf``: no
+    early decision there).
     With ``per_look``: that bound at every interim look while the pair is alive (−inf
     otherwise) and the direction Algorithm 1 says there, shapes (looks, n_studies, P), and
     the last look's direction for pairs alive to it (0 otherwise), (n_studies, P)."""
@@ -612,6 +623,7 @@ def null_study_bounds(
     x[np.arange(n_pairs), local[:, 1]] = -1.0
     n_max = int(n_max)
     looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    lone_levels = np.asarray(lone_level, dtype=float).reshape(-1)
     pw = (1.0 - draw_rate) / 2.0
     steps = np.diff(looks, prepend=0)
     running = np.zeros((n_studies, n_pairs, 3), dtype=np.int64)  # labels so far, per look
@@ -639,14 +651,19 @@ def null_study_bounds(
         p_u = np.clip(1.0 - p_a - p_b, 0.0, 1.0)
         info = np.clip(1.0 - np.maximum(mix_var, 0.0) / np.maximum(var, 1e-15), 0.0, 1.0)
         now = decide(theta_human(flat), gamma).reshape(n_studies, n_pairs)
+        if not own_significance:  # the predicted direction, significant now or not
+            now = np.sign(p_a - p_b).astype(np.int8)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
         need = 1.0 - (1.0 - sig) / (k / n_max) ** spending  # largest level deciding here
+        lone = float(lone_levels[min(j, lone_levels.size - 1)])
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = np.where(
                 info > 1e-9,
-                (need - lone_level * (1.0 - info)) / info,
-                np.where(need >= lone_level, np.inf, -np.inf),
+                (need - lone * (1.0 - info)) / info,
+                np.where(need >= lone, np.inf, -np.inf),
             )
+        if np.isinf(lone):  # no early decision at this look (exact_boundary)
+            bound = np.full_like(bound, -np.inf)
         bound = np.where(now != 0, bound, -np.inf)
         top = np.where(alive, np.maximum(top, bound), top)
         if per_look:
@@ -675,7 +692,7 @@ def calibrate_study_level(
     batch: int,
     gamma: float = 0.05,
     *,
-    lone_level: float,
+    lone_level: float | tuple[float, ...],
     futility: float = 0.2,
     min_annotations: int = 30,
     draw_rate: float = 0.4,
@@ -683,6 +700,7 @@ def calibrate_study_level(
     seed: int | np.random.Generator | None = 0,
     spending: float = 0.0,
     implied: bool = False,
+    own_significance: bool = True,
 ) -> float:
     """The smallest study level (in [0.5, 1]) whose per-pair false decisions over all looks of
     simulated null studies of this shape (:func:`null_study_bounds`) stay ≤ γ. It is above
@@ -692,6 +710,7 @@ def calibrate_study_level(
     kw = NullStudyOptions(
         lone_level=lone_level, futility=futility, min_annotations=min_annotations,
         draw_rate=draw_rate, n_studies=n_studies, seed=seed, spending=spending,
+        own_significance=own_significance,
     )  # fmt: skip
     if implied:
         rate = _implied_rate(pair_systems, n_max, batch, gamma, kw)
@@ -741,3 +760,116 @@ def _implied_rate(
         return float(np.mean(null_false_decisions(first_look, direction, local, n_sys)))
 
     return rate
+
+
+# --------------------------------------------------------------------------------------------
+# An exactly computed boundary for the look schedule (lone pair, under the null)
+# --------------------------------------------------------------------------------------------
+
+
+def _trinomial(step: int, p_win: float, draw_rate: float) -> NDArray[np.float64]:
+    """``P(w wins, l losses)`` among ``step`` labels, ``p> = p< = p_win``, shape (step+1,)²."""
+    w, l_ = np.meshgrid(np.arange(step + 1), np.arange(step + 1), indexing="ij")
+    d = step - w - l_
+    ok = d >= 0
+    logp = (
+        gammaln(step + 1.0) - gammaln(w + 1.0) - gammaln(l_ + 1.0) - gammaln(np.maximum(d, 0) + 1.0)
+        + xlogy(w + l_, p_win) + xlogy(np.maximum(d, 0), draw_rate)
+    )  # fmt: skip
+    return np.where(ok, np.exp(logp), 0.0)
+
+
+def exact_boundary(
+    n_max: int,
+    batch: int,
+    gamma: float = 0.05,
+    *,
+    draw_rate: float = 0.4,
+    futility: float = 0.2,
+    tol: float = 1e-13,
+) -> NDArray[np.float64]:
+    """Per interim look ``k = batch, 2·batch, … < n_max``: the predictive level ``c_k`` a lone
+    pair needs to stop early, from linear error spending computed exactly under the null.
+
+    Under the null (``p> = p< = (1 − draw_rate) / 2``) the label counts ``(W, L)`` after ``k``
+    labels are trinomial; the probability of the states not yet closed is carried from look to
+    look (convolution with one batch's trinomial). At look ``k`` a state's statistic is
+    ``s_k(W, L)``: :func:`outcome_probabilities`' probability of Algorithm 1's current direction
+    on all data (0 if Algorithm 1 is not significant now). The boundary is the smallest ``c_k``
+    whose states ``s_k ≥ c_k`` hold at most ``A·k / n_max − spent`` (Lan–DeMets linear spending
+    ``α(t) = A t``; ``spent``: early decisions at earlier looks); ``inf`` where no state fits
+    (no early decision at that look). States retired as futile (``P(undecided) > 1 − futility``
+    with more than a batch left) close undecided. ``A`` is the largest (bisection) whose total
+    false-decision rate — early decisions plus Algorithm 1 at γ on all ``n_max`` labels for the
+    states never closed — is ≤ γ. States below ``tol`` are dropped (their mass is counted as
+    not decided; the total is exact up to it).
+    """
+    n_max, batch = int(n_max), int(batch)
+    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
+    steps = np.diff(looks, prepend=0)
+    p_win = (1.0 - draw_rate) / 2.0
+    size = min(n_max, int(p_win * n_max + 9.0 * np.sqrt(n_max * p_win) + batch)) + 1
+    kernels = {int(s): _trinomial(int(s), p_win, draw_rate) for s in np.unique(steps)}
+
+    def advance(dist: NDArray[np.float64], step: int) -> NDArray[np.float64]:
+        rows, cols = np.flatnonzero(dist.any(axis=1)), np.flatnonzero(dist.any(axis=0))
+        r0, c0 = int(rows[0]), int(cols[0])
+        block = fftconvolve(dist[r0 : rows[-1] + 1, c0 : cols[-1] + 1], kernels[step])
+        block = block[: size - r0, : size - c0]
+        out = np.zeros_like(dist)
+        out[r0 : r0 + block.shape[0], c0 : c0 + block.shape[1]] = block
+        out[out < tol] = 0.0
+        return out
+
+    # the statistic of every reachable state at every interim look (ranked), and the futile
+    states: list[tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]] = []
+    dist = np.zeros((size, size))
+    dist[0, 0] = 1.0
+    for j, k in enumerate(looks[:-1]):
+        dist = advance(dist, int(steps[j]))
+        flat = np.flatnonzero(dist)
+        w, l_ = np.divmod(flat, size)
+        counts = np.stack([w, k - w - l_, l_], axis=1).astype(float)
+        mean, var, nondraw = pool_effect(counts, np.full(flat.size, float(n_max)))
+        p_a, p_b, p_u = outcome_probabilities(
+            no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
+        )
+        now = decide(theta_human(counts), gamma)
+        stat = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
+        order = np.argsort(-stat, kind="stable")
+        order = order[stat[order] > 0]
+        futile = flat[(p_u > 1.0 - futility) & (n_max - k > batch)] if futility > 0 else flat[:0]
+        states.append((flat[order], stat[order], futile))
+    w, l_ = np.divmod(np.arange(size * size), size)
+    last = np.stack([w, n_max - w - l_, l_], axis=1).astype(float)
+    final_sig = (decide(theta_human(np.maximum(last, 0.0)), gamma) != 0) & (last[:, 1] >= 0)
+
+    def run(rate: float) -> tuple[float, NDArray[np.float64]]:
+        dist = np.zeros((size, size))
+        dist[0, 0] = 1.0
+        spent, bounds = 0.0, np.full(len(states), np.inf)
+        for j, (idx, stat, futile) in enumerate(states):
+            dist = advance(dist, int(steps[j]))
+            cum = np.cumsum(dist.flat[idx])
+            fits = cum <= rate * looks[j] / n_max - spent + 1e-15
+            fits[:-1] &= stat[:-1] > stat[1:]  # all states of a value or none
+            if fits.any():
+                cut = int(np.flatnonzero(fits)[-1])
+                bounds[j] = stat[cut]
+                spent += float(cum[cut])
+                dist.flat[idx[: cut + 1]] = 0.0
+            dist.flat[futile] = 0.0
+        dist = advance(dist, int(steps[-1]))
+        return spent + float(dist.ravel()[final_sig].sum()), bounds
+
+    total, bounds = run(0.0)
+    if total > gamma:
+        return bounds
+    lo, hi = 0.0, 1.0
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if run(mid)[0] <= gamma:
+            lo = mid
+        else:
+            hi = mid
+    return run(lo)[1]

@@ -397,7 +397,8 @@ def replay_once(
     }  # fmt: skip
     implied: dict[int, tuple[int, ...]] = {}
     level = settings.decision_level
-    lone = None
+    lone: float | tuple[float, ...] | None = None
+    boundary: tuple[float, ...] | None = None
     futility = None
     weights = np.ones(n_pairs)
     effect_mean = np.zeros(n_pairs)
@@ -424,6 +425,11 @@ def replay_once(
             lone = rounds.decision_level(
                 settings, int(pools.max()), settings.batch, post.human_counts
             )
+            boundary = rounds.lone_boundary(
+                settings, int(pools.max()), settings.batch, post.human_counts
+            )
+            if boundary is not None:
+                lone = boundary
             level = rounds.study_level(
                 settings, systems, int(pools.max()), settings.batch, post.human_counts, lone
             )
@@ -439,7 +445,8 @@ def replay_once(
             systems=systems[idx],
             closed=closed,
             futility=futility,
-            lone_level=lone,
+            lone_level=None if boundary is not None else lone,
+            boundary=boundary,
         )
         final[idx] = step.decision
         p_prot[idx] = step.mean_p
