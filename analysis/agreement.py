@@ -398,7 +398,7 @@ def package_alpha(counts: np.ndarray, domain: np.ndarray, level: Level, chunk: i
         o = terms.sum(axis=0)
     n_v = o.sum(axis=0)
     e = _random_coincidences(n_v)
-    d = _distances(np.asarray(domain), _distance_metric(level), n_v)
+    d: np.ndarray = _distances(np.asarray(domain), _distance_metric(level), n_v)
     return float(1 - (o * d).sum() / (e * d).sum())
 
 

@@ -210,7 +210,7 @@ def _correlations(
         why = f"{'x' if np.all(xa == xa[0]) else 'y'} is constant: correlation undefined"
     if why:
         return [(Estimate.undefined(why, n=n), None) for _ in methods]
-    points = []
+    points: list[tuple[float, float | None]] = []
     for method in methods:
         res = stats.kendalltau(xa, ya, variant="b") if method == "kendall" else fn[method](xa, ya)
         p = float(res.pvalue)
@@ -220,8 +220,8 @@ def _correlations(
         return [(Estimate(pt, n=n, reason=why), p) for pt, p in points]
     table = table if table is not None else _pair_table(xa, ya)
     reps = _table_replicates(table, methods, n_boot, seed)
-    out = []
-    for method, (point, p) in zip(methods, points, strict=True):
+    out: list[tuple[Estimate, float | None]] = []
+    for method, (point, p_value) in zip(methods, points, strict=True):
         if reps is not None:
             reps_arr = reps[method]
         else:  # nearly continuous data: resample indices, one scipy call per replicate
@@ -233,7 +233,7 @@ def _correlations(
         reason = ""
         if n_ok < n_boot:
             reason = f"interval from the {n_ok} of {n_boot} resamples in which it was defined"
-        out.append((Estimate(point, low, high, n=n, n_boot=n_ok, reason=reason), p))
+        out.append((Estimate(point, low, high, n=n, n_boot=n_ok, reason=reason), p_value))
     return out
 
 

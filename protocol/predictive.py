@@ -23,10 +23,9 @@ from typing import Literal, Required, TypedDict, Unpack, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.signal import fftconvolve
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.special import gammaln, ndtr, ndtri, xlogy
+from scipy.special import ndtr, ndtri
 
 from .decision import PosteriorDraws, decide, human_posterior, theta_human
 from .implied import null_false_decisions
@@ -40,7 +39,6 @@ __all__ = [
     "pooling_information",
     "first_early_look",
     "calibrate_decision_level",
-    "exact_boundary",
     "outcome_probabilities",
     "pool_across_pairs",
     "pool_effect",
@@ -549,7 +547,7 @@ def _pooled_batch(
 class NullStudyOptions(TypedDict, total=False):
     """The null studies' options of :func:`null_study_bounds` (``lone_level`` required)."""
 
-    lone_level: Required[float | tuple[float, ...]]
+    lone_level: Required[float]
     futility: float
     min_annotations: int
     draw_rate: float
@@ -589,7 +587,7 @@ def null_study_bounds(
     batch: int,
     gamma: float = 0.05,
     *,
-    lone_level: float | tuple[float, ...],
+    lone_level: float,
     futility: float = 0.2,
     min_annotations: int = 30,
     draw_rate: float = 0.4,
@@ -608,8 +606,6 @@ def null_study_bounds(
     interim look would decide it (under :func:`blended_level` with ``lone_level``; −inf if
     none, +inf if the lone level alone decides it) while futility has not retired it, and
     whether the last look (Algorithm 1 on the whole pool) decides it. Shapes (n_studies·P,).
-    ``lone_level`` may be one level per interim look (:func:`exact_boundary`; ``inf``: no
-    early decision there).
     With ``per_look``: that bound at every interim look while the pair is alive (−inf
     otherwise) and the direction Algorithm 1 says there, shapes (looks, n_studies, P), and
     the last look's direction for pairs alive to it (0 otherwise), (n_studies, P)."""
@@ -623,7 +619,6 @@ def null_study_bounds(
     x[np.arange(n_pairs), local[:, 1]] = -1.0
     n_max = int(n_max)
     looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
-    lone_levels = np.asarray(lone_level, dtype=float).reshape(-1)
     pw = (1.0 - draw_rate) / 2.0
     steps = np.diff(looks, prepend=0)
     running = np.zeros((n_studies, n_pairs, 3), dtype=np.int64)  # labels so far, per look
@@ -655,15 +650,12 @@ def null_study_bounds(
             now = np.sign(p_a - p_b).astype(np.int8)
         sig = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
         need = 1.0 - (1.0 - sig) / (k / n_max) ** spending  # largest level deciding here
-        lone = float(lone_levels[min(j, lone_levels.size - 1)])
         with np.errstate(divide="ignore", invalid="ignore"):
             bound = np.where(
                 info > 1e-9,
-                (need - lone * (1.0 - info)) / info,
-                np.where(need >= lone, np.inf, -np.inf),
+                (need - lone_level * (1.0 - info)) / info,
+                np.where(need >= lone_level, np.inf, -np.inf),
             )
-        if np.isinf(lone):  # no early decision at this look (exact_boundary)
-            bound = np.full_like(bound, -np.inf)
         bound = np.where(now != 0, bound, -np.inf)
         top = np.where(alive, np.maximum(top, bound), top)
         if per_look:
@@ -692,7 +684,7 @@ def calibrate_study_level(
     batch: int,
     gamma: float = 0.05,
     *,
-    lone_level: float | tuple[float, ...],
+    lone_level: float,
     futility: float = 0.2,
     min_annotations: int = 30,
     draw_rate: float = 0.4,
@@ -760,116 +752,3 @@ def _implied_rate(
         return float(np.mean(null_false_decisions(first_look, direction, local, n_sys)))
 
     return rate
-
-
-# --------------------------------------------------------------------------------------------
-# An exactly computed boundary for the look schedule (lone pair, under the null)
-# --------------------------------------------------------------------------------------------
-
-
-def _trinomial(step: int, p_win: float, draw_rate: float) -> NDArray[np.float64]:
-    """``P(w wins, l losses)`` among ``step`` labels, ``p> = p< = p_win``, shape (step+1,)²."""
-    w, l_ = np.meshgrid(np.arange(step + 1), np.arange(step + 1), indexing="ij")
-    d = step - w - l_
-    ok = d >= 0
-    logp = (
-        gammaln(step + 1.0) - gammaln(w + 1.0) - gammaln(l_ + 1.0) - gammaln(np.maximum(d, 0) + 1.0)
-        + xlogy(w + l_, p_win) + xlogy(np.maximum(d, 0), draw_rate)
-    )  # fmt: skip
-    return np.where(ok, np.exp(logp), 0.0)
-
-
-def exact_boundary(
-    n_max: int,
-    batch: int,
-    gamma: float = 0.05,
-    *,
-    draw_rate: float = 0.4,
-    futility: float = 0.2,
-    tol: float = 1e-13,
-) -> NDArray[np.float64]:
-    """Per interim look ``k = batch, 2·batch, … < n_max``: the predictive level ``c_k`` a lone
-    pair needs to stop early, from linear error spending computed exactly under the null.
-
-    Under the null (``p> = p< = (1 − draw_rate) / 2``) the label counts ``(W, L)`` after ``k``
-    labels are trinomial; the probability of the states not yet closed is carried from look to
-    look (convolution with one batch's trinomial). At look ``k`` a state's statistic is
-    ``s_k(W, L)``: :func:`outcome_probabilities`' probability of Algorithm 1's current direction
-    on all data (0 if Algorithm 1 is not significant now). The boundary is the smallest ``c_k``
-    whose states ``s_k ≥ c_k`` hold at most ``A·k / n_max − spent`` (Lan–DeMets linear spending
-    ``α(t) = A t``; ``spent``: early decisions at earlier looks); ``inf`` where no state fits
-    (no early decision at that look). States retired as futile (``P(undecided) > 1 − futility``
-    with more than a batch left) close undecided. ``A`` is the largest (bisection) whose total
-    false-decision rate — early decisions plus Algorithm 1 at γ on all ``n_max`` labels for the
-    states never closed — is ≤ γ. States below ``tol`` are dropped (their mass is counted as
-    not decided; the total is exact up to it).
-    """
-    n_max, batch = int(n_max), int(batch)
-    looks = np.unique(np.minimum(np.arange(batch, n_max + batch, batch), n_max))
-    steps = np.diff(looks, prepend=0)
-    p_win = (1.0 - draw_rate) / 2.0
-    size = min(n_max, int(p_win * n_max + 9.0 * np.sqrt(n_max * p_win) + batch)) + 1
-    kernels = {int(s): _trinomial(int(s), p_win, draw_rate) for s in np.unique(steps)}
-
-    def advance(dist: NDArray[np.float64], step: int) -> NDArray[np.float64]:
-        rows, cols = np.flatnonzero(dist.any(axis=1)), np.flatnonzero(dist.any(axis=0))
-        r0, c0 = int(rows[0]), int(cols[0])
-        block = fftconvolve(dist[r0 : rows[-1] + 1, c0 : cols[-1] + 1], kernels[step])
-        block = block[: size - r0, : size - c0]
-        out = np.zeros_like(dist)
-        out[r0 : r0 + block.shape[0], c0 : c0 + block.shape[1]] = block
-        out[out < tol] = 0.0
-        return out
-
-    # the statistic of every reachable state at every interim look (ranked), and the futile
-    states: list[tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]] = []
-    dist = np.zeros((size, size))
-    dist[0, 0] = 1.0
-    for j, k in enumerate(looks[:-1]):
-        dist = advance(dist, int(steps[j]))
-        flat = np.flatnonzero(dist)
-        w, l_ = np.divmod(flat, size)
-        counts = np.stack([w, k - w - l_, l_], axis=1).astype(float)
-        mean, var, nondraw = pool_effect(counts, np.full(flat.size, float(n_max)))
-        p_a, p_b, p_u = outcome_probabilities(
-            no_pooling(mean, var), counts, n_max, n_max - k, nondraw, gamma
-        )
-        now = decide(theta_human(counts), gamma)
-        stat = np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0))
-        order = np.argsort(-stat, kind="stable")
-        order = order[stat[order] > 0]
-        futile = flat[(p_u > 1.0 - futility) & (n_max - k > batch)] if futility > 0 else flat[:0]
-        states.append((flat[order], stat[order], futile))
-    w, l_ = np.divmod(np.arange(size * size), size)
-    last = np.stack([w, n_max - w - l_, l_], axis=1).astype(float)
-    final_sig = (decide(theta_human(np.maximum(last, 0.0)), gamma) != 0) & (last[:, 1] >= 0)
-
-    def run(rate: float) -> tuple[float, NDArray[np.float64]]:
-        dist = np.zeros((size, size))
-        dist[0, 0] = 1.0
-        spent, bounds = 0.0, np.full(len(states), np.inf)
-        for j, (idx, stat, futile) in enumerate(states):
-            dist = advance(dist, int(steps[j]))
-            cum = np.cumsum(dist.flat[idx])
-            fits = cum <= rate * looks[j] / n_max - spent + 1e-15
-            fits[:-1] &= stat[:-1] > stat[1:]  # all states of a value or none
-            if fits.any():
-                cut = int(np.flatnonzero(fits)[-1])
-                bounds[j] = stat[cut]
-                spent += float(cum[cut])
-                dist.flat[idx[: cut + 1]] = 0.0
-            dist.flat[futile] = 0.0
-        dist = advance(dist, int(steps[-1]))
-        return spent + float(dist.ravel()[final_sig].sum()), bounds
-
-    total, bounds = run(0.0)
-    if total > gamma:
-        return bounds
-    lo, hi = 0.0, 1.0
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        if run(mid)[0] <= gamma:
-            lo = mid
-        else:
-            hi = mid
-    return run(lo)[1]

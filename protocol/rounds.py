@@ -29,7 +29,6 @@ from .predictive import (
     calibrate_decision_level,
     calibrate_futility,
     calibrate_study_level,
-    exact_boundary,
     first_early_look,
     no_pooling,
     outcome_probabilities,
@@ -179,38 +178,12 @@ def decision_level(settings: ProtocolSettings, n_max: int, batch: int, human: Ar
 
 
 @lru_cache(maxsize=64)
-def _exact_levels(
-    n_max: int, batch: int, gamma: float, draw_rate: float, futility: float
-) -> tuple[float, ...]:
-    return tuple(
-        float(c)
-        for c in exact_boundary(n_max, batch, gamma, draw_rate=draw_rate, futility=futility)
-    )
-
-
-def lone_boundary(
-    settings: ProtocolSettings, n_max: int, batch: int, human: ArrayLike
-) -> tuple[float, ...] | None:
-    """With ``settings.boundary == "exact"``: a lone pair's level at every interim look
-    (:func:`protocol.predictive.exact_boundary`); None otherwise."""
-    if settings.boundary != "exact" or settings.decision_level is not None:
-        return None
-    return _exact_levels(
-        int(n_max),
-        int(batch),
-        settings.gamma,
-        null_draw_rate(human, settings),
-        futility_threshold(settings, n_max, batch, human),
-    )
-
-
-@lru_cache(maxsize=64)
 def _study_level(
     pairs: tuple[tuple[int, int], ...],
     n_max: int,
     batch: int,
     gamma: float,
-    lone: float | tuple[float, ...],
+    lone: float,
     futility: float,
     min_annotations: int,
     draw_rate: float,
@@ -232,7 +205,7 @@ def study_level(
     n_max: int,
     batch: int,
     human: ArrayLike,
-    lone: float | tuple[float, ...],
+    lone: float,
 ) -> float:
     """The level of a pair that the other pairs pin down (:func:`blended_level`), calibrated on
     null studies of this study's shape with pooling on
@@ -243,7 +216,7 @@ def study_level(
         or not settings.pooling
         or not settings.pooled_calibration
     ):
-        return float(lone) if isinstance(lone, float | int) else float("nan")
+        return float(lone)
     # the shape only: systems relabelled 0..S-1, pairs sorted (the live study and the replay
     # number systems and order pairs differently; the calibration must not depend on it)
     # (a study whose systems fall apart into unconnected groups: the largest group's shape)
@@ -256,18 +229,17 @@ def study_level(
     _, ids = np.unique(ids, return_inverse=True)
     ids = np.sort(ids.reshape(-1, 2), axis=1)
     pairs = tuple(sorted((int(a), int(b)) for a, b in ids))
-    exact = not isinstance(lone, float | int)
     return _study_level(
         pairs,
         int(n_max),
         int(batch),
         settings.gamma,
-        lone if exact else float(lone),
+        float(lone),
         futility_threshold(settings, n_max, batch, human),
-        0 if exact else settings.min_annotations,
+        settings.min_annotations,
         null_draw_rate(human, settings),
         settings.calibration_studies,
-        0.0 if exact else settings.spending,
+        settings.spending,
         settings.implied,
         settings.own_significance,
     )
@@ -298,7 +270,6 @@ def decide_round(
     correlation: NDArray[np.float64] | None = None,
     futility: float | None = None,
     lone_level: float | None = None,
-    boundary: tuple[float, ...] | None = None,
 ) -> RoundDecision:
     """Decide every open pair after a round (Algorithm 2, inner loop) and say which close.
 
@@ -353,26 +324,13 @@ def decide_round(
         effects, post.human_counts, pool, remaining, nondraw, gamma
     )
     last = (used >= pool) | (budget_left <= 0)
+    early = ~last & (used >= first_early_look(pool, settings.min_annotations))
     decision = np.where(last, now, 0).astype(np.int8)
     pair_level: float | NDArray[np.float64] | None = level
-    if boundary is not None:
-        # the exact boundary: the lone pair's level at this look (inf: not yet), blended
-        # with the study level by how much pooling informs the pair; no floor, no schedule
-        early = ~last
-        lone_now = exact_look(boundary, used, settings.batch)
-        level_now = lone_now
-        if level is not None and np.isfinite(level):
-            info = pooling_information(effects, eff_var)
-            with np.errstate(invalid="ignore"):
-                level_now = np.where(
-                    np.isinf(lone_now), np.inf, blended_level(level, lone_now, info)
-                )
-    else:
-        early = ~last & (used >= first_early_look(pool, settings.min_annotations))
-        if lone_level is not None and level is not None:
-            info = pooling_information(effects, eff_var)
-            pair_level = blended_level(level, lone_level, info)
-        level_now = look_level(pair_level, used, pool, settings.spending)
+    if lone_level is not None and level is not None:
+        info = pooling_information(effects, eff_var)
+        pair_level = blended_level(level, lone_level, info)
+    level_now = look_level(pair_level, used, pool, settings.spending)
     # the direction an early decision takes: Algorithm 1's now, or (own_significance off)
     # the predicted one, whether or not the pair's own labels are significant yet
     way = now if settings.own_significance else np.sign(p_a - p_b)
@@ -529,14 +487,3 @@ def look_level(
     base = np.asarray(level if level is not None else 1.0, dtype=float)
     needed: NDArray[np.float64] = 1.0 - (1.0 - base) * frac**spending
     return needed
-
-
-def exact_look(
-    boundary: tuple[float, ...], used: NDArray[np.int64], batch: int
-) -> NDArray[np.float64]:
-    """The level of :func:`protocol.predictive.exact_boundary` at the last look a pair with
-    ``used`` annotations has passed (``inf`` before the first)."""
-    levels = np.append(np.inf, np.asarray(boundary, dtype=float))
-    at = np.clip(np.asarray(used, dtype=np.int64) // int(batch), 0, len(boundary))
-    out: NDArray[np.float64] = levels[at]
-    return out

@@ -56,12 +56,6 @@ class ProtocolSettings:
     futility_error: float | None = 0.1
     #: No early decision or retirement before this many annotations (or a quarter of the pool).
     min_annotations: int = 30
-    #: "linear": the ``min_annotations`` floor and the ``spending`` schedule on the calibrated
-    #: level; "exact": per-look levels of a lone pair from linear error spending computed
-    #: exactly under the null (:func:`protocol.predictive.exact_boundary`), no floor (replay
-    #: only; not adopted: with the study level it decides more than γ of the pairs of null
-    #: studies of eight systems, docs/validation.md).
-    boundary: str = "linear"
     #: Predict from all pairs through δ_ab = q_a − q_b + e_ab; False: each pair on its own.
     pooling: bool = True
     #: An early decision needs Algorithm 1 significant on the pair's own labels now; False:
@@ -91,8 +85,6 @@ class ProtocolSettings:
             raise ValueError("batch must be >= 1")
         if self.allocation not in ("uniform", "adaptive"):
             raise ValueError("allocation must be 'uniform' or 'adaptive'")
-        if self.boundary not in ("linear", "exact"):
-            raise ValueError("boundary must be 'linear' or 'exact'")
 
     def __hash__(self) -> int:  # sampler is a dict; hash on the rest
         return hash(tuple((k, v) for k, v in asdict(self).items() if k != "sampler"))

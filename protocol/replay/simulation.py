@@ -397,8 +397,7 @@ def replay_once(
     }  # fmt: skip
     implied: dict[int, tuple[int, ...]] = {}
     level = settings.decision_level
-    lone: float | tuple[float, ...] | None = None
-    boundary: tuple[float, ...] | None = None
+    lone = None
     futility = None
     weights = np.ones(n_pairs)
     effect_mean = np.zeros(n_pairs)
@@ -425,11 +424,6 @@ def replay_once(
             lone = rounds.decision_level(
                 settings, int(pools.max()), settings.batch, post.human_counts
             )
-            boundary = rounds.lone_boundary(
-                settings, int(pools.max()), settings.batch, post.human_counts
-            )
-            if boundary is not None:
-                lone = boundary
             level = rounds.study_level(
                 settings, systems, int(pools.max()), settings.batch, post.human_counts, lone
             )
@@ -445,8 +439,7 @@ def replay_once(
             systems=systems[idx],
             closed=closed,
             futility=futility,
-            lone_level=None if boundary is not None else lone,
-            boundary=boundary,
+            lone_level=lone,
         )
         final[idx] = step.decision
         p_prot[idx] = step.mean_p

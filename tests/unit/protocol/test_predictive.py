@@ -7,16 +7,15 @@ import functools
 
 import numpy as np
 import pytest
-from scipy.special import betainc, gammaln
+from scipy.special import betainc
 from scipy.stats import multivariate_normal
 
-from protocol.decision import decide, sample_posterior, theta_human
+from protocol.decision import sample_posterior
 from protocol.predictive import (
     _component,
     calibrate_decision_level,
     calibrate_futility,
     calibrate_study_level,
-    exact_boundary,
     futility_scores,
     no_pooling,
     outcome_probabilities,
@@ -303,59 +302,6 @@ def test_spending_schedule_keeps_a_lone_null_pairs_false_decisions_at_gamma() ->
     assert level < flat
     data = _null_pools(2000, 200, seed=5)
     settings = ProtocolSettings(batch=10, decision_level=level, spending=1.0, allocation="uniform")
-    res = replay_once(data, settings, np.random.default_rng(6))
-    assert np.mean(res.decisions != 0) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 2000)
-
-
-def test_exact_boundary_spends_gamma_over_every_path_of_a_small_pool() -> None:
-    # pool 30, looks at 10 and 20 (then all 30), draw rate 0.4: every path of three batches
-    # (66³ of them) enumerated independently of the boundary's dynamic programme
-    n_max, batch, gamma = 30, 10, 0.05
-    w, l_ = (a.ravel() for a in np.meshgrid(np.arange(11), np.arange(11), indexing="ij"))
-    keep = w + l_ <= 10
-    w, l_ = w[keep], l_[keep]
-    prob = np.exp(gammaln(11.0) - gammaln(w + 1.0) - gammaln(l_ + 1.0) - gammaln(11.0 - w - l_))
-    prob *= 0.3 ** (w + l_) * 0.4 ** (10 - w - l_)
-    i, j, k = (a.ravel() for a in np.meshgrid(*[np.arange(w.size)] * 3, indexing="ij"))
-    paths = prob[i] * prob[j] * prob[k]
-
-    def look(wins, losses, used):  # the statistic and P(undecided) of outcome_probabilities
-        counts = np.stack([wins, used - wins - losses, losses], axis=1).astype(float)
-        mean, var, nondraw = pool_effect(counts, np.full(len(counts), float(n_max)))
-        p_a, p_b, p_u = outcome_probabilities(
-            no_pooling(mean, var), counts, n_max, n_max - used, nondraw, gamma
-        )
-        now = decide(theta_human(counts), gamma)
-        return np.where(now > 0, p_a, np.where(now < 0, p_b, 0.0)), p_u
-
-    for futility in (0.0, 0.2):
-        c = exact_boundary(n_max, batch, gamma, draw_rate=0.4, futility=futility)
-        assert c.shape == (2,) and np.all((c > 0.5) & (c < 1.0))
-        s1, u1 = look(w[i], l_[i], 10)
-        s2, _ = look(w[i] + w[j], l_[i] + l_[j], 20)
-        early1 = (s1 > 0) & (s1 >= c[0])
-        futile1 = ~early1 & (u1 > 1.0 - futility) if futility else np.zeros_like(early1)
-        early2 = ~early1 & ~futile1 & (s2 > 0) & (s2 >= c[1])
-        wins, losses = w[i] + w[j] + w[k], l_[i] + l_[j] + l_[k]
-        final = np.stack([wins, n_max - wins - losses, losses], axis=1).astype(float)
-        last = ~early1 & ~futile1 & ~early2 & (decide(theta_human(final), gamma) != 0)
-        false = paths[early1].sum() + paths[early2].sum() + paths[last].sum()
-        assert 0.045 < false <= gamma  # γ spent, never more
-        assert paths[early1].sum() > 0 and paths[early2].sum() > 0  # both looks may stop
-    # without futility the pool-30 boundary is Algorithm 1's (worked values)
-    np.testing.assert_allclose(
-        exact_boundary(n_max, batch, gamma, draw_rate=0.4, futility=0.0),
-        [0.9922857, 0.9354701],
-        atol=1e-6,
-    )
-
-
-def test_exact_boundary_keeps_a_lone_null_pairs_false_decisions_at_gamma() -> None:
-    # no floor, no schedule: the per-look levels of exact_boundary, through the protocol
-    data = _null_pools(2000, 200, seed=5)
-    settings = ProtocolSettings(
-        batch=10, boundary="exact", null_draw_rate=0.4, allocation="uniform"
-    )
     res = replay_once(data, settings, np.random.default_rng(6))
     assert np.mean(res.decisions != 0) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 2000)
 
