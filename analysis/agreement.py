@@ -368,40 +368,6 @@ def alpha_reducer(level: Level, values: np.ndarray | None, k: int) -> Reducer:
     return reduce
 
 
-def package_alpha(counts: np.ndarray, domain: np.ndarray, level: Level, chunk: int = 8192) -> float:
-    """``krippendorff.alpha(value_counts=counts, ...)`` to the last bit, without its three
-    ``(units, values, values)`` temporaries (60 MB for 100,000 units): each chunk of units'
-    coincidences is added to the running sum in the package's order (the first row of the
-    chunk carries the sum), then the package's own steps finish."""
-    import krippendorff
-
-    try:
-        from krippendorff.krippendorff import (
-            _distance_metric,
-            _distances,
-            _random_coincidences,
-        )
-    except ImportError:  # another version of the package: its own (dense) computation
-        return float(
-            krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level)
-        )
-    eye = np.eye(counts.shape[1])
-    o = np.zeros((counts.shape[1], counts.shape[1]))
-    for start in range(0, len(counts), chunk):
-        c = counts[start : start + chunk]
-        pairable = np.maximum(c.sum(axis=1), 2)
-        terms = (c[:, :, None] * c[:, None, :] - c[:, None, :] * eye) / (pairable - 1.0)[
-            :, None, None
-        ]
-        if start:
-            terms[0] += o
-        o = terms.sum(axis=0)
-    n_v = o.sum(axis=0)
-    e = _random_coincidences(n_v)
-    d: np.ndarray = _distances(np.asarray(domain), _distance_metric(level), n_v)
-    return float(1 - (o * d).sum() / (e * d).sum())
-
-
 def krippendorff_alpha(
     data: pd.DataFrame | LabelCounts,
     *,
@@ -411,7 +377,7 @@ def krippendorff_alpha(
     seed: SeedLike = 0,
     confidence: float = 0.95,
 ) -> Estimate:
-    """Krippendorff's alpha among the human labels, via the ``krippendorff`` package.
+    """Krippendorff's alpha among the human labels.
 
     Levels ``nominal``, ``ordinal``, ``interval`` and ``ratio`` (Krippendorff 2011, "Computing
     Krippendorff's alpha-reliability"; used for human-human agreement by Judge-Bench, Section 4,
@@ -434,9 +400,9 @@ def krippendorff_alpha(
     if used.sum() < 2:
         return Estimate.undefined(ONE_VALUE, n=n)
     domain = values if values is not None else np.arange(k, dtype=np.float64)
-    point = package_alpha(lc.human, domain, level)
     vp = alpha_terms(pat.rows)
     reduce = alpha_reducer(level, domain, k)
+    point = float(reduce((pat.freq @ vp)[None, :])[0])  # the study's own coincidence sums
     est = estimate_from_sums(
         vp, pat.freq, reduce, n=n, n_boot=n_boot, seed=seed, confidence=confidence
     )

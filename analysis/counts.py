@@ -52,7 +52,9 @@ def _numeric_values(labels: pd.Index) -> np.ndarray | None:
     return None
 
 
-def _label_codes(values: pd.Series, labels: pd.Index, what: str) -> np.ndarray:
+def label_codes(values: pd.Series, labels: pd.Index, what: str) -> np.ndarray:
+    """Each value's position in ``labels``; ``ValueError`` naming up to five unknown values
+    of ``what``."""
     codes = labels.get_indexer(values.to_numpy())
     if (codes < 0).any():
         unknown = pd.unique(values.to_numpy()[codes < 0])[:5]
@@ -63,7 +65,7 @@ def _label_codes(values: pd.Series, labels: pd.Index, what: str) -> np.ndarray:
     return coded
 
 
-def _factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+def factorize_text(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """``pd.factorize(values)``: codes in order of first appearance, and the uniques. Text kept
     by pyarrow (pandas' default when it is installed) is dictionary-encoded by Arrow with the
     system allocator: pandas' route takes twice the memory, in Arrow's pool, which keeps it."""
@@ -155,7 +157,7 @@ class LabelCounts:
             if label_index.has_duplicates:
                 raise ValueError(f"declared labels contain duplicates: {list(labels)}")
         k = len(label_index)
-        item_code, uniques = _factorize(ann["item"])
+        item_code, uniques = factorize_text(ann["item"])
         order = _sort_order(uniques)
         items = uniques[order].rename("item")
         human = np.zeros(len(items) * k, dtype=np.int64)
@@ -163,13 +165,13 @@ class LabelCounts:
         for start in range(0, len(ann), step):
             part = ann["label"].iloc[start : start + step]
             if (codes := label_index.get_indexer(part.to_numpy())).min(initial=0) < 0:
-                _label_codes(ann["label"], label_index, "annotations")  # raises, as before
+                label_codes(ann["label"], label_index, "annotations")  # raises, as before
             human += _counts(item_code[start : start + step], codes, len(items), k).ravel()
         human = human.reshape(len(items), k)[order]  # rows in sorted item order
         del item_code
         judge_counts: dict[str, np.ndarray] = {}
         if jud is not None:
-            codes = _label_codes(jud["label"], label_index, "judge labels")
+            codes = label_codes(jud["label"], label_index, "judge labels")
             rows = items.get_indexer(jud["item"].to_numpy())
             names = jud["judge"].to_numpy() if "judge" in jud.columns else None
             keep = rows >= 0

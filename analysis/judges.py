@@ -36,7 +36,7 @@ from analysis.agreement import (
     pa_values,
     percentage_agreement,
 )
-from analysis.counts import LabelCounts, Patterns, _factorize, _label_codes, as_label_counts
+from analysis.counts import LabelCounts, Patterns, as_label_counts, factorize_text, label_codes
 from analysis.estimates import (
     BOOTSTRAP_CACHE_CELLS,
     Estimate,
@@ -426,9 +426,9 @@ def judge_sample_agreement(
     )
     rows = []
     for name, part in long.groupby("judge", sort=True):
-        if len(_factorize(part["item"])[1]) == len(part):  # one sample per item: no counts
+        if len(factorize_text(part["item"])[1]) == len(part):  # one sample per item: no counts
             if labels is not None:  # labels outside the set still raise
-                _label_codes(part["label"], pd.Index(list(labels)), "annotations")
+                label_codes(part["label"], pd.Index(list(labels)), "annotations")
             n_samples = 1
         else:
             lc = LabelCounts.from_frames(part, labels=labels)

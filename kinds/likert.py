@@ -195,6 +195,14 @@ class Likert(Kind[LikertOptions]):
             for c in opts.get("criteria") or []
         ]
 
+    def score_scales(self, opts: LikertOptions) -> list[tuple[str, float, float]]:
+        """The criteria rated on a scale (not ``labels``), in order."""
+        return [
+            (c["name"], c.get("scale_min", 1), c.get("scale_max", 5))
+            for c in opts.get("criteria") or []
+            if not c.get("labels")
+        ]
+
     def score_columns(self, opts: LikertOptions) -> list[str]:
         return [c["name"] for c in opts.get("criteria") or []]
 
