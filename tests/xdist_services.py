@@ -12,10 +12,10 @@ with ``-p tests.xdist_services``, so it runs before pytest-django configures Dja
 - Live servers, gunicorn and nginx already bind free ports.
 
 Tests that cannot share are kept apart by marks: ``xdist_group`` runs a group's tests in one
-worker (the Redis throttle tests share database 3; ``tests/unit/test_xdist_groups.py``
-checks it); every other test is scheduled on its own; ``alone`` (stopping PostgreSQL or
-Redis, timing gunicorn, the schemathesis fuzz) runs in a phase of its own after the
-parallel one.
+worker, one test after another (the Redis throttle tests share database 3; the schemathesis
+fuzz builds its data once and checks what it saw at the end; ``tests/unit/test_xdist_groups.py``
+checks groups hold); every other test is scheduled on its own; ``alone`` (stopping
+PostgreSQL or Redis, timing gunicorn) runs in a phase of its own after the parallel one.
 """
 
 from __future__ import annotations

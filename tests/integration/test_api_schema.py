@@ -32,10 +32,11 @@ from analysis.views import MAX_N_BOOT
 from tests.conftest import LLMBAR, bundle, pairwise_bundle
 from tests.leasing import next_lease
 
-#: In one process, after the parallel phase (``alone``): schemathesis gives every case of a
-#: test one node id, which pytest-xdist does not run, and the closing test reads the
-#: statuses the fuzzing saw in this process.
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+#: In one process of the parallel phase, one test after another (one ``xdist_group``): the
+#: module's data is built once, and the closing test reads the statuses the fuzzing saw in
+#: this process. Each operation is a test of its own (``schema.parametrize``), which
+#: pytest-xdist runs like any other.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("schemathesis")]
 
 #: Fuzzed examples per operation and identity (the examples and coverage phases add their
 #: own deterministic cases). Tuned so the module runs in about a minute on 2 cores; a longer
