@@ -5,6 +5,8 @@ user only the rows of the studies ``selectors.studies_visible_to`` gives them (s
 all), in lists, change, delete and history pages, actions, list filters, foreign-key choices
 and autocomplete. Model permissions (view, change, …) still come from Django's auth."""
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import get_fields_from_path
@@ -159,11 +161,27 @@ def prepare_checks(modeladmin: admin.ModelAdmin, request, queryset):
     return TemplateResponse(request, "admin/annotator/study/prepare_checks.html", context)
 
 
+class IndentedJSONField(forms.JSONField):
+    """A JSON field shown indented, one setting a line, so it reads and edits as a list."""
+
+    def prepare_value(self, value):
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, ensure_ascii=False, indent=2, cls=self.encoder)
+
+
 class StudyForm(forms.ModelForm):
     """The kind's settings in one validated ``options``: its answer switches as boxes, the
     rest (criteria, strength …) as JSON; asks the service whether an edit can take effect
     and, if not, the page says why."""
 
+    options = IndentedJSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 14, "cols": 80}),
+        help_text="The kind's settings as JSON (criteria, strength, a ranking's per_item …; "
+        "docs/import-formats.md), checked by the kind when saved. The answer switches are the "
+        "boxes.",
+    )
     allow_tie = forms.BooleanField(required=False, initial=True, label="Allow tie")
     allow_both_good = forms.BooleanField(required=False, label="Allow both good")
     allow_both_bad = forms.BooleanField(required=False, label="Allow both bad")

@@ -66,7 +66,7 @@ def test_the_change_page_offers_only_the_kind_s_answer_switches(admin_client, ki
     shown = [s for s in SWITCHES if f'name="{s}"' in page]
     assert shown == OFFERED[kind]
     assert "kinds/.py" not in text_of(page)
-    assert "as the study line gave them and the kind checked them" in text_of(page)
+    assert "checked by the kind when saved. The answer switches are the boxes." in text_of(page)
 
 
 def headings(page: str) -> list[str]:
