@@ -170,6 +170,11 @@ class IndentedJSONField(forms.JSONField):
         return json.dumps(value, ensure_ascii=False, indent=2, cls=self.encoder)
 
 
+def _without_switches(options: dict) -> dict:
+    """``options`` less the answer switches (the form shows those as boxes)."""
+    return {k: v for k, v in options.items() if k not in kinds.ANSWER_SWITCHES}
+
+
 class StudyForm(forms.ModelForm):
     """The kind's settings in one validated ``options``: its answer switches as boxes, the
     rest (criteria, strength …) as JSON; asks the service whether an edit can take effect
@@ -192,11 +197,7 @@ class StudyForm(forms.ModelForm):
             settings = self.instance.kind_settings
             for name in kinds.ANSWER_SWITCHES:
                 self.fields[name].initial = settings.get(name, False)
-            self.initial["options"] = {
-                k: v
-                for k, v in (self.instance.options or {}).items()
-                if k not in kinds.ANSWER_SWITCHES
-            }
+            self.initial["options"] = _without_switches(self.instance.options or {})
 
     def clean(self) -> dict:
         cleaned = super().clean()
@@ -218,20 +219,17 @@ class StudyForm(forms.ModelForm):
         if not isinstance(given, dict):
             self.add_error("options", "Give the options as a JSON object.")
             return
-        for name in kinds.ANSWER_SWITCHES:
-            if cleaned.get(name) and name not in kind.answer_switches:
-                self.add_error(
-                    name,
-                    f"{kind.a_noun[:1].upper()}{kind.a_noun[1:]} study has no such "
-                    "answer; turn it off.",
-                )
-        unknown = sorted(set(given) - kind.extra_options - set(kinds.ANSWER_SWITCHES))
-        if unknown:
-            noun = kind.noun or kind.name
-            self.add_error("options", [f"{noun} studies take no '{k}' option" for k in unknown])
+        for name in kind.unused_switches(cleaned):
+            self.add_error(
+                name,
+                f"{kind.a_noun[:1].upper()}{kind.a_noun[1:]} study has no such answer; "
+                "turn it off.",
+            )
+        if unknown := kind.unknown_options(given):
+            self.add_error("options", unknown)
             return
         switches = {name: bool(cleaned.get(name)) for name in kind.answer_switches}
-        options = {k: v for k, v in given.items() if k not in kinds.ANSWER_SWITCHES} | switches
+        options = _without_switches(given) | switches
         collection = cleaned.get("collection", self.instance.collection)
         try:
             validated = kind.validate_options({**options, "collection": collection}, None)

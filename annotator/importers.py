@@ -292,8 +292,8 @@ def _validate_kind_options(
     """The kind's own options checked by the kind (``Kind.validate_options``): the
     validated options, answer switches and criteria included, go to ``Study.options``."""
     opts = spec.options
-    for key in sorted(set(opts.get("options", {})) - kind.extra_options):
-        errors.add(f"study: {kind.noun or kind.name} studies take no '{key}' option")
+    for message in kind.unknown_options(opts.get("options", {})):
+        errors.add(f"study: {message}")
     raw = {
         **{k: v for k, v in opts.items() if k != "options"},
         **opts.get("options", {}),

@@ -581,12 +581,7 @@ class QualificationTest(models.Model):
         except kinds.OptionError as exc:
             raise ValidationError({"options": exc.messages}) from None
         kind = self.kind_impl
-        unused = [
-            key
-            for key in kinds.ANSWER_SWITCHES
-            if self.options.get(key) and key not in kind.answer_switches
-        ]
-        if unused:
+        if unused := kind.unused_switches(self.options):
             raise ValidationError(
                 {"options": f"{', '.join(unused)}: {kind.a_noun} test has no such answer."}
             )

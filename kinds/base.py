@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar, cast
 
 from formats.judgebench_export import JudgeBenchProperty
@@ -199,6 +199,16 @@ class Kind(Generic[O]):
         ``n_systems`` is ``None`` when the number of systems is not known (checks that
         count systems are then left out). Default: a kind without options of its own."""
         return cast(O, {})
+
+    def unknown_options(self, keys: Iterable[str]) -> list[str]:
+        """Why each of ``keys`` (a study's option names) that this kind takes no option
+        for is refused; answer switches are left to :meth:`unused_switches`."""
+        unknown = sorted(set(keys) - self.extra_options - set(ANSWER_SWITCHES))
+        return [f"{self.noun or self.name} studies take no '{key}' option" for key in unknown]
+
+    def unused_switches(self, options: Mapping[str, Any]) -> list[str]:
+        """The answer switches turned on in ``options`` that this kind has no answer for."""
+        return [k for k in ANSWER_SWITCHES if options.get(k) and k not in self.answer_switches]
 
     def outputs_per_item(self, opts: O, n_systems: int) -> int:
         """How many outputs one item shows."""
