@@ -187,9 +187,11 @@ PURE_CORE_LAYERS = {
     "analysis.pairwise": {"analysis.aggregation", "analysis.estimates"},
     "analysis.perception": {"analysis.counts", "analysis.estimates", "analysis.aggregation"},
     "analysis.agreement": {"analysis.aggregation", "analysis.counts", "analysis.estimates"},
+    "analysis.correlation": {"analysis.counts", "analysis.estimates"},
     "analysis.judges": {
         "analysis.aggregation",
         "analysis.agreement",
+        "analysis.correlation",
         "analysis.counts",
         "analysis.estimates",
         "analysis.perception",

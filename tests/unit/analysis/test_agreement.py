@@ -16,7 +16,7 @@ from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from analysis import agreement as ag
-from analysis import judges
+from analysis import correlation, judges
 from analysis.counts import LabelCounts, find_patterns
 
 
@@ -436,7 +436,7 @@ def test_table_correlation_equals_scipy_with_ties(method):
     rng = np.random.default_rng(11)
     xl, yl = np.array([1.0, 1.5, 2, 3, 4.5]), np.array([1.0, 2, 3])
     tables = rng.integers(0, 6, size=(5, 5, 3)).astype(float)
-    got = judges._table_correlation(tables, xl, yl, method)
+    got = correlation._table_correlation(tables, xl, yl, method)
     fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
     for t, value in zip(tables, got, strict=True):
         x = np.repeat(np.repeat(xl, 3), t.ravel().astype(int))
@@ -448,11 +448,11 @@ def test_correlation_point_and_interval():
     rng = np.random.default_rng(2)
     x = rng.integers(1, 6, 400).astype(float)
     y = np.clip(x + rng.integers(-1, 2, 400), 1, 5)
-    est = judges.correlation(x, y, method="kendall", seed=1)
+    est = correlation.correlation(x, y, method="kendall", seed=1)
     assert est.value == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
     assert est.low < est.value < est.high and est.n_boot == 1000
-    assert judges.correlation(x, y, method="kendall", seed=1) == est
-    const = judges.correlation(x, np.ones(400))
+    assert correlation.correlation(x, y, method="kendall", seed=1) == est
+    const = correlation.correlation(x, np.ones(400))
     assert const.value is None and "constant" in const.reason
 
 
@@ -582,7 +582,7 @@ def test_judge_correlations_with_the_human_mean_carry_scipys_p_values():
         ref = fn(x, y)
         assert got.loc[method, "value"] == pytest.approx(ref.statistic, abs=1e-12)
         assert got.loc[method, "p_value"] == pytest.approx(ref.pvalue, rel=1e-12)
-    assert judges.correlation_p_value([1, 2, 3], [2, 2, 2]) is None
+    assert correlation.correlation_p_value([1, 2, 3], [2, 2, 2]) is None
 
 
 def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(monkeypatch):
@@ -615,7 +615,7 @@ def test_judge_correlations_call_scipy_once_per_method_and_aggregate_patterns(mo
         x = got.set_index("metric").loc[method, "p_value"]
         med = [np.median(human[i]) for i in sorted(human)]
         jl = [machine[i][0] for i in sorted(human)]
-        assert x == judges.correlation_p_value(med, jl, method=method)
+        assert x == correlation.correlation_p_value(med, jl, method=method)
 
 
 def test_judge_correlations_from_patterns_equal_the_item_level_path():
@@ -631,7 +631,7 @@ def test_judge_correlations_from_patterns_equal_the_item_level_path():
         y = judges._aggregate(pat.rows[:, 5:], lc.ordinal_values(), how)
         keep = np.isfinite(x) & np.isfinite(y)
         xa, ya = x[pat.inverse][keep[pat.inverse]], y[pat.inverse][keep[pat.inverse]]
-        xl, yl, pairs = judges._pair_table(x[keep], y[keep], pat.freq[keep])
+        xl, yl, pairs = correlation.pair_table(x[keep], y[keep], pat.freq[keep])
         codes = np.column_stack(
             [np.unique(xa, return_inverse=True)[1], np.unique(ya, return_inverse=True)[1]]
         )
@@ -640,10 +640,10 @@ def test_judge_correlations_from_patterns_equal_the_item_level_path():
         assert np.array_equal(xl, np.unique(xa)) and np.array_equal(yl, np.unique(ya))
         got = judges.judge_correlations(lc, aggregate=how, n_boot=60, seed=2).set_index("metric")
         for method in ("spearman", "kendall", "pearson"):
-            one = judges.correlation(xa, ya, method=method, n_boot=60, seed=2)
+            one = correlation.correlation(xa, ya, method=method, n_boot=60, seed=2)
             row = got.loc[method]
             assert (row["value"], row["low"], row["high"]) == (one.value, one.low, one.high)
-            assert row["p_value"] == judges.correlation_p_value(xa, ya, method=method)
+            assert row["p_value"] == correlation.correlation_p_value(xa, ya, method=method)
 
 
 def test_random_labeller_worked_example_and_simulation():
