@@ -41,13 +41,15 @@ __all__ = [
     "unregister",
 ]
 
-_REGISTRY: dict[str, Kind[Any]] = {k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING, _ERROR_SPANS)}
+_REGISTRY: dict[str, Kind[Any, Any]] = {
+    k.name: k for k in (_PAIRWISE, _LIKERT, _RANKING, _ERROR_SPANS)
+}
 
 #: Every registered kind's name, in registration order.
 NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 
-def register(kind: Kind[Any]) -> None:
+def register(kind: Kind[Any, Any]) -> None:
     """Add ``kind`` to the registry (a kind defined outside this package, e.g. a test's);
     ``ValueError`` when its name is taken or blank. Studies, tests, imports and exports
     then take it like the built-in kinds."""
@@ -65,7 +67,7 @@ def unregister(name: str) -> None:
     NAMES = tuple(_REGISTRY)
 
 
-def get(name: str) -> Kind[Any]:
+def get(name: str) -> Kind[Any, Any]:
     """The kind called ``name``; ``KeyError`` when there is none (callers list :data:`NAMES`)."""
     return _REGISTRY[name]
 

@@ -66,6 +66,9 @@ class CommonOptions(TypedDict, total=False):
 
 #: A kind's options type: a :class:`CommonOptions` TypedDict of its own settings.
 O = TypeVar("O", bound=CommonOptions)
+#: A kind's answer type: a TypedDict of what :meth:`Kind.parse_answer` returns (stored as
+#: ``Annotation.answer``), what every method's ``answer`` holds.
+A = TypeVar("A", bound=Mapping[str, object])
 
 
 class OptionError(ValueError):
@@ -111,9 +114,10 @@ def answer_json(text: str | bytes, message: str) -> Any:
         raise AnswerError(message) from None
 
 
-class Kind(Generic[O]):
+class Kind(Generic[O, A]):
     """Base class of a task kind; one instance per kind module, registered in :mod:`kinds`.
-    ``O`` is the kind's options type (a TypedDict), what every method's ``opts`` holds.
+    ``O`` is the kind's options type (a TypedDict), what every method's ``opts`` holds;
+    ``A`` its answer type.
 
     Subclasses set ``name``, ``label``, ``template`` and override what differs. The
     defaults suit a kind whose items show ``outputs_per_item`` outputs of every combination
@@ -241,24 +245,25 @@ class Kind(Generic[O]):
         data: Mapping[str, Any],
         *,
         outputs: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    ) -> A:
         """The submitted form/JSON (in display order) validated, as the answer in system
         order (JSON-serialisable, keeping the raw answer); raise :class:`AnswerError`.
         ``outputs``: the item's stored output texts in system order (the server passes them;
         a kind whose answer points into the text, as error spans do, checks it against them)."""
         raise NotImplementedError
 
-    def summary(self, opts: O, answer: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, opts: O, answer: A) -> dict[str, Any]:
         """The derived columns of ``Annotation``: ``raw_answer`` (display order), ``value``
         (an overall preference in system order: ``A``/``B``/``tie``/…) and ``scores``
         (criterion → value). Default: the answer's ``raw``, ``value`` and ``scores``."""
+        scores = answer.get("scores")
         return {
             "raw_answer": str(answer.get("raw", "") or ""),
             "value": str(answer.get("value", "") or ""),
-            "scores": dict(answer.get("scores") or {}),
+            "scores": dict(scores) if isinstance(scores, Mapping) else {},
         }
 
-    def answer_from_summary(self, opts: O, value: str, scores: Mapping[str, Any]) -> dict[str, Any]:
+    def answer_from_summary(self, opts: O, value: str, scores: Mapping[str, Any]) -> A:
         """An imported label (``value``/``scores`` in system order, no display order) as an
         answer. Default: ``{"value": …, "scores": …}``."""
         answer: dict[str, Any] = {}
@@ -266,7 +271,7 @@ class Kind(Generic[O]):
             answer["value"] = value
         if scores:
             answer["scores"] = dict(scores)
-        return answer
+        return cast(A, answer)
 
     def simulate_answer(
         self,
@@ -286,11 +291,11 @@ class Kind(Generic[O]):
         raise NotImplementedError
 
     # --- what the labels mean ------------------------------------------------------------
-    def pair_preferences(self, opts: O, answer: Mapping[str, Any]) -> list[PairPreference]:
+    def pair_preferences(self, opts: O, answer: A) -> list[PairPreference]:
         """The answer's pair preferences, positions in system order with i < j."""
         return []
 
-    def scores(self, opts: O, answer: Mapping[str, Any]) -> dict[str, dict[int, float]]:
+    def scores(self, opts: O, answer: A) -> dict[str, dict[int, float]]:
         """Criterion → position → numeric score."""
         return {}
 
@@ -302,7 +307,7 @@ class Kind(Generic[O]):
         ``ordinal`` or ``categorical``; ``observed``: property → labels present in the data."""
         return []
 
-    def report_labels(self, opts: O, answer: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    def report_labels(self, opts: O, answer: A) -> list[tuple[Any, ...]]:
         """The answer as ``(property, label)`` rows of the report (see
         :meth:`report_properties`), or ``(property, label, raw)`` when a property has its
         own display-order answer (the position-bias test reads it; default: the
@@ -333,7 +338,7 @@ class Kind(Generic[O]):
         :meth:`item_groups` groups them, which must not draw for gold."""
         return self.item_groups(opts, n_outputs, random.Random(0))
 
-    def gold_correct(self, opts: O, expected: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
+    def gold_correct(self, opts: O, expected: Mapping[str, Any], answer: A) -> bool:
         """Whether ``answer`` (what :meth:`parse_answer` returned) matches the known answer
         ``expected`` (what :meth:`parse_expected` returned); both in system order."""
         raise NotImplementedError
@@ -368,7 +373,7 @@ class Kind(Generic[O]):
     def export_row(
         self,
         opts: O,
-        answer: Mapping[str, Any],
+        answer: A,
         systems: Sequence[str],
         display_order: Sequence[int],
     ) -> dict[str, Any]:
@@ -380,7 +385,7 @@ class Kind(Generic[O]):
         return f"<kind {self.name}>"
 
 
-def switch(kind: Kind[Any], opts: Mapping[str, Any], name: str, errors: list[str]) -> bool:
+def switch(kind: Kind[Any, Any], opts: Mapping[str, Any], name: str, errors: list[str]) -> bool:
     """The answer switch ``name`` of ``kind`` as ``opts`` sets it, its default
     (:attr:`Kind.answer_switches`) where it does not; a value other than true or false is
     added to ``errors``."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from formats import vocab
 from formats.labels import LABEL_FIELDS
@@ -256,7 +256,28 @@ def answer_choices(opts: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 # --- answers -------------------------------------------------------------------------------
-def normalise(raw: str, display_order: Sequence[int], strength: bool) -> dict[str, Any]:
+class PairChoice(TypedDict, total=False):
+    """One criterion's answer: the display-order ``raw``, the preference in system order
+    (``value``: ``A``, ``B``, ``tie`` …) and, with ``strength`` on, its signed strength."""
+
+    raw: str
+    value: str
+    strength: int
+
+
+class PairwiseAnswer(TypedDict, total=False):
+    """A pairwise answer (:func:`parse_answer`): the summary criterion's ``raw`` and ``value``,
+    each criterion's :class:`PairChoice` when the study asks several or a strength, the
+    written ``rationale``; an imported label may carry ``scores``."""
+
+    raw: str
+    value: str
+    criteria: dict[str, PairChoice]
+    rationale: str
+    scores: dict[str, Any]
+
+
+def normalise(raw: str, display_order: Sequence[int], strength: bool) -> PairChoice:
     """One criterion's display-order answer in system order.
 
     >>> normalise("left", [1, 0], strength=False)
@@ -266,7 +287,7 @@ def normalise(raw: str, display_order: Sequence[int], strength: bool) -> dict[st
     """
     left_is_a = _left_is_a(display_order)
     if raw in _SIDE_NEUTRAL:
-        out: dict[str, Any] = {"raw": raw, "value": raw}
+        out: PairChoice = {"raw": raw, "value": raw}
         if strength:
             out["strength"] = 0
         return out
@@ -279,7 +300,7 @@ def normalise(raw: str, display_order: Sequence[int], strength: bool) -> dict[st
 
 def parse_answer(
     opts: Mapping[str, Any], display_order: Sequence[int], data: Mapping[str, Any]
-) -> dict[str, Any]:
+) -> PairwiseAnswer:
     """The submitted form or JSON (display order) as the answer in system order; raise
     :class:`AnswerError` on anything missing or not offered. ``opts`` holds the study's
     validated options plus ``allow_tie``/``allow_both_good``/``allow_both_bad``.
@@ -295,7 +316,7 @@ def parse_answer(
     _left_is_a(display_order)  # a bad display order is a server bug: ValueError, not 400
     strength = bool(opts.get("strength"))
     offered = {v for v, _ in answer_choices(opts)}
-    answers: dict[str, dict[str, Any]] = {}
+    answers: dict[str, PairChoice] = {}
     for c in criteria_of(opts):
         field = field_name(opts, c["name"])
         what = f"“{c['label']}”" if c["label"] else "which response is better"
@@ -306,7 +327,7 @@ def parse_answer(
             raise AnswerError(f"Unknown answer {shown(raw)} for {field}.")
         answers[c["name"]] = normalise(raw, display_order, strength)
     summary = answers[summary_criterion(opts)]
-    out: dict[str, Any] = {"raw": summary["raw"], "value": summary["value"]}
+    out: PairwiseAnswer = {"raw": summary["raw"], "value": summary["value"]}
     if opts.get("criteria") or strength:
         out = {"criteria": answers} | out
     mode = _mode(opts)

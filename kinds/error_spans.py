@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any, TypedDict, TypeGuard
 
 from kinds import span_prefill
 from kinds.base import (
@@ -271,7 +271,18 @@ class ErrorSpanOptions(CommonOptions, span_prefill.PrefillOptions, total=False):
     max_spans: int
 
 
-class ErrorSpans(Kind[ErrorSpanOptions]):
+class ErrorSpanAnswer(TypedDict, total=False):
+    """An error-span answer: the ``score`` (0–100) and the marked ``spans`` (``None``: an
+    imported score whose spans were not recorded); with prefill, the suggestions the worker
+    ``deleted`` and the ``prefill`` state the item showed (:mod:`kinds.span_prefill`)."""
+
+    score: int
+    spans: list[dict[str, Any]] | None
+    deleted: list[dict[str, Any]]
+    prefill: str
+
+
+class ErrorSpans(Kind[ErrorSpanOptions, ErrorSpanAnswer]):
     """The error-span kind (see the module docstring)."""
 
     name = "error_spans"
@@ -339,7 +350,7 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
         data: Mapping[str, Any],
         *,
         outputs: Sequence[object] = (),
-    ) -> dict[str, Any]:
+    ) -> ErrorSpanAnswer:
         """``data["spans"]`` (a JSON list, as text from the form or already parsed) and
         ``data["score"]`` checked against ``outputs[0]``, the stored output text the server
         passes (a missing ``outputs`` is a programming error: ``ValueError``)."""
@@ -361,7 +372,7 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
 
     def _parse_prefilled(
         self, opts: ErrorSpanOptions, shown_: Mapping[str, Any], text: str, data: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    ) -> ErrorSpanAnswer:
         """Spans with their origin and action checked against the suggestions the item
         showed (:mod:`kinds.span_prefill`); deleted suggestions kept apart."""
         raw = _load_spans(data["spans"], 14 * len(text) + 400 * MAX_SPANS)
@@ -410,13 +421,13 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
         return data | {"score": str(score)}, False
 
     def pair_preferences(
-        self, opts: ErrorSpanOptions, answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, answer: ErrorSpanAnswer
     ) -> list[tuple[str, int, int, float]]:
         """None within an item: scores are compared across items (sign of the difference)."""
         return []
 
     def scores(
-        self, opts: ErrorSpanOptions, answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, answer: ErrorSpanAnswer
     ) -> dict[str, dict[int, float]]:
         return {SCORE_PROPERTY: {0: float(answer["score"])}}
 
@@ -433,7 +444,7 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
         ]
 
     def report_labels(
-        self, opts: ErrorSpanOptions, answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, answer: ErrorSpanAnswer
     ) -> list[tuple[str, Any]]:
         return [(SCORE_PROPERTY, answer["score"])]
 
@@ -446,13 +457,13 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
             "offsets": "Unicode code points of the output text, end exclusive",
         }
 
-    def summary(self, opts: ErrorSpanOptions, answer: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, opts: ErrorSpanOptions, answer: ErrorSpanAnswer) -> dict[str, Any]:
         """No preference; ``scores`` holds the score (the Likert-like summary column)."""
         return {"raw_answer": "", "value": "", "scores": {"score": answer["score"]}}
 
     def answer_from_summary(
         self, opts: ErrorSpanOptions, value: str, scores: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    ) -> ErrorSpanAnswer:
         """An imported score without spans: ``spans`` is ``None`` (not recorded, which is not
         the same as no errors); exports leave the span columns empty."""
         return {"spans": None, "score": _parse_score(scores.get("score", ""))}
@@ -483,16 +494,17 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
     def export_row(
         self,
         opts: ErrorSpanOptions,
-        answer: Mapping[str, Any],
+        answer: ErrorSpanAnswer,
         systems: Sequence[str],
         display_order: Sequence[int],
     ) -> dict[str, Any]:
         """Score, the spans as stored (a list; a CSV writer writes it as JSON), the count of
         each severity and the MQM-weighted count (minor 1, major 5); span columns ``None`` for
         an imported score without spans."""
-        if answer.get("spans") is None:
+        stored = answer.get("spans")
+        if stored is None:
             return {"score": answer["score"]} | dict.fromkeys(self.export_fields(opts)[1:])
-        spans = [dict(s) for s in answer["spans"]]
+        spans = [dict(s) for s in stored]
         row = {
             "score": answer["score"],
             "spans": spans,
@@ -517,7 +529,7 @@ class ErrorSpans(Kind[ErrorSpanOptions]):
         return parse_expected(opts, gold, systems=systems, outputs=outputs)
 
     def gold_correct(
-        self, opts: ErrorSpanOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: ErrorSpanOptions, expected: Mapping[str, Any], answer: ErrorSpanAnswer
     ) -> bool:
         """Every known span matched by a distinct marked span of the same severity whose start
         and end are each within ``char_tolerance``; the score within ``score_tolerance`` of the

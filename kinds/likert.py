@@ -136,7 +136,13 @@ class LikertOptions(CommonOptions, total=False):
     criteria: list[ScaleCriterion]
 
 
-class Likert(Kind[LikertOptions]):
+class LikertAnswer(TypedDict):
+    """A Likert answer: each criterion's rating (a scale point, or a label)."""
+
+    scores: dict[str, int | str]
+
+
+class Likert(Kind[LikertOptions, LikertAnswer]):
     name = "likert"
     label = "Likert rating"
     noun = "Likert"
@@ -234,12 +240,12 @@ class Likert(Kind[LikertOptions]):
         data: Mapping[str, Any],
         *,
         outputs: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    ) -> LikertAnswer:
         given = data.get("scores") or {}
         if not isinstance(given, Mapping):
             raise AnswerError("'scores' must map criteria to values.")
         criteria = opts.get("criteria") or []
-        clean: dict[str, Any] = {}
+        clean: dict[str, int | str] = {}
         problems = []
         for criterion in criteria:
             name = criterion["name"]
@@ -299,7 +305,7 @@ class Likert(Kind[LikertOptions]):
             scores[criterion["name"]] = min(max(value, lo), hi)
         return {"scores": scores}, quality is None and not known_scores
 
-    def scores(self, opts: LikertOptions, answer: Mapping[str, Any]) -> dict[str, dict[int, float]]:
+    def scores(self, opts: LikertOptions, answer: LikertAnswer) -> dict[str, dict[int, float]]:
         numeric = {c["name"] for c in opts.get("criteria") or [] if not c.get("labels")}
         out: dict[str, dict[int, float]] = {}
         for name, value in (answer.get("scores") or {}).items():
@@ -321,9 +327,7 @@ class Likert(Kind[LikertOptions]):
                 props.append((c["name"], "ordinal", tuple(range(low, high + 1)), title))
         return props
 
-    def report_labels(
-        self, opts: LikertOptions, answer: Mapping[str, Any]
-    ) -> list[tuple[str, Any]]:
+    def report_labels(self, opts: LikertOptions, answer: LikertAnswer) -> list[tuple[str, Any]]:
         return list((answer.get("scores") or {}).items())
 
     def parse_expected(
@@ -366,7 +370,7 @@ class Likert(Kind[LikertOptions]):
         return {"scores": scores, "tolerance": tolerance}
 
     def gold_correct(
-        self, opts: LikertOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: LikertOptions, expected: Mapping[str, Any], answer: LikertAnswer
     ) -> bool:
         want = expected.get("scores") or {}
         got = answer.get("scores") or {}

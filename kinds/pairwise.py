@@ -35,6 +35,7 @@ from .base import (
     once,
     switch,
 )
+from .criteria import PairwiseAnswer
 
 #: Display-order answers with their button captions, in button order.
 RAW_ANSWERS = {
@@ -101,7 +102,7 @@ class PairwiseOptions(CommonOptions, total=False):
     rationale: str
 
 
-class Pairwise(Kind[PairwiseOptions]):
+class Pairwise(Kind[PairwiseOptions, PairwiseAnswer]):
     name = "pairwise"
     label = "Pairwise preference"
     noun = "pairwise"
@@ -170,7 +171,7 @@ class Pairwise(Kind[PairwiseOptions]):
         data: Mapping[str, Any],
         *,
         outputs: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    ) -> PairwiseAnswer:
         if criteria.uses_form(opts):
             return criteria.parse_answer(opts, display_order, data)
         allowed = self.answers(opts)
@@ -205,7 +206,7 @@ class Pairwise(Kind[PairwiseOptions]):
         return {"answer": pick(known, left_is_a, rng, accuracy, allow_tie)}, False
 
     def pair_preferences(
-        self, opts: PairwiseOptions, answer: Mapping[str, Any]
+        self, opts: PairwiseOptions, answer: PairwiseAnswer
     ) -> list[PairPreference]:
         return criteria.pair_preferences(opts, answer)
 
@@ -214,13 +215,11 @@ class Pairwise(Kind[PairwiseOptions]):
     ) -> list[tuple[str, str, tuple[Any, ...], str]]:
         return criteria.report_properties(opts, question, observed)
 
-    def report_labels(
-        self, opts: PairwiseOptions, answer: Mapping[str, Any]
-    ) -> list[tuple[Any, ...]]:
+    def report_labels(self, opts: PairwiseOptions, answer: PairwiseAnswer) -> list[tuple[Any, ...]]:
         return criteria.report_labels_with_raw(opts, answer)
 
     def gold_correct(
-        self, opts: PairwiseOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: PairwiseOptions, expected: Mapping[str, Any], answer: PairwiseAnswer
     ) -> bool:
         return criteria.gold_correct(opts, expected, answer)
 
@@ -261,7 +260,7 @@ class Pairwise(Kind[PairwiseOptions]):
     def export_row(
         self,
         opts: PairwiseOptions,
-        answer: Mapping[str, Any],
+        answer: PairwiseAnswer,
         systems: Sequence[str],
         display_order: Sequence[int],
     ) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import itertools
 import json
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from .base import (
     AnswerError,
@@ -153,7 +153,15 @@ class RankingOptions(CommonOptions, total=False):
     per_item: int
 
 
-class Ranking(Kind[RankingOptions]):
+class RankingAnswer(TypedDict, total=False):
+    """A ranking: tiers of positions best first, as shown (``raw``: display order) and in
+    system order (``ranking``)."""
+
+    raw: Tiers
+    ranking: Tiers
+
+
+class Ranking(Kind[RankingOptions, RankingAnswer]):
     name = "ranking"
     label = "Ranking (best to worst)"
     noun = "ranking"
@@ -208,7 +216,7 @@ class Ranking(Kind[RankingOptions]):
         data: Mapping[str, Any],
         *,
         outputs: Sequence[str] = (),
-    ) -> dict[str, Any]:
+    ) -> RankingAnswer:
         shown = [int(p) for p in display_order]
         if sorted(shown) != list(range(len(shown))) or len(shown) < 3:
             raise AnswerError("This task's display order is not a ranking of three or more.")
@@ -216,7 +224,7 @@ class Ranking(Kind[RankingOptions]):
         ranking = [sorted(shown[d] for d in tier) for tier in raw]
         return {"raw": raw, "ranking": ranking}
 
-    def summary(self, opts: RankingOptions, answer: Mapping[str, Any]) -> dict[str, Any]:
+    def summary(self, opts: RankingOptions, answer: RankingAnswer) -> dict[str, Any]:
         """No single overall value: the ranking lives in ``Annotation.answer``."""
         return {"raw_answer": "", "value": "", "scores": {}}
 
@@ -255,9 +263,7 @@ class Ranking(Kind[RankingOptions]):
                 tiers.append([position])
         return {"ranking": json.dumps([[where[p] for p in tier] for tier in tiers])}, False
 
-    def pair_preferences(
-        self, opts: RankingOptions, answer: Mapping[str, Any]
-    ) -> list[PairPreference]:
+    def pair_preferences(self, opts: RankingOptions, answer: RankingAnswer) -> list[PairPreference]:
         tier = _tier_of(answer.get("ranking") or [])
         rows: list[PairPreference] = []
         for i, j in itertools.combinations(sorted(tier), 2):
@@ -281,14 +287,12 @@ class Ranking(Kind[RankingOptions]):
         )
         return [(OVERALL, "pairwise", labels, question)]
 
-    def scores(
-        self, opts: RankingOptions, answer: Mapping[str, Any]
-    ) -> dict[str, dict[int, float]]:
+    def scores(self, opts: RankingOptions, answer: RankingAnswer) -> dict[str, dict[int, float]]:
         ranking = answer.get("ranking") or []
         return {RANK: rank_positions(ranking)} if ranking else {}
 
     def gold_correct(
-        self, opts: RankingOptions, expected: Mapping[str, Any], answer: Mapping[str, Any]
+        self, opts: RankingOptions, expected: Mapping[str, Any], answer: RankingAnswer
     ) -> bool:
         ranking = [sorted(map(int, tier)) for tier in answer.get("ranking") or []]
         if not ranking:
@@ -335,7 +339,7 @@ class Ranking(Kind[RankingOptions]):
     def export_row(
         self,
         opts: RankingOptions,
-        answer: Mapping[str, Any],
+        answer: RankingAnswer,
         systems: Sequence[str],
         display_order: Sequence[int],
     ) -> dict[str, Any]:
