@@ -2,6 +2,8 @@
 an editable field, the listed endpoints each saying which key they send, a run queued for
 the judge workers with the key it will send named, listed on the form page, then cancelled."""
 
+import uuid
+
 import pytest
 
 from annotator import judging
@@ -13,9 +15,16 @@ LISTED = "http://judge.invalid:8080/v1"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_researcher_queues_a_judge_run_and_cancels_it(base_url, page, settings):
+def test_researcher_queues_a_judge_run_and_cancels_it(base_url, page, settings, monkeypatch):
     require_postgres_and_redis()
-    from annotator import services
+    from annotator import services, tasks
+
+    # the run goes to the broker on a queue no worker reads: a Celery worker another test
+    # of this process started would otherwise take it (and fail it) before it is read here
+    held = f"judge-held-{uuid.uuid4().hex}"
+    monkeypatch.setattr(
+        tasks.run_judge, "delay", lambda pk: tasks.run_judge.apply_async((pk,), queue=held)
+    )
 
     settings.HUMEVAL_JUDGE_ENDPOINTS = [(LISTED, "LAB_JUDGE_KEY")]
     study = services.study_import(pairwise_bundle(), filename="s.jsonl")
@@ -50,6 +59,8 @@ def test_researcher_queues_a_judge_run_and_cancels_it(base_url, page, settings):
     assert "not set" not in message
     run = JudgeRun.objects.get()
     assert run.state == "queued" and run.prompt.startswith("Compare two responses")
+    with tasks.run_judge.app.connection_for_read() as conn:  # sent, waiting on the broker
+        assert conn.default_channel.queue_declare(held, passive=True).message_count == 1
 
     choose("run_judge")
     row = page.locator("table.judge-runs tbody tr").first.inner_text()
