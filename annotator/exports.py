@@ -49,10 +49,8 @@ def export_chunks(
         annotations = selectors.annotations_for_export(study)
     rows = _counted(selectors.export_rows(annotations.iterator(chunk_size=2000)), progress)
     if fmt == "csv":
-        opts = study.kind_options()
-        criteria = study.kind_impl.score_columns(opts)
-        own = study.kind_impl.export_fields(opts)
-        return iter(csv_text(rows, criteria, own))
+        kind = study.bound_kind()
+        return iter(csv_text(rows, kind.score_columns(), kind.export_fields()))
     if fmt == "jsonl":
         return iter(jsonl_lines(rows))
     return json_array(rows)

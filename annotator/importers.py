@@ -87,13 +87,13 @@ STUDY_OPTIONS = {
 KIND_OPTIONS = frozenset().union(*(kinds.get(name).extra_options for name in kinds.NAMES))
 
 
-def expected_of(kind: kinds.Kind, opts: dict[str, Any], record: InputSpec) -> dict[str, Any]:
+def expected_of(kind: kinds.Bound, record: InputSpec) -> dict[str, Any]:
     """The known answer of ``record`` in system order: its ``"gold"`` read by the study's
     kind, else what the reader stored; ``kinds.AnswerError`` when the kind refuses it."""
     if record.gold is None:
         return record.expected
     return kind.parse_expected(
-        opts, record.gold, systems=list(record.outputs), outputs=list(record.outputs.values())
+        record.gold, systems=list(record.outputs), outputs=list(record.outputs.values())
     )
 
 
@@ -316,10 +316,10 @@ def _validate_kind_options(
         for message in exc.messages:
             errors.add(message)
         return
-    kind_opts = {**raw, **validated}
+    bound = kind.bind({**raw, **validated})
     for where, record in index.golds:
         try:
-            expected_of(kind, kind_opts, record)
+            expected_of(bound, record)
         except kinds.AnswerError as exc:
             errors.add(f"{where}: 'gold': {exc.message}")
     opts["options"] = validated

@@ -242,6 +242,11 @@ class Study(models.Model):
         """What the kind reads as ``opts``: ``options`` and the study's ``collection``."""
         return {**(self.options or {}), "collection": self.collection}
 
+    def bound_kind(self) -> kinds.Bound:
+        """The study's kind bound to :meth:`kind_options` (``Kind.bind``): what the apps
+        call."""
+        return self.kind_impl.bind(self.kind_options())
+
     @cached_property
     def kind_settings(self) -> dict:
         """:meth:`kind_options` with the kind's defaults filled in (``validate_options``):
@@ -567,6 +572,11 @@ class QualificationTest(models.Model):
         filled in); ``kinds.OptionError`` when they are invalid."""
         return {**self.options, **self.kind_impl.validate_options(self.options or {}, None)}
 
+    def bound_kind(self) -> kinds.Bound:
+        """The test's kind bound to :meth:`kind_options`; ``kinds.OptionError`` when they
+        are invalid."""
+        return self.kind_impl.bind(self.kind_options())
+
     def clean(self) -> None:
         try:
             kinds.get(self.kind)
@@ -665,12 +675,11 @@ class QualificationQuestion(models.Model):
         except QualificationTest.DoesNotExist:
             return  # the test's own form names what is missing
         try:
-            opts = test.kind_options()
+            kind = test.bound_kind()
         except kinds.OptionError as exc:
             raise ValidationError(f"The test's options are invalid: {exc}") from None
         try:
-            self.expected = test.kind_impl.parse_expected(
-                opts,
+            self.expected = kind.parse_expected(
                 self.expected,
                 systems=kinds.position_names(len(outputs)),
                 outputs=list(outputs),

@@ -106,9 +106,9 @@ def label_row(annotation: Annotation) -> dict[str, Any]:
     left_system = pair[shown[0]] if shown and len(pair) > 1 else None
     preferred = {"A": system_a, "B": system_b}.get(annotation.value)
     study = annotation.study
-    kind, opts = study.kind_impl, _kind_options(study)
-    own = kind.export_row(opts, annotation.answer or {}, systems, shown or [])
-    scores = (annotation.scores or None) if kind.export_scores else None
+    kind = _bound_kind(study)
+    own = kind.export_row(annotation.answer or {}, systems, shown or [])
+    scores = (annotation.scores or None) if kind.kind.export_scores else None
     return {
         "annotation_id": annotation.pk,
         "study_id": annotation.study_id,
@@ -134,11 +134,11 @@ def label_row(annotation: Annotation) -> dict[str, Any]:
     }
 
 
-def _kind_options(study: Study) -> dict[str, Any]:
-    """``study.kind_options()``, read once per study instance (exports call it per row)."""
-    cached = study.__dict__.get("_kind_options")
+def _bound_kind(study: Study) -> kinds.Bound:
+    """``study.bound_kind()``, made once per study instance (exports call it per row)."""
+    cached = study.__dict__.get("_bound_kind")
     if cached is None:
-        cached = study.__dict__["_kind_options"] = study.kind_options()
+        cached = study.__dict__["_bound_kind"] = study.bound_kind()
     return cached
 
 
@@ -371,14 +371,14 @@ def has_known_answers(study: Study) -> bool:
 def task_page(study: Study, item: Item, display_order: list[int]) -> dict[str, Any]:
     """What the task page shows of an item, by the study's kind: the kind's template
     (``kind_template``), the output texts in ``display_order`` and the kind's context."""
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     outputs = item.output_list()
     return {
-        "kind_template": kind.template,
+        "kind_template": kind.kind.template,
         # one form for all (a text beside conversations is shown as one turn): blinding
         "outputs": conversation.same_form([outputs[i].shown for i in display_order]),
-        **kind.context(opts),
-        **span_prefill.page_context(study, item, opts),
+        **kind.context(),
+        **span_prefill.page_context(study, item, kind.opts),
     }
 
 
@@ -392,7 +392,7 @@ def qualification_page(
         "kind": kind.name,
         "kind_template": kind.template,
         "outputs": [question.outputs[i] for i in display_order],
-        **kind.context(test.kind_options()),
+        **test.bound_kind().context(),
     }
 
 
@@ -510,7 +510,7 @@ def _judgebench_parts(study: Study, annotations: QuerySet[Annotation] | None) ->
 def _judgebench_pairwise(study: Study, labels: QuerySet) -> tuple:
     from formats.judgebench_export import PREFERENCE
 
-    (declared,) = study.kind_impl.judgebench_properties(study.kind_options(), study.question)
+    (declared,) = study.bound_kind().judgebench_properties(study.question)
     # a label no longer allowed (the study was reconfigured) is still declared
     given = set(labels.exclude(value="").values_list("value", flat=True).distinct())
     allowed = declared.labels + tuple(sorted(given - set(declared.labels)))
@@ -532,7 +532,7 @@ def _judgebench_pairwise(study: Study, labels: QuerySet) -> tuple:
 
 
 def _judgebench_likert(study: Study, labels: QuerySet) -> tuple:
-    properties = study.kind_impl.judgebench_properties(study.kind_options(), study.question)
+    properties = study.bound_kind().judgebench_properties(study.question)
 
     def instance(pk: int, inp, outs: list[tuple[str, str]]) -> dict:
         (system, text) = outs[0]
@@ -563,7 +563,7 @@ def study_settings(study: Study) -> dict[str, Any]:
         "config_version": study.config_version,
         "question": study.question,
     }
-    settings |= study.kind_impl.card_settings(study.kind_options())
+    settings |= study.bound_kind().card_settings()
     settings.setdefault("criteria", [])
     return settings
 
@@ -599,7 +599,7 @@ def item_texts(study: Study) -> Iterator[tuple[int, int, str]]:
 def _answers(study: Study, include_flagged: bool, include_gold: bool):
     """(annotation, item, input, annotator, answer, flagged, gold, complete) per label;
     the answer as the kind reads it (an imported label's from its value and scores)."""
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     rows = Annotation.objects.filter(study=study)
     if not include_flagged:
         rows = rows.filter(is_flagged=False)
@@ -622,7 +622,7 @@ def _answers(study: Study, include_flagged: bool, include_gold: bool):
         5000
     ):
         if not answer:
-            answer = kind.answer_from_summary(opts, value, scores or {})
+            answer = kind.answer_from_summary(value, scores or {})
         yield pk, item, inp, who, answer, bool(flagged), bool(gold), done >= wanted
 
 
@@ -635,14 +635,14 @@ def label_rows(
     the ``preference`` for ``system`` (1, 0.5 or 0); then ``annotation``, ``flagged``,
     ``is_gold`` and ``complete`` (the item has all its labels). Flagged labels and gold
     items are left out unless asked for. A ranking of k outputs gives k(k−1)/2 rows."""
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     systems = item_systems(study)
     out = []
     for pk, item, inp, who, answer, flagged, gold, complete in _answers(
         study, include_flagged, include_gold
     ):
         shown = systems.get(item, [])
-        for criterion, i, j, pref in kind.pair_preferences(opts, answer):
+        for criterion, i, j, pref in kind.pair_preferences(answer):
             out.append(
                 (inp, who, item, criterion, shown[i], shown[j], pref, pk, flagged, gold, complete)
             )
@@ -655,14 +655,14 @@ def score_rows(
     """Every label's numeric scores (``Kind.scores``): one row per (annotation, criterion,
     output) with ``input``, ``annotator``, ``item``, ``criterion``, the output's ``system``
     id and the ``score``; then provenance as in :func:`label_rows`."""
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     systems = item_systems(study)
     out = []
     for pk, item, inp, who, answer, flagged, gold, complete in _answers(
         study, include_flagged, include_gold
     ):
         shown = systems.get(item, [])
-        for criterion, by_position in kind.scores(opts, answer).items():
+        for criterion, by_position in kind.scores(answer).items():
             for position, score in by_position.items():
                 out.append(
                     (inp, who, item, criterion, shown[position], score, pk, flagged, gold, complete)
@@ -674,7 +674,7 @@ def report_rows(study: Study) -> Iterator[tuple]:
     """Every label as the study report reads it (``Kind.report_labels``): per (annotation,
     property) ``(annotation, item, annotator pseudonym, property, label, raw answer, source,
     flagged, is_gold)``, flagged labels and gold items included, in submission order."""
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     rows = (
         Annotation.objects.filter(study=study)
         .order_by("id")
@@ -693,13 +693,13 @@ def report_rows(study: Study) -> Iterator[tuple]:
     )
     for pk, item, who, answer, value, scores, raw, source, flagged, gold in rows.iterator(5000):
         if not answer:
-            answer = kind.answer_from_summary(opts, value, scores or {})
-        if kind.report_by_pair:
-            for prop, i, j, pref in kind.pair_preferences(opts, answer):
+            answer = kind.answer_from_summary(value, scores or {})
+        if kind.kind.report_by_pair:
+            for prop, i, j, pref in kind.pair_preferences(answer):
                 label = PAIR_LABELS[pref]
                 yield pk, f"{item}:{i}-{j}", who, prop, label, raw, source, flagged, gold
             continue
-        for prop, label, *own_raw in kind.report_labels(opts, answer):
+        for prop, label, *own_raw in kind.report_labels(answer):
             yield pk, item, who, prop, label, own_raw[0] if own_raw else raw, source, flagged, gold
 
 
@@ -720,7 +720,7 @@ def answer_rows(
     the item's first output, answer)`` with the answer as the kind stores it (an imported
     label through ``Kind.answer_from_summary``), for the kind's report sections; labels of
     blocked workers and gold items left out unless asked for; in submission order."""
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     names = dict(study.systems.values_list("pk", "name"))
     systems = item_systems(study)
     rows = Annotation.objects.filter(study=study).order_by("id")
@@ -738,14 +738,14 @@ def answer_rows(
         "scores",
     ).iterator(5000):
         if not answer:
-            answer = kind.answer_from_summary(opts, value, scores or {})
+            answer = kind.answer_from_summary(value, scores or {})
         shown = systems.get(item, [])
         yield pk, item, who, input_id, names[shown[0]] if shown else None, answer
 
 
 def report_properties(study: Study, observed: dict[str, set]) -> list[tuple]:
     """The study's judged properties (``Kind.report_properties``)."""
-    return study.kind_impl.report_properties(study.kind_options(), study.question or "", observed)
+    return study.bound_kind().report_properties(study.question or "", observed)
 
 
 def report_items(study: Study) -> Iterator[tuple]:

@@ -149,8 +149,7 @@ def _qualify(part: Participation, worker: _Worker, report: CrowdReport) -> Parti
     while (question := services.qualification_next(part)) is not None:
         q = question["question"]
         test = q.test
-        data, _ = test.kind_impl.simulate_answer(
-            test.kind_options(),
+        data, _ = test.bound_kind().simulate_answer(
             question["display_order"],
             [None] * len(q.outputs),
             None,
@@ -171,8 +170,7 @@ def _answer(study: Study, assignment: Assignment, worker: _Worker, report: Crowd
     time_ms = int(worker.rng.uniform(8_000, 40_000))
     qualities = [_number(truth.get(o.system.name)) for o in item.output_list()]
     known = [v for v in map(_number, truth.values()) if v is not None]
-    data, at_random = study.kind_impl.simulate_answer(
-        study.kind_options(),
+    data, at_random = study.bound_kind().simulate_answer(
         assignment.display_order,
         qualities,
         (min(known), max(known)) if known else None,

@@ -141,8 +141,7 @@ def checklist(study: Study, *, checks_action: bool = False) -> list[Check]:
         known=Count("id", filter=Q(is_gold=False) & ~Q(expected={})),
     )
     create = reverse("admin:annotator_study_import")
-    kind = study.kind_impl
-    least = kind.outputs_per_item(study.kind_options(), systems)  # systems an item shows
+    least = study.bound_kind().outputs_per_item(systems)  # systems an item shows
     checks = []
     enough = items["work"] >= 1 and systems >= least
     need = f"at least {least} systems and 1 item" if least > 1 else "at least 1 item"

@@ -34,6 +34,7 @@ __all__ = [
     "ANSWER_SWITCHES",
     "ITEM_SHAPES",
     "AnswerError",
+    "Bound",
     "Kind",
     "OptionError",
     "PairPreference",
@@ -381,8 +382,118 @@ class Kind(Generic[O, A]):
         the item's outputs in system order)."""
         return {}
 
+    def bind(self, opts: O) -> Bound[O, A]:
+        """The kind with one study's (or qualification test's) options, validated: what
+        the apps call (:class:`Bound`)."""
+        return Bound(self, opts)
+
     def __repr__(self) -> str:
         return f"<kind {self.name}>"
+
+
+class Bound(Generic[O, A]):
+    """A kind bound to one study's options (:meth:`Kind.bind`): each method of the kind
+    that reads the options, without them; the kind itself (its flags, ``noun`` …) is
+    :attr:`kind`.
+
+    >>> from kinds import get
+    >>> get("ranking").bind({"per_item": 3}).outputs_per_item(5)
+    3
+    """
+
+    def __init__(self, kind: Kind[O, A], opts: O) -> None:
+        self.kind = kind
+        self.opts = opts
+
+    def overall_criterion(self) -> str:
+        return self.kind.overall_criterion(self.opts)
+
+    def item_shape(self, n_systems: int) -> str:
+        return self.kind.item_shape(self.opts, n_systems)
+
+    def outputs_per_item(self, n_systems: int) -> int:
+        return self.kind.outputs_per_item(self.opts, n_systems)
+
+    def item_groups(self, n_systems: int, rng: random.Random) -> list[tuple[int, ...]]:
+        return self.kind.item_groups(self.opts, n_systems, rng)
+
+    def context(self) -> dict[str, Any]:
+        return self.kind.context(self.opts)
+
+    def parse_answer(
+        self, display_order: Sequence[int], data: Mapping[str, Any], *, outputs: Sequence[str] = ()
+    ) -> A:
+        return self.kind.parse_answer(self.opts, display_order, data, outputs=outputs)
+
+    def summary(self, answer: A) -> dict[str, Any]:
+        return self.kind.summary(self.opts, answer)
+
+    def answer_from_summary(self, value: str, scores: Mapping[str, Any]) -> A:
+        return self.kind.answer_from_summary(self.opts, value, scores)
+
+    def simulate_answer(
+        self,
+        display_order: Sequence[int],
+        qualities: Sequence[float | None],
+        known_range: tuple[float, float] | None,
+        expected: Mapping[str, Any],
+        rng: random.Random,
+        accuracy: float,
+    ) -> tuple[dict[str, Any], bool]:
+        return self.kind.simulate_answer(
+            self.opts, display_order, qualities, known_range, expected, rng, accuracy
+        )
+
+    def pair_preferences(self, answer: A) -> list[PairPreference]:
+        return self.kind.pair_preferences(self.opts, answer)
+
+    def scores(self, answer: A) -> dict[str, dict[int, float]]:
+        return self.kind.scores(self.opts, answer)
+
+    def report_properties(
+        self, question: str, observed: Mapping[str, set[Any]]
+    ) -> list[tuple[str, str, tuple[Any, ...], str]]:
+        return self.kind.report_properties(self.opts, question, observed)
+
+    def report_labels(self, answer: A) -> list[tuple[Any, ...]]:
+        return self.kind.report_labels(self.opts, answer)
+
+    def score_scales(self) -> list[tuple[str, float, float]]:
+        return self.kind.score_scales(self.opts)
+
+    def parse_expected(
+        self, gold: Any, *, systems: list[str], outputs: list[str]
+    ) -> dict[str, Any]:
+        return self.kind.parse_expected(self.opts, gold, systems=systems, outputs=outputs)
+
+    def gold_groups(self, n_outputs: int) -> list[tuple[int, ...]]:
+        return self.kind.gold_groups(self.opts, n_outputs)
+
+    def gold_correct(self, expected: Mapping[str, Any], answer: A) -> bool:
+        return self.kind.gold_correct(self.opts, expected, answer)
+
+    def judgebench_properties(self, question: str) -> list[JudgeBenchProperty]:
+        return self.kind.judgebench_properties(self.opts, question)
+
+    def card_settings(self) -> dict[str, Any]:
+        return self.kind.card_settings(self.opts)
+
+    def export_fields(self) -> list[str]:
+        return self.kind.export_fields(self.opts)
+
+    def score_columns(self) -> list[str]:
+        return self.kind.score_columns(self.opts)
+
+    def export_types(self) -> dict[str, Any]:
+        return self.kind.export_types(self.opts)
+
+    def export_row(
+        self, answer: A, systems: Sequence[str], display_order: Sequence[int]
+    ) -> dict[str, Any]:
+        return self.kind.export_row(self.opts, answer, systems, display_order)
+
+    def __repr__(self) -> str:
+        return f"<kind {self.kind.name} bound to {self.opts!r}>"
 
 
 def switch(kind: Kind[Any, Any], opts: Mapping[str, Any], name: str, errors: list[str]) -> bool:

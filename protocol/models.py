@@ -80,7 +80,7 @@ class ProtocolConfig(models.Model):
     def clean(self) -> None:
         if self.scored_criterion:
             study = self.study
-            numeric = {name for name, _, _ in study.kind_impl.score_scales(study.kind_options())}
+            numeric = {name for name, _, _ in study.bound_kind().score_scales()}
             if self.scored_criterion not in numeric:
                 raise ValidationError(
                     {"scored_criterion": "Name a criterion of the study rated on a scale."}

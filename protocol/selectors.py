@@ -53,7 +53,7 @@ def pair_items(study: Study, pair: SystemPair):
 def item_shape(study: Study) -> str:
     """How the protocol releases and counts the study's items (``Kind.item_shape``:
     ``pair``, ``scored`` or ``several``)."""
-    return study.kind_impl.item_shape(study.kind_options(), study.systems.count())
+    return study.bound_kind().item_shape(study.systems.count())
 
 
 def pair_used_inputs(study: Study, pair: SystemPair) -> set[int]:
@@ -145,7 +145,7 @@ def scored_criteria(study: Study, criterion: str = "") -> list[Scale]:
     criteria have no order and never count."""
     numeric = [
         Scale(name, Fraction(low), Fraction(high))
-        for name, low, high in study.kind_impl.score_scales(study.kind_options())
+        for name, low, high in study.bound_kind().score_scales()
     ]
     chosen = [c for c in numeric if c.name == criterion] if criterion else numeric
     if not chosen:
@@ -267,7 +267,7 @@ def human_labels(
     if rows is None:
         rows = label_rows(study)
     labels: dict[int, list[int]] = defaultdict(list)
-    overall = rows[rows["criterion"] == study.kind_impl.overall_criterion(study.kind_options())]
+    overall = rows[rows["criterion"] == study.bound_kind().overall_criterion()]
     a, b = pair.system_a_id, pair.system_b_id
     for first, second, flip in ((a, b, False), (b, a, True)):  # an item may show b first
         mine = overall[(overall["system"] == first) & (overall["other_system"] == second)]

@@ -356,7 +356,7 @@ def _correlation(
                 "pk", "round_number"
             )
         )
-        overall = rows[rows["criterion"] == study.kind_impl.overall_criterion(study.kind_options())]
+        overall = rows[rows["criterion"] == study.bound_kind().overall_criterion()]
         prefs = overall.assign(round=overall["item"].map(rounds_of))
     keep = np.ones(len(prefs), dtype=bool)
     for pair in closed:

@@ -20,7 +20,7 @@ from .models import ProtocolConfig, SystemPair
 
 def _outputs_per_item(study: Study) -> int:
     """How many outputs one item of the study shows (``Kind.outputs_per_item``)."""
-    return study.kind_impl.outputs_per_item(study.kind_options(), study.systems.count())
+    return study.bound_kind().outputs_per_item(study.systems.count())
 
 
 #: A round's new items: ``(input, its outputs in system order)`` each.

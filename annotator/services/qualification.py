@@ -155,14 +155,12 @@ def qualification_answer(
         slot = attempt.order[position]
         question = QualificationQuestion.objects.get(pk=question_id)
         test = attempt.test
-        kind, opts = test.kind_impl, test.kind_options()
+        kind = test.bound_kind()
         try:
-            answer = kind.parse_answer(
-                opts, slot["display_order"], data, outputs=list(question.outputs)
-            )
+            answer = kind.parse_answer(slot["display_order"], data, outputs=list(question.outputs))
         except kinds.AnswerError as exc:
             raise InvalidAnswer(exc.message) from None
-        correct = kind.gold_correct(opts, question.expected, answer)
+        correct = kind.gold_correct(question.expected, answer)
         attempt.answers = [*attempt.answers, {**slot, "answer": answer, "correct": correct}]
         attempt.n_correct += int(correct)
         if len(attempt.answers) == len(attempt.order):

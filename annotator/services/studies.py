@@ -137,7 +137,7 @@ def study_create(
         s.name: s
         for s in System.objects.bulk_create(System(study=study, name=n) for n in spec.systems)
     }
-    kind, kind_opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     labelled = {a.input_id for a in spec.annotations}
     first_item: dict[str, int] = {}  # input id → its first item, for the imported labels
     stored, n_inputs = 0, len(spec.inputs)
@@ -162,8 +162,7 @@ def study_create(
         for out in outputs:
             by_input.setdefault(out.input_id, {})[out.system.name] = out
         expected = {
-            inp.pk: importers.expected_of(kind, kind_opts, r)
-            for inp, r in zip(inputs, batch, strict=True)
+            inp.pk: importers.expected_of(kind, r) for inp, r in zip(inputs, batch, strict=True)
         }
         gold = {inp.pk for inp, r in zip(inputs, batch, strict=True) if r.is_gold}
         if study.collection != "all":  # adaptive: rounds release the items; gold from the start
@@ -195,15 +194,15 @@ def items_create_static(
     system pair; Likert: one per output); inputs in ``gold`` become gold checks (their
     outputs in the order of the file, which the known answer refers to)."""
     expected = expected or {}
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     rank = {name: i for i, name in enumerate(system_order)}
     groups: list[tuple[Input, list[Output]]] = []
     for inp in inputs:
         outs = sorted(outputs.get(inp.pk, {}).values(), key=lambda o: rank[o.system.name])
-        groups_of = kind.item_groups(opts, len(outs), _RNG)
+        groups_of = kind.item_groups(len(outs), _RNG)
         if inp.pk in gold:
             outs = list(outputs[inp.pk].values())  # the order the gold answer refers to
-            groups_of = kind.gold_groups(opts, len(outs))
+            groups_of = kind.gold_groups(len(outs))
         for group in groups_of:
             groups.append((inp, [outs[i] for i in group]))
     return items_create(study, groups, expected=expected, gold=gold)
@@ -252,7 +251,7 @@ def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
         for key in keys
     }
     now = timezone.now()
-    kind, opts = study.kind_impl, study.kind_options()
+    kind = study.bound_kind()
     Annotation.objects.bulk_create(
         (
             Annotation(
@@ -262,7 +261,7 @@ def _import_annotations(study: Study, spec, first_item: dict[str, int]) -> None:
                 source=AnnotationSource.IMPORT,
                 value=a.value,
                 scores=a.scores,
-                answer=kind.answer_from_summary(opts, a.value, a.scores),
+                answer=kind.answer_from_summary(a.value, a.scores),
                 config_version=study.config_version,
                 guideline_revision=study.guideline_revision,
                 submitted_at=now,

@@ -183,13 +183,13 @@ def _submit_locked(
             "your answer was not stored. Continue with the next task."
         )
     study = part.study
-    opts = span_prefill.answer_options(study, assignment.item, study.kind_options())
+    bound = kind.bind(span_prefill.answer_options(study, assignment.item, study.kind_options()))
     outputs = [o.text for o in assignment.item.output_list()] if kind.answer_reads_outputs else ()
     try:
-        answer = kind.parse_answer(opts, assignment.display_order, data, outputs=outputs)
+        answer = bound.parse_answer(assignment.display_order, data, outputs=outputs)
     except kinds.AnswerError as exc:
         raise InvalidAnswer(exc.message) from None
-    summary = kind.summary(opts, answer)
+    summary = bound.summary(answer)
     elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
     if time_spent_ms is not None:
         time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
@@ -228,7 +228,7 @@ def _score_gold(part: Participation, item: Item, annotation: Annotation, now: da
     """A gold answer: count it; a miss is a strike; too many strikes block the worker, give
     their open work back and flag all their labels in the study."""
     study = part.study
-    correct = study.kind_impl.gold_correct(study.kind_options(), item.expected, annotation.answer)
+    correct = study.bound_kind().gold_correct(item.expected, annotation.answer)
     part.gold_seen += 1
     part.gold_correct += int(correct)
     part.strikes += int(not correct)

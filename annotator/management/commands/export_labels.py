@@ -92,7 +92,7 @@ class Command(BaseCommand):
             export_rows(annotations.iterator(chunk_size=2000), texts=True),
             target,
             study_settings(study),
-            study.kind_impl.export_types(study.kind_options()),
+            study.bound_kind().export_types(),
         )
         if repo:  # needs the network and a Hub token (HF_TOKEN); not exercised by the tests
             hf.push_labels(data, repo, (target / "README.md").read_text(encoding="utf-8"))
