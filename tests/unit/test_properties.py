@@ -13,13 +13,15 @@ the researcher changing redundancy and items per worker mid-study:
   ``TransactionTestCase`` (flushed before each example) because rounds close and are
   decided by ``on_commit`` hooks (the eager Celery task), as in production.
 
-After every step the invariants below are checked against the database. Workers answer in
-system order (``A``/``B``/tie, turned into left/right through the drawn display order), so
-an example replays identically although the display order is drawn at random.
+Both draw the study's kind among all four. After every step the invariants below are
+checked against the database. Workers answer in system order (``A``/``B``/tie, turned into
+left/right, a ranking's tiers or scores through the drawn display order), so an example
+replays identically although the display order is drawn at random.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections import Counter
@@ -64,6 +66,7 @@ workers = st.integers(0, WORKERS - 1)
 #: What a worker means: prefer A, prefer B, a tie, or something the study does not accept.
 prefers = st.sampled_from(["A", "B", "tie", "bogus"])
 picks = st.integers(0, 10**6)
+KINDS = ["pairwise", "likert", "ranking", "error_spans"]
 
 
 def study_file(*, n_inputs: int, systems: list[str], kind: str, gold: int = 0, **options) -> bytes:
@@ -94,7 +97,7 @@ def snapshot(study: Study) -> tuple:
         list(
             Annotation.objects.filter(study=study)
             .order_by("id")
-            .values_list("id", "value", "raw_answer", "scores", "is_flagged")
+            .values_list("id", "value", "raw_answer", "scores", "answer", "is_flagged")
         ),
         list(
             Participation.objects.filter(study=study)
@@ -116,15 +119,17 @@ class _Collect(logging.Handler):
 
 
 class CrowdMachine(RuleBasedStateMachine):
-    """Workers of one study, driven through the services; the invariants of assignment."""
+    """Workers of one study, driven through the services; the invariants of assignment.
+    ``kind``: the study's kind (:func:`of_kind` makes a machine of each)."""
 
     study: Study
+    kind = "pairwise"
 
     def __init__(self) -> None:
         super().__init__()
         self.parts: dict[int, Participation] = {}
         self.tokens: dict[int, list] = {w: [] for w in range(WORKERS)}
-        #: token → (annotation id, value, raw answer, scores): every label stored, as stored
+        #: token → (annotation id, value, raw answer, scores, answer): every label, as stored
         self.stored: dict = {}
         self.now = timezone.now()
         self.rng = random.Random(0)
@@ -139,25 +144,38 @@ class CrowdMachine(RuleBasedStateMachine):
 
     # --- helpers ------------------------------------------------------------------------------
     def _answer(self, assignment: Assignment, prefer: str) -> dict:
-        """The request a worker who means ``prefer`` sends for ``assignment``."""
-        if self.study.kind == "likert":
+        """The request a worker who means ``prefer`` sends for ``assignment``: the better
+        output first (``A``: in system order, ``B``: the other way round), both alike, or an
+        answer the kind refuses."""
+        kind, shown = self.study.kind, assignment.display_order
+        if kind == "likert":
             scores = {c["name"]: c["scale_min"] for c in self.study.options["criteria"]}
             if prefer == "bogus":
                 scores = {name: 99 for name in scores}
             return {"scores": scores}
+        if kind == "error_spans":
+            score = {"A": "80", "B": "20", "tie": "50", "bogus": "101"}[prefer]
+            return {"spans": "[]", "score": score}
+        if kind == "ranking":
+            where = {p: d for d, p in enumerate(shown)}
+            best_first = sorted(where, reverse=prefer == "B")
+            tiers = [[where[p]] for p in best_first]
+            if prefer == "tie":
+                tiers = [tiers[0] + tiers[1], *tiers[2:]]
+            return {"ranking": json.dumps([[0], [0], [1]] if prefer == "bogus" else tiers)}
         if prefer == "bogus":
             return {"answer": "sideways"}
         if prefer == "tie":
             return {"answer": "tie"}
-        left_is_a = assignment.display_order == [0, 1]
+        left_is_a = shown == [0, 1]
         return {"answer": "left" if (prefer == "A") == left_is_a else "right"}
 
     def _valid(self, prefer: str) -> bool:
+        """Whether the kind takes ``prefer``'s answer: a tie only where the study allows one
+        (scores may always be equal)."""
         if prefer == "bogus":
             return False
-        return prefer != "tie" or self.study.kind_settings.get(
-            "allow_tie", self.study.kind == "likert"
-        )
+        return prefer != "tie" or self.study.kind_settings.get("allow_tie", True)
 
     def _expected(self, worker: int, assignment: Assignment, prefer: str) -> str:
         """What a submit of ``assignment`` by ``worker`` must do, from the state before it."""
@@ -203,6 +221,7 @@ class CrowdMachine(RuleBasedStateMachine):
                 annotation.value,
                 annotation.raw_answer,
                 annotation.scores,
+                annotation.answer,
             )
         else:
             assert annotation.pk == self.stored[assignment.token][0]
@@ -383,6 +402,7 @@ class CrowdMachine(RuleBasedStateMachine):
             annotation.value,
             annotation.raw_answer,
             annotation.scores,
+            annotation.answer,
         )
         if task is not None:
             nxt = task.assignment
@@ -466,7 +486,7 @@ class CrowdMachine(RuleBasedStateMachine):
         labels = list(
             Annotation.objects.filter(study=study).values_list(
                 "id", "item_id", "annotator_id", "assignment_id", "source", "value", "raw_answer",
-                "scores",
+                "scores", "answer",
             )
         )  # fmt: skip
         status = dict(
@@ -500,8 +520,8 @@ class CrowdMachine(RuleBasedStateMachine):
         assert len(by_assignment) == len(platform) == len(self.stored)
         assert sum(1 for state in state_of.values() if state == SUBMITTED) == len(platform)
         stored = {
-            token_of[assignment]: (pk, value, raw, scores)
-            for pk, _, _, assignment, _, value, raw, scores in platform
+            token_of[assignment]: (pk, value, raw, scores, answer)
+            for pk, _, _, assignment, _, value, raw, scores, answer in platform
         }
         assert stored == self.stored, "a label was lost, duplicated or edited"
         assert all(state_of[a] == SUBMITTED for a in by_assignment)
@@ -523,7 +543,8 @@ class CrowdMachine(RuleBasedStateMachine):
 
 # --- static studies ---------------------------------------------------------------------------
 class AssignmentMachine(CrowdMachine):
-    """A static study: pairwise with 2–3 systems or Likert, redundancy 1–3, gold checks."""
+    """A static study of any kind (pairwise with 2–3 systems and gold checks, Likert, a
+    ranking of 3–4 systems, error spans), redundancy 1–3."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -534,7 +555,6 @@ class AssignmentMachine(CrowdMachine):
         transaction.savepoint_rollback(self.savepoint)
 
     @initialize(
-        kind=st.sampled_from(["pairwise", "likert"]),
         n_inputs=st.integers(1, 4),
         n_systems=st.integers(2, 3),
         redundancy=st.integers(1, 3),
@@ -547,7 +567,6 @@ class AssignmentMachine(CrowdMachine):
     )
     def create_study(
         self,
-        kind: str,
         n_inputs: int,
         n_systems: int,
         redundancy: int,
@@ -558,7 +577,9 @@ class AssignmentMachine(CrowdMachine):
         allow_tie: bool,
         seed: int,
     ) -> None:
-        systems = [f"s{i}" for i in range(n_systems if kind == "pairwise" and not gold else 2)]
+        kind = self.kind
+        many = {"pairwise": n_systems if not gold else 2, "ranking": n_systems + 1}
+        systems = [f"s{i}" for i in range(many.get(kind, 2))]
         options = {
             "redundancy": redundancy,
             "gold_rate_start": gold_rate,
@@ -589,17 +610,24 @@ class AssignmentMachine(CrowdMachine):
         self._submit(worker, assignment, prefer)
 
 
+def of_kind(machine: type[CrowdMachine], kind: str) -> type[CrowdMachine]:
+    """``machine`` for studies of ``kind``."""
+    return type(f"{machine.__name__}_{kind}", (machine,), {"kind": kind})
+
+
 class TestAssignmentProperties(TestCase):
     def test_assignment_invariants_hold_for_any_sequence_of_requests(self) -> None:
-        run_state_machine_as_test(
-            AssignmentMachine,
-            settings=settings(
-                max_examples=30,
-                stateful_step_count=25,
-                deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            ),
-        )
+        for kind in KINDS:  # each kind its share of the examples
+            with self.subTest(kind=kind):
+                run_state_machine_as_test(
+                    of_kind(AssignmentMachine, kind),
+                    settings=settings(
+                        max_examples=8,
+                        stateful_step_count=25,
+                        deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+                    ),
+                )
 
 
 # --- adaptive studies with a budget -------------------------------------------------------------
@@ -607,7 +635,8 @@ SYSTEMS3 = ["s1", "s2", "s3"]
 
 
 class BudgetMachine(CrowdMachine):
-    """An adaptive study (3 systems, 3 pairs; pairwise, or Likert with one item per output
+    """An adaptive study (3 systems, 3 pairs) of any kind (pairwise; a ranking, an item of the
+    three outputs labelling its three pairs; Likert or error spans, one item per output
     shared by the pairs) whose rounds close and are decided as workers complete them, with
     or without a budget."""
 
@@ -619,7 +648,6 @@ class BudgetMachine(CrowdMachine):
         )
 
     @initialize(
-        kind=st.sampled_from(["pairwise", "likert"]),
         n_inputs=st.integers(3, 5),
         batch=st.integers(1, 2),
         redundancy=st.integers(1, 2),
@@ -628,7 +656,6 @@ class BudgetMachine(CrowdMachine):
     )
     def create_study(
         self,
-        kind: str,
         n_inputs: int,
         batch: int,
         redundancy: int,
@@ -645,7 +672,7 @@ class BudgetMachine(CrowdMachine):
         if budget is not None:
             options["budget"] = budget
         self.study = services.study_import(
-            study_file(n_inputs=n_inputs, systems=SYSTEMS3, kind=kind, **options),
+            study_file(n_inputs=n_inputs, systems=SYSTEMS3, kind=self.kind, **options),
             filename="budget.jsonl",
         )
         ProtocolConfig.objects.filter(study=self.study).update(paper=paper)
@@ -677,7 +704,7 @@ class BudgetMachine(CrowdMachine):
         if self.budget is not None:
             assert committed <= self.budget and labels <= self.budget, (committed, labels)
 
-        if study.kind == "likert":  # an output's item is made once, whichever pair needs it
+        if study.kind_impl.scored:  # an output's item is made once, whichever pair needs it
             outputs = list(
                 Item.objects.filter(study=study).values_list("input_id", "item_outputs__output_id")
             )
@@ -707,12 +734,14 @@ class BudgetMachine(CrowdMachine):
 
 class TestBudgetProperties(TransactionTestCase):
     def test_budget_and_rounds_hold_for_any_sequence_of_requests(self) -> None:
-        run_state_machine_as_test(
-            BudgetMachine,
-            settings=settings(
-                max_examples=20,
-                stateful_step_count=20,
-                deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            ),
-        )
+        for kind in KINDS:
+            with self.subTest(kind=kind):
+                run_state_machine_as_test(
+                    of_kind(BudgetMachine, kind),
+                    settings=settings(
+                        max_examples=5,
+                        stateful_step_count=20,
+                        deadline=None,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+                    ),
+                )
