@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import subprocess
@@ -20,6 +21,7 @@ from analysis.pairwise import pairwise_win_rates
 from analysis.render import render_html, render_text
 from analysis.report import Property, build_report
 from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, ROOT, active_markup, boss_client
+from tests.unit.test_report import comparable
 
 HOSTILE = "<script>alert(1)</script>"
 PREF = Property("preference", "pairwise", ("A", "B", "tie"))
@@ -353,10 +355,11 @@ def test_labels_option():
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("kind", ["pairwise", "likert"])
+@pytest.mark.parametrize("kind", ["pairwise", "likert", "ranking", "error_spans"])
 def test_every_export_gives_the_same_report(tmp_path, make_study, kind):
-    """A study's labels exported by the API (``?format=json``, ``jsonl``, ``csv``) and by
-    ``export_labels`` (``json``, ``jsonl``, ``csv``) give one and the same report."""
+    """A study's labels of every kind exported by the API (``?format=json``, ``jsonl``,
+    ``csv``) and by ``export_labels`` (``json``, ``jsonl``, ``csv``) give one and the same
+    report, which reads the kind's labels as ``manage.py analyze`` does on the database."""
     from django.core.management import call_command
 
     from annotator.simulated_crowd import crowd_run
@@ -392,12 +395,22 @@ def test_every_export_gives_the_same_report(tmp_path, make_study, kind):
     first = reports.pop("api.json")
     for name, report in reports.items():
         assert report == first, name
+    out = io.StringIO()  # and the report of the database, ``manage.py analyze``
+    call_command("analyze", str(study.pk), "--json", "--n-boot", "50", stdout=out)
+    from_db = json.loads(out.getvalue())
+    assert comparable(first) == comparable(from_db)
+    assert first["counts"] == from_db["counts"]
     prop = first["properties"][0]
-    if kind == "pairwise":
+    if kind in ("pairwise", "ranking"):  # a ranking read as its pairs of outputs
+        assert prop["name"] == "preference"
         names = {r["system_1"] for r in prop["pairwise"]["pairs"]}
         assert "=SUM(1)" in names | {r["system_2"] for r in prop["pairwise"]["pairs"]}
-    else:
+    elif kind == "likert":
         assert prop["name"] == "fluency" and prop["likert"]["systems"]
+    else:  # the 0-100 score: interval level, in ten bins, per system
+        assert (prop["name"], prop["level"], len(prop["bins"])) == ("score", "interval", 10)
+        by_system = {r["system"]: r["n_ratings"] for r in prop["likert"]["systems"]}
+        assert by_system == {"all": 54, "=SUM(1)": 18, "beta": 18, "gamma": 18}
 
 
 def loaders_report(path) -> dict:
