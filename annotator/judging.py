@@ -328,13 +328,13 @@ def judge_shape(study: Study) -> str:
     ``Kind.judge_proposes_spans``); :class:`JudgeRefused` with the reason for a kind no judge
     can rate."""
     kind = study.kind_impl
-    if getattr(kind, "judge_proposes_spans", False):
+    if kind.judge_proposes_spans:
         return "spans"
     if kind.shape not in STUDY_CALLS:
         raise JudgeRefused(
             f"an LLM judge cannot rate a {kind.noun} study: a judge compares two outputs "
-            "(pairwise) or rates one output on a scale (Likert), and this kind's items are "
-            "neither"
+            "(pairwise), rates one output on a scale (Likert) or marks error spans in one "
+            "output (error spans), and this kind's items are none of these"
         )
     return kind.shape
 

@@ -167,6 +167,9 @@ class Kind(Generic[O, A]):
     #: criterion); None: the kind has no Judge-Bench form and that export is refused with
     #: the kinds that have one (:func:`kinds.judgebench_kinds`).
     judgebench_form: ClassVar[str | None] = None
+    #: An LLM judge rates the kind's items by proposing error spans in the one output
+    #: (``annotator.judging``: the judge's spans, also a prefill for workers).
+    judge_proposes_spans: ClassVar[bool] = False
     #: The label export's ``scores`` column carries the annotation's scores (Likert: criterion
     #: → value); False when the kind's own columns hold them (error spans: ``score``), so the
     #: export names each value once.
