@@ -216,6 +216,8 @@ class StudyForm(forms.ModelForm):
         """``options`` with the switches the kind takes, validated by the kind; a switch
         shown for the study's former kind and turned on is refused."""
         given = cleaned["options"] if cleaned["options"] is not None else {}
+        if self.add_prefix("options") not in self.data:  # a post without the field keeps them
+            given = _without_switches(self.instance.options or {})
         if not isinstance(given, dict):
             self.add_error("options", "Give the options as a JSON object.")
             return

@@ -221,3 +221,17 @@ def test_a_switch_box_is_stored_in_the_options_and_the_rest_kept(admin_client):
     assert study.options == {**kept, "allow_tie": False, "allow_both_good": False,
                              "allow_both_bad": False}  # fmt: skip
     assert study.config_version == 2 and study.kind_settings["strength"] is True
+
+
+def test_a_post_without_the_options_field_keeps_the_kinds_settings(admin_client):
+    """A hand-made post that leaves ``options`` out changes the switches it sends and keeps
+    the criteria and strength, instead of resetting them to the kind's defaults."""
+    criteria = [{"name": "helpful", "label": "Helpful?"}]
+    study = study_of("pairwise", criteria=criteria, strength=True)
+    form = _change_form(study, {}, allow_tie="")
+    del form["options"]
+    url = f"/admin/annotator/study/{study.pk}/change/"
+    assert admin_client.post(url, form).status_code == 302
+    study.refresh_from_db()
+    assert study.options["criteria"][0]["name"] == "helpful" and study.options["strength"]
+    assert study.options["allow_tie"] is False
