@@ -163,19 +163,26 @@ def _component(
     d = tau2[:, None] + v[None, :]  # (G, P)
     inv_d = 1.0 / d
     s = x.shape[1]
-    a = np.eye(s)[None] / prior_var + np.einsum("pi,gp,pj->gij", x, inv_d, x)
+    outer = _outer_rows(x)
+    a = np.eye(s)[None] / prior_var + (inv_d @ outer).reshape(-1, s, s)
     b = (m[None, :] * inv_d) @ x  # (G, S)
     a_inv = np.linalg.inv(a)
-    q = np.einsum("gij,gj->gi", a_inv, b)
+    q = (a_inv @ b[..., None])[..., 0]
     xq = q @ x.T  # (G, P)
     quad = (m[None, :] ** 2 * inv_d).sum(axis=1) - (b * q).sum(axis=1)
     logdet = np.log(d).sum(axis=1) + np.linalg.slogdet(a)[1] + s * np.log(prior_var)
     loglik = -0.5 * (logdet + quad)
     shrink = v[None, :] * inv_d  # weight of the model's prediction
     mean = xq + (1.0 - shrink) * (m[None, :] - xq)
-    xax = np.einsum("pi,gij,pj->gp", x, a_inv, x)
+    xax = a_inv.reshape(-1, s * s) @ outer.T  # x_p A⁻¹ x_pᵀ
     var = shrink**2 * xax + tau2[:, None] * shrink
     return loglik, mean, var
+
+
+def _outer_rows(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(P, S·S): each row ``x_p`` as its flattened outer product ``x_pᵀ x_p``, so that
+    ``Σ_p w_p x_pᵀ x_p`` and ``x_p M x_pᵀ`` are matrix products (BLAS, not einsum loops)."""
+    return (x[:, :, None] * x[:, None, :]).reshape(x.shape[0], -1)
 
 
 def pool_across_pairs(
@@ -527,11 +534,12 @@ def _pooled_batch(
     d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
     inv_d = 1.0 / d
     s = x.shape[1]
-    a = np.eye(s)[None, None] / prior_var + np.einsum("pi,bgp,pj->bgij", x, inv_d, x)
-    b = np.einsum("bgp,pi->bgi", m[:, None, :] * inv_d, x)
+    outer = _outer_rows(x)
+    a = np.eye(s) / prior_var + (inv_d @ outer).reshape(*inv_d.shape[:2], s, s)
+    b = (m[:, None, :] * inv_d) @ x
     a_inv = np.linalg.inv(a)
-    q = np.einsum("bgij,bgj->bgi", a_inv, b)
-    xq = np.einsum("bgi,pi->bgp", q, x)
+    q = (a_inv @ b[..., None])[..., 0]
+    xq = q @ x.T
     quad = (m[:, None, :] ** 2 * inv_d).sum(axis=2) - (b * q).sum(axis=2)
     logdet = np.log(d).sum(axis=2) + np.linalg.slogdet(a)[1]
     edges = np.gradient(np.asarray(tau_grid, dtype=float))
@@ -539,7 +547,7 @@ def _pooled_batch(
     w = np.exp(logpost - logpost.max(axis=1, keepdims=True))
     shrink = v[:, None, :] * inv_d
     mean = xq + (1.0 - shrink) * (m[:, None, :] - xq)
-    xax = np.einsum("pi,bgij,pj->bgp", x, a_inv, x)
+    xax = a_inv.reshape(*a_inv.shape[:2], s * s) @ outer.T
     var = shrink**2 * xax + tau2[None, :, None] * shrink
     return w / w.sum(axis=1, keepdims=True), mean, np.maximum(var, 1e-15)
 
