@@ -209,8 +209,13 @@ def evaluate(pair: Pair | PriorPair, rule: list[NDArray[np.int8]]) -> dict[str, 
         step = k - prev
         count = _sequences(step)
         grown = np.zeros((k + 1, k + 1))
-        for w, l in zip(*np.nonzero(count), strict=True):
-            grown[w : w + prev + 1, l : l + prev + 1] += count[w, l] * alive
+        # only the box of counts still open grows (elsewhere it would add +0.0: no change)
+        rows, cols = np.flatnonzero(alive.any(axis=1)), np.flatnonzero(alive.any(axis=0))
+        if rows.size:
+            w0, w1, l0, l1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+            box = alive[w0:w1, l0:l1]
+            for w, l in zip(*np.nonzero(count), strict=True):
+                grown[w + w0 : w + w1, l + l0 : l + l1] += count[w, l] * box
         p0, p1, _ = _path_probs(pair, k)
         e1_n += step * float((alive * _path_probs(pair, prev)[1]).sum())
         act = rule[j]
