@@ -29,7 +29,7 @@ default (docs/validation.md, "Sweep"). Pure: numpy and scipy only.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -48,6 +48,9 @@ __all__ = [
     "paper_rule",
     "prior_bound",
 ]
+
+#: Over (W, L) at one look: two arrays of floats (per hypothesis) and whether counts are possible.
+_Paths = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,25 @@ class Pair:
             out[k] = _gather(_step_probs(self.probs, step), nxt, k)
         return out
 
+    @cached_property
+    def _memo(self) -> dict[tuple[str, int], _Paths]:
+        """Per look, :meth:`log_paths` and its exponentials (:func:`_path_probs`), computed
+        once per pair: the dual search evaluates hundreds of rules on the same looks."""
+        return {}
+
     def log_paths(
         self, k: int
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
         """Over (W, L) after ``k`` labels: log of one label sequence's probability under H0
-        and under H1, and whether the counts are possible."""
+        and under H1, and whether the counts are possible (read-only arrays)."""
+        if ("log", k) not in self._memo:
+            self._memo["log", k] = _read_only(self._log_paths(k))
+        lp0, lp1, ok = self._memo["log", k]
+        return lp0, lp1, ok
+
+    def _log_paths(
+        self, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
         w, l = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
         d = k - w - l
         ok = d >= 0
@@ -106,6 +123,24 @@ class Pair:
         return np.where(ok, lp0, -np.inf), np.where(ok, lp1, -np.inf), ok
 
 
+def _read_only(paths: _Paths) -> _Paths:
+    for a in paths:
+        a.setflags(write=False)
+    return paths
+
+
+def _path_probs(
+    pair: Pair | PriorPair, k: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """``exp`` of :meth:`Pair.log_paths` (one label sequence's probability under H0, H1) and
+    whether the counts are possible, computed once per pair and look."""
+    if ("exp", k) not in pair._memo:
+        lp0, lp1, ok = pair.log_paths(k)
+        pair._memo["exp", k] = _read_only((np.exp(lp0), np.exp(lp1), ok))
+    p0, p1, ok = pair._memo["exp", k]
+    return p0, p1, ok
+
+
 def _step_probs(probs: tuple[float, float, float], k: int) -> NDArray[np.float64]:
     """(k+1, k+1): probability of w wins and l losses among ``k`` i.i.d. labels."""
     out: NDArray[np.float64] = _sequences(k) * np.exp(
@@ -115,13 +150,17 @@ def _step_probs(probs: tuple[float, float, float], k: int) -> NDArray[np.float64
     return out
 
 
+@cache
 def _sequences(step: int) -> NDArray[np.float64]:
-    """(step+1, step+1): how many label sequences of length ``step`` have w wins, l losses."""
+    """(step+1, step+1): how many label sequences of length ``step`` have w wins, l losses
+    (computed once per step; read-only)."""
     w, l = np.meshgrid(np.arange(step + 1), np.arange(step + 1), indexing="ij")
     ok = w + l <= step
     d = np.where(ok, step - w - l, 0)
     count = np.exp(gammaln(step + 1) - gammaln(w + 1) - gammaln(l + 1) - gammaln(d + 1))
-    return np.where(ok, count, 0.0)
+    out: NDArray[np.float64] = np.where(ok, count, 0.0)
+    out.setflags(write=False)
+    return out
 
 
 def _gather(kernel: NDArray[np.float64], after: NDArray[np.float64], k: int) -> NDArray[np.float64]:
@@ -145,8 +184,7 @@ def optimal_rule(pair: Pair | PriorPair, lam: float, mu: float) -> list[NDArray[
     nxt: NDArray[np.float64] | None = None
     for j in range(len(looks) - 1, -1, -1):
         k = int(looks[j])
-        lp0, lp1, ok = pair.log_paths(k)
-        p0, p1 = np.exp(lp0), np.exp(lp1)
+        p0, p1, ok = _path_probs(pair, k)
         options = [np.zeros_like(p0), lam * p0 - mu * p1, lam * p0]
         codes = [0, 1, -1]
         if nxt is not None:
@@ -171,11 +209,15 @@ def evaluate(pair: Pair | PriorPair, rule: list[NDArray[np.int8]]) -> dict[str, 
         step = k - prev
         count = _sequences(step)
         grown = np.zeros((k + 1, k + 1))
-        for w, l in zip(*np.nonzero(count), strict=True):
-            grown[w : w + prev + 1, l : l + prev + 1] += count[w, l] * alive
-        lp0, lp1, _ = pair.log_paths(k)
-        p0, p1 = np.exp(lp0), np.exp(lp1)
-        e1_n += step * float((alive * np.exp(pair.log_paths(prev)[1])).sum())
+        # only the box of counts still open grows (elsewhere it would add +0.0: no change)
+        rows, cols = np.flatnonzero(alive.any(axis=1)), np.flatnonzero(alive.any(axis=0))
+        if rows.size:
+            w0, w1, l0, l1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+            box = alive[w0:w1, l0:l1]
+            for w, l in zip(*np.nonzero(count), strict=True):
+                grown[w + w0 : w + w1, l + l0 : l + l1] += count[w, l] * box
+        p0, p1, _ = _path_probs(pair, k)
+        e1_n += step * float((alive * _path_probs(pair, prev)[1]).sum())
         act = rule[j]
         p0_decide += float((grown * p0)[np.abs(act) == 1].sum())
         p1_a += float((grown * p1)[act == 1].sum())
@@ -266,7 +308,19 @@ class PriorPair:
     def looks(self) -> NDArray[np.int64]:
         return self.pairs[0].looks
 
+    @cached_property
+    def _memo(self) -> dict[tuple[str, int], _Paths]:
+        return {}
+
     def log_paths(
+        self, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        if ("log", k) not in self._memo:
+            self._memo["log", k] = _read_only(self._log_paths(k))
+        lp0, lp1, ok = self._memo["log", k]
+        return lp0, lp1, ok
+
+    def _log_paths(
         self, k: int
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
         lp0, _, ok = self.pairs[0].log_paths(k)

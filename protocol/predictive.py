@@ -160,22 +160,42 @@ def _component(
     A⁻¹)``, ``δ_j | m, q`` shrinks ``m_j`` towards ``x_j q`` by ``v_j / D_j``; the marginal
     likelihood of ``m ~ N(0, D + prior_var X Xᵀ)`` uses the determinant lemma and Woodbury.
     """
-    d = tau2[:, None] + v[None, :]  # (G, P)
+    loglik, mean, var = _components(m[None], v[None], x, tau2, prior_var)
+    return loglik[0], mean[0], var[0]
+
+
+def _components(
+    m: NDArray[np.float64],
+    v: NDArray[np.float64],
+    x: NDArray[np.float64],
+    tau2: NDArray[np.float64],
+    prior_var: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_component` for ``B`` components of the same design ``x`` at once: ``m``, ``v``
+    (B, P); log marginal likelihoods (B, G), means and variances (B, G, P)."""
+    d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
     inv_d = 1.0 / d
     s = x.shape[1]
-    a = np.eye(s)[None] / prior_var + np.einsum("pi,gp,pj->gij", x, inv_d, x)
-    b = (m[None, :] * inv_d) @ x  # (G, S)
+    outer = _outer_rows(x)
+    a = np.eye(s) / prior_var + (inv_d @ outer).reshape(*inv_d.shape[:2], s, s)
+    b = (m[:, None, :] * inv_d) @ x  # (B, G, S)
     a_inv = np.linalg.inv(a)
-    q = np.einsum("gij,gj->gi", a_inv, b)
-    xq = q @ x.T  # (G, P)
-    quad = (m[None, :] ** 2 * inv_d).sum(axis=1) - (b * q).sum(axis=1)
-    logdet = np.log(d).sum(axis=1) + np.linalg.slogdet(a)[1] + s * np.log(prior_var)
+    q = (a_inv @ b[..., None])[..., 0]
+    xq = q @ x.T  # (B, G, P)
+    quad = (m[:, None, :] ** 2 * inv_d).sum(axis=2) - (b * q).sum(axis=2)
+    logdet = np.log(d).sum(axis=2) + np.linalg.slogdet(a)[1] + s * np.log(prior_var)
     loglik = -0.5 * (logdet + quad)
-    shrink = v[None, :] * inv_d  # weight of the model's prediction
-    mean = xq + (1.0 - shrink) * (m[None, :] - xq)
-    xax = np.einsum("pi,gij,pj->gp", x, a_inv, x)
-    var = shrink**2 * xax + tau2[:, None] * shrink
+    shrink = v[:, None, :] * inv_d  # weight of the model's prediction
+    mean = xq + (1.0 - shrink) * (m[:, None, :] - xq)
+    xax = a_inv.reshape(*a_inv.shape[:2], s * s) @ outer.T  # x_p A⁻¹ x_pᵀ
+    var = shrink**2 * xax + tau2[None, :, None] * shrink
     return loglik, mean, var
+
+
+def _outer_rows(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(P, S·S): each row ``x_p`` as its flattened outer product ``x_pᵀ x_p``, so that
+    ``Σ_p w_p x_pᵀ x_p`` and ``x_p M x_pᵀ`` are matrix products (BLAS, not einsum loops)."""
+    return (x[:, :, None] * x[:, None, :]).reshape(x.shape[0], -1)
 
 
 def pool_across_pairs(
@@ -212,17 +232,37 @@ def pool_across_pairs(
     loglik = np.zeros(tau2.size)
     out_mean = np.empty((tau2.size, k))
     out_var = np.empty((tau2.size, k))
-    for comp in np.unique(comp_of_pair):
-        idx = np.flatnonzero(comp_of_pair == comp)
+    # components of the same design (e.g. many lone pairs) are computed together
+    order = np.argsort(comp_of_pair, kind="stable")
+    comps, starts = np.unique(comp_of_pair[order], return_index=True)
+    sizes = np.diff(np.append(starts, k))
+    designs: dict[tuple[bytes, int], tuple[NDArray[np.float64], list[NDArray[np.int64]]]] = {}
+    lone = order[starts[sizes == 1]]  # a pair alone in its component: x = ±(1, −1)
+    lone = lone[ps[lone, 0] != ps[lone, 1]]
+    is_lone = np.zeros(k, dtype=bool)
+    is_lone[lone] = True
+    for sign in (1.0, -1.0):
+        members = lone[(ps[lone, 0] < ps[lone, 1]) == (sign > 0)]
+        if members.size:
+            designs[b"lone", int(sign)] = (np.array([[sign, -sign]]), list(members[:, None]))
+    for idx in np.split(order, starts[1:]) if k else []:  # each component's pairs, ascending
+        if is_lone[idx[0]]:
+            continue
         systems, local = np.unique(ps[idx], return_inverse=True)
         local = local.reshape(-1, 2)
         x = np.zeros((idx.size, systems.size))
         x[np.arange(idx.size), local[:, 0]] = 1.0
         x[np.arange(idx.size), local[:, 1]] = -1.0
-        ll, mu, var_c = _component(m[idx], v[idx], x, tau2, prior_var)
-        loglik += ll
-        out_mean[:, idx] = mu
-        out_var[:, idx] = var_c
+        designs.setdefault((x.tobytes(), x.shape[1]), (x, []))[1].append(idx)
+    logliks = np.empty((label.size, tau2.size))
+    for x, members in designs.values():
+        rows = np.stack(members)  # (B, P)
+        ll, mu, var_c = _components(m[rows], v[rows], x, tau2, prior_var)
+        logliks[comp_of_pair[rows[:, 0]]] = ll
+        out_mean[:, rows] = mu.transpose(1, 0, 2)
+        out_var[:, rows] = var_c.transpose(1, 0, 2)
+    for comp in comps:  # summed in the components' order
+        loglik += logliks[comp]
     logpost = loglik + log_prior
     weights = np.exp(logpost - logpost.max())
     grid = np.asarray(tau_grid, dtype=float)
@@ -527,11 +567,12 @@ def _pooled_batch(
     d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
     inv_d = 1.0 / d
     s = x.shape[1]
-    a = np.eye(s)[None, None] / prior_var + np.einsum("pi,bgp,pj->bgij", x, inv_d, x)
-    b = np.einsum("bgp,pi->bgi", m[:, None, :] * inv_d, x)
+    outer = _outer_rows(x)
+    a = np.eye(s) / prior_var + (inv_d @ outer).reshape(*inv_d.shape[:2], s, s)
+    b = (m[:, None, :] * inv_d) @ x
     a_inv = np.linalg.inv(a)
-    q = np.einsum("bgij,bgj->bgi", a_inv, b)
-    xq = np.einsum("bgi,pi->bgp", q, x)
+    q = (a_inv @ b[..., None])[..., 0]
+    xq = q @ x.T
     quad = (m[:, None, :] ** 2 * inv_d).sum(axis=2) - (b * q).sum(axis=2)
     logdet = np.log(d).sum(axis=2) + np.linalg.slogdet(a)[1]
     edges = np.gradient(np.asarray(tau_grid, dtype=float))
@@ -539,7 +580,7 @@ def _pooled_batch(
     w = np.exp(logpost - logpost.max(axis=1, keepdims=True))
     shrink = v[:, None, :] * inv_d
     mean = xq + (1.0 - shrink) * (m[:, None, :] - xq)
-    xax = np.einsum("pi,bgij,pj->bgp", x, a_inv, x)
+    xax = a_inv.reshape(*a_inv.shape[:2], s * s) @ outer.T
     var = shrink**2 * xax + tau2[None, :, None] * shrink
     return w / w.sum(axis=1, keepdims=True), mean, np.maximum(var, 1e-15)
 

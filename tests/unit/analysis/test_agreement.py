@@ -17,7 +17,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from analysis import agreement as ag
 from analysis import correlation, judges
-from analysis.counts import LabelCounts, find_patterns
+from analysis.counts import LabelCounts, as_label_counts, find_patterns
 
 
 def long_frame(items: dict, rater: str = "annotator") -> pd.DataFrame:
@@ -659,12 +659,14 @@ def test_random_labeller_worked_example_and_simulation():
     lc = LabelCounts.from_frames(long_frame(human), labels=[1, 2, 3, 4, 5])
     pi = lc.human.sum(axis=0) / lc.human.sum()
     rng = np.random.default_rng(0)
-    sims = []
-    for _ in range(400):
+    draws = []  # 400 random labellers, each a judge of its own name, counted in one pass
+    for j in range(400):
         draw = {i: [int(rng.choice([1, 2, 3, 4, 5], p=pi))] for i in human}
-        vs = judges.judge_vs_majority(
-            long_frame(human), judge_frame(draw), labels=[1, 2, 3, 4, 5], n_boot=0
-        )
+        draws.append(judge_frame(draw, name=f"random{j}"))
+    crowd = as_label_counts(long_frame(human), pd.concat(draws), labels=[1, 2, 3, 4, 5])
+    sims = []
+    for j in range(400):
+        vs = judges.judge_vs_majority(crowd, judge=f"random{j}", n_boot=0)
         sims.append(vs.set_index("metric").loc["accuracy", "value"])
     closed = judges.random_labeller(lc, n_boot=0).set_index("metric").loc["accuracy", "value"]
     assert np.mean(sims) == pytest.approx(closed, abs=3 * np.std(sims) / 20)

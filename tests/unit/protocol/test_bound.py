@@ -13,17 +13,22 @@ from protocol.settings import ProtocolSettings
 
 def _replay_paper(pool_labels: list[np.ndarray], seed: int) -> tuple[float, float, float]:
     """Algorithm 2 as the product replays it (protocol.replay.simulation) on one-pair studies: the
-    share decided for A, decided for B, and the mean share of the pool used."""
-    rng = np.random.default_rng(seed)
-    a = b = spent = 0.0
-    for labels in pool_labels:
-        data = PreferenceData(("a", "b"), (("a", "b"),), (labels,), (np.arange(len(labels)),))
-        res = replay_once(data, ProtocolSettings.paper_protocol(batch=10), rng)
-        a += res.decisions[0] == 1
-        b += res.decisions[0] == -1
-        spent += res.fraction_used
+    share decided for A, decided for B, and the mean share of the pool used. The pairs share no
+    system and the paper's protocol gives every open pair a batch per round with no budget,
+    pools nothing and implies nothing, so one replay of all of them, each pair with systems of
+    its own, runs every pair exactly as a one-pair study of its own would."""
     k = len(pool_labels)
-    return a / k, b / k, spent / k
+    systems = tuple(f"{side}{j}" for j in range(k) for side in "ab")
+    data = PreferenceData(
+        systems,
+        tuple((f"a{j}", f"b{j}") for j in range(k)),
+        tuple(pool_labels),
+        tuple(np.arange(len(labels)) for labels in pool_labels),
+    )
+    res = replay_once(data, ProtocolSettings.paper_protocol(batch=10), np.random.default_rng(seed))
+    assert res.used is not None and res.rounds <= max(len(labels) for labels in pool_labels) // 10
+    spent = np.mean(res.used / np.array([len(labels) for labels in pool_labels]))
+    return float(np.mean(res.decisions == 1)), float(np.mean(res.decisions == -1)), float(spent)
 
 
 def _pools(pair: Pair, k: int, *, null: bool, rng: np.random.Generator) -> list[np.ndarray]:
