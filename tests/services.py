@@ -159,3 +159,105 @@ class RoundLock:
     def release(self) -> None:
         self._release.set()
         self._thread.join(30)
+
+
+# --- the database emptied between transactional tests, faster ---------------------------------
+#: Tables Django's flush empties only to fill again at once (its post_migrate signal
+#: re-creates every content type and permission): kept, if no test changed them.
+KEPT_TABLES = ("django_content_type", "auth_permission")
+
+
+class FastFlush:
+    """What Django's ``flush`` leaves after a transactional test (``TransactionTestCase``),
+    reached faster on PostgreSQL: the flush TRUNCATEs every table, then its post_migrate
+    signal re-creates every content type and permission (0.25–0.65 s a test); this locks the
+    same tables as the TRUNCATE would (so it waits, as the TRUNCATE does, for any other
+    connection's transaction that still holds one: a worker's task, a live server's request)
+    and DELETEs the rows of all but the content types and permissions, which it keeps. Those
+    two are the rows the signal would write again: they are compared with the session's
+    first state (count and sum of ids), and where a test changed them, Django's own flush
+    runs. Foreign keys are checked at the commit (Django declares them DEFERRABLE), so the
+    order of the DELETEs does not matter. Sequences go on, as after Django's flush."""
+
+    def __init__(self) -> None:
+        self._sql: dict[str, tuple[str, str]] = {}
+        self._kept: dict[str, tuple] = {}
+
+    def _prepare(self, connection) -> tuple[str, str]:
+        if connection.alias not in self._sql:
+            names = connection.introspection.django_table_names(
+                only_existing=True, include_views=False
+            )
+            quote = connection.ops.quote_name
+            emptied = [quote(t) for t in sorted(names) if t not in KEPT_TABLES]
+            delete = ";".join(
+                [
+                    "SET CONSTRAINTS ALL DEFERRED",
+                    f"LOCK TABLE {', '.join(emptied)} IN ACCESS EXCLUSIVE MODE",
+                    *(f"DELETE FROM {t}" for t in emptied),
+                ]
+            )
+            check = "SELECT " + ", ".join(
+                f"(SELECT count(*) FROM {quote(t)}), (SELECT coalesce(sum(id), 0) FROM {quote(t)})"
+                for t in KEPT_TABLES
+            )
+            self._sql[connection.alias] = (delete, check)
+        return self._sql[connection.alias]
+
+    def snapshot(self, using: str = "default") -> None:
+        """Note the content types and permissions as they are: the state to keep."""
+        from django.db import connections
+
+        connection = connections[using]
+        if connection.vendor != "postgresql":
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(self._prepare(connection)[1])
+            self._kept[using] = cursor.fetchone()
+
+    def __call__(self, using: str = "default") -> bool:
+        """Empty database ``using`` as Django's flush would; False (nothing done) where only
+        Django's flush can (another database engine, content types or permissions changed)."""
+        from django.db import connections, transaction
+
+        connection = connections[using]
+        if connection.vendor != "postgresql" or using not in self._kept:
+            return False
+        delete, check = self._prepare(connection)
+        with transaction.atomic(using=using), connection.cursor() as cursor:
+            cursor.execute(check)
+            if cursor.fetchone() != self._kept[using]:
+                return False
+            cursor.execute(delete)
+        return True
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_flush_between_tests(django_db_setup, django_db_blocker):
+    """For the session, a ``TransactionTestCase`` (pytest-django's ``transactional_db``,
+    ``live_server``) ends with ``FastFlush`` in place of Django's flush, where it does what
+    that one would: one database, no ``available_apps``, no serialized rollback. (Imported
+    by the conftests of tests/integration and tests/browser; installed once a session.)"""
+    from django.test import TransactionTestCase
+
+    original = TransactionTestCase._fixture_teardown
+    if getattr(original, "fast_flush", False):  # the other directory's conftest did it
+        yield
+        return
+    flush = FastFlush()
+    with django_db_blocker.unblock():
+        flush.snapshot()
+
+    def _fixture_teardown(self):
+        names = list(self._databases_names(include_mirrors=False))
+        plain = self.available_apps is None and not self.serialized_rollback
+        if not (plain and names == ["default"] and flush("default")):
+            original(self)
+            flush.snapshot()  # Django's flush wrote them again (new ids): the state to keep
+
+    _fixture_teardown.fast_flush = True
+    TransactionTestCase._fixture_teardown = _fixture_teardown
+    try:
+        yield
+    finally:
+        TransactionTestCase._fixture_teardown = original

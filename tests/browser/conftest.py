@@ -4,7 +4,10 @@ import time
 
 import pytest
 
-from tests.services import missing
+from tests.services import (
+    fast_flush_between_tests,  # noqa: F401 (a session fixture)
+    missing,
+)
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
 # between page actions are still synchronous.

@@ -1,6 +1,10 @@
 import pytest
 
-from tests.services import CeleryWorker, require_postgres_and_redis
+from tests.services import (
+    CeleryWorker,
+    fast_flush_between_tests,  # noqa: F401 (a session fixture)
+    require_postgres_and_redis,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)

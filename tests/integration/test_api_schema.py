@@ -295,6 +295,43 @@ def _few_resamples():
 CALLS: list[int] = []
 
 
+#: Worker models fitted (a fit's key: the labels and options) and answered from a fit.
+FITS = {"fitted": 0, "repeated": 0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _each_worker_model_fitted_once():
+    """A report with ``worker_models=true`` fits Dawid-Skene and MACE (about a second a
+    report on the pairwise study, the one with two labels an item; the fuzzing asks for it
+    over a hundred times on the same labels). Both are deterministic on their input (Dawid-
+    Skene starts from the majority vote, MACE is seeded), so each distinct input (the labels
+    frame, exactly, and the options) is fitted once and a repeat gets a copy of that fit:
+    the report built from it, and the answer, are what a new fit would give."""
+    import copy
+    import pickle
+
+    from analysis import report_judges
+
+    def once(fit):
+        fits: dict[bytes, object] = {}
+
+        def fitted(annotations, **options):
+            key = pickle.dumps((annotations, sorted(options.items())))
+            if key not in fits:
+                fits[key] = fit(annotations, **options)
+                FITS["fitted"] += 1
+            else:
+                FITS["repeated"] += 1
+            return copy.deepcopy(fits[key])
+
+        return fitted
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report_judges, "dawid_skene", once(report_judges.dawid_skene))
+        patch.setattr(report_judges, "mace", once(report_judges.mace))
+        yield
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _one_connection_per_test():
     """Requests run inside the test's transaction, so Django must not close the connection
@@ -528,7 +565,7 @@ def test_an_unsupported_format_is_a_documented_406(world):
 def test_the_researcher_got_real_answers_from_every_operation():
     """The fuzzing reached the data: every operation it ran as the researcher succeeded at
     least once (a run of only errors would prove little)."""
-    print("SEEN", {k: sorted(v) for k, v in SEEN.items()})
+    print("SEEN", {k: sorted(v) for k, v in SEEN.items()}, "worker models", FITS)
     ran = {op for identity, op in SEEN if identity == "researcher"}
     if not ran:
         pytest.skip("the fuzzing tests did not run in this session")

@@ -12,6 +12,11 @@ from annotator.tasks import release_expired_leases
 from tests.leasing import next_lease
 from tests.services import wait_for
 
+#: The tests on the session's shared Celery worker (``celery_worker``, here and in
+#: test_celery_worker.py / test_protocol_worker.py) run in one process, one after another:
+#: its worker starts once (a start took 10-25 s on the loaded 2-core machine).
+pytestmark = pytest.mark.xdist_group("shared-celery-worker")
+
 
 def test_production_mode_is_configured():
     assert settings.CELERY_TASK_ALWAYS_EAGER is False

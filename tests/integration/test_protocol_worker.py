@@ -14,6 +14,11 @@ from protocol.models import Decision, ProtocolConfig, Round, SystemPair
 from tests.protocol_sim import QUALITY, adaptive_bundle, likert_bundle, ranking_bundle, run_workers
 from tests.services import CeleryWorker, RoundLock, wait_for
 
+#: The tests on the session's shared Celery worker (``celery_worker``, here and in
+#: test_celery_worker.py / test_protocol_worker.py) run in one process, one after another:
+#: its worker starts once (a start took 10-25 s on the loaded 2-core machine).
+pytestmark = pytest.mark.xdist_group("shared-celery-worker")
+
 
 def work_until_done(study, timeout: float = 120) -> None:
     """Simulated workers annotate whatever is released; wait for the worker's decisions
