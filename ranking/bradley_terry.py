@@ -61,6 +61,9 @@ def win_matrix(
 
 
 def _connected(wins: np.ndarray) -> bool:
+    k = len(wins)
+    if np.all(wins[~np.eye(k, dtype=bool)] > 0):
+        return True  # every pair compared both ways (always, with a prior): no graph needed
     n, _ = connected_components(wins > 0, directed=True, connection="strong")
     return bool(n == 1)
 

@@ -102,6 +102,18 @@ def pairwise_bundle(n_inputs: int = 3, systems=("alpha", "beta"), **options) -> 
     return bundle(records, study)
 
 
+def settings_under(env: dict[str, str]) -> dict:
+    """The project's settings module run afresh in this process with exactly ``env`` as its
+    environment (restored after): the values a process started with that environment reads,
+    without starting one (a Python process with Django took seconds under load). An error
+    the settings raise (``ImproperlyConfigured``) is raised here."""
+    import runpy
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, env, clear=True):
+        return runpy.run_path(str(ROOT / "config" / "settings.py"))
+
+
 #: The password of every user the tests make (hashed fast: tests/hashers.py).
 PASSWORD = "x" * 12
 

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from annotator import rendering
 from annotator.rendering import render_untrusted
-from tests.conftest import active_markup
+from tests.conftest import active_markup, settings_under
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,28 +73,13 @@ def test_embedded_default_uses_sqlite_and_eager_celery(settings):
 
 
 def _database_options(**env) -> dict:
-    import json
+    """The database options a process started with ``env`` (less any DATABASE_URL of this
+    run) reads from the settings (run in this process: tests/conftest.py ``settings_under``)."""
     import os
-    import subprocess
-    import sys
 
-    code = (
-        "import json, django; django.setup(); from django.conf import settings; "
-        "print(json.dumps(settings.DATABASES['default'].get('OPTIONS', {})))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={
-            **{k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(result.stdout)
+    base = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    got = settings_under({**base, "DJANGO_SETTINGS_MODULE": "config.settings", **env})
+    return got["DATABASES"]["default"].get("OPTIONS", {})
 
 
 def test_postgresql_statements_are_bound_and_prepared_by_the_server_unless_turned_off(tmp_path):

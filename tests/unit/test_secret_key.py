@@ -6,81 +6,69 @@ import stat
 import subprocess
 import sys
 
+import pytest
 from django.core import signing
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, override_settings
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, settings_under
 
 #: The key every installation used before, public in the repository's history.
 OLD_PUBLIC_KEY = "insecure-embedded-mode-key-set-DJANGO_SECRET_KEY"
-PRINT_KEY = (
-    "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); "
-    "django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"
-)
 
 
-def settings_run(var_dir, **env) -> subprocess.CompletedProcess:
+def settings_run(var_dir, **env) -> dict:
+    """The settings a process started in ``var_dir`` with ``env`` reads (run in this
+    process: tests/conftest.py ``settings_under``)."""
     base = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SECRET_KEY", "DATABASE_URL")}
-    return subprocess.run(
-        [sys.executable, "-c", PRINT_KEY],
+    return settings_under({**base, "HUMEVAL_VAR_DIR": str(var_dir), **env})
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    production = {"DATABASE_URL": "postgres://humeval@127.0.0.1:1/humeval"}
+    with pytest.raises(ImproperlyConfigured, match="DJANGO_SECRET_KEY is not set"):
+        settings_run(tmp_path, **production)
+    # and manage.py, in a process of its own, stops on it
+    base = {k: v for k, v in os.environ.items() if k != "DJANGO_SECRET_KEY"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env={**base, "HUMEVAL_VAR_DIR": str(var_dir), **env},
+        env={**base, "HUMEVAL_VAR_DIR": str(tmp_path), **production},
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
-
-
-def test_production_refuses_to_start_without_a_secret_key(tmp_path):
-    for command in ([sys.executable, "-c", PRINT_KEY], [sys.executable, "manage.py", "check"]):
-        base = {k: v for k, v in os.environ.items() if k != "DJANGO_SECRET_KEY"}
-        result = subprocess.run(
-            command,
-            cwd=ROOT,
-            env={
-                **base,
-                "HUMEVAL_VAR_DIR": str(tmp_path),
-                "DATABASE_URL": "postgres://humeval@127.0.0.1:1/humeval",
-            },
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
-        assert result.returncode != 0
-        assert "ImproperlyConfigured" in result.stderr
-        assert "DJANGO_SECRET_KEY is not set" in result.stderr
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "DJANGO_SECRET_KEY is not set" in result.stderr
     assert not (tmp_path / "secret_key").exists()  # production never makes one
 
 
 def test_production_takes_the_key_from_the_environment(tmp_path):
     key = "k" * 60
-    result = settings_run(tmp_path, DJANGO_SECRET_KEY=key, DATABASE_URL="postgres://x@h/db")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == key
+    got = settings_run(tmp_path, DJANGO_SECRET_KEY=key, DATABASE_URL="postgres://x@h/db")
+    assert got["SECRET_KEY"] == key
 
 
 def test_embedded_mode_makes_a_random_key_once_and_reuses_it(tmp_path):
-    first = settings_run(tmp_path)
-    assert first.returncode == 0, first.stderr
-    key = first.stdout.strip()
+    key = settings_run(tmp_path)["SECRET_KEY"]
     path = tmp_path / "secret_key"
     assert path.read_text().strip() == key
     assert len(key) >= 50 and key != OLD_PUBLIC_KEY
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # readable by its owner only
     mtime = path.stat().st_mtime_ns
-    assert settings_run(tmp_path).stdout.strip() == key  # the next start reuses it
+    assert settings_run(tmp_path)["SECRET_KEY"] == key  # the next start reuses it
     assert path.stat().st_mtime_ns == mtime
     assert sorted(p.name for p in tmp_path.iterdir() if "secret" in p.name) == ["secret_key"]
-    other = settings_run(tmp_path / "elsewhere").stdout.strip()
+    other = settings_run(tmp_path / "elsewhere")["SECRET_KEY"]
     assert other and other != key  # another installation gets its own
 
 
 def test_a_truncated_key_file_is_refused_not_used(tmp_path):
     (tmp_path / "secret_key").write_text("short")
-    result = settings_run(tmp_path)
-    assert result.returncode != 0 and "holds no usable secret key" in result.stderr
+    with pytest.raises(ImproperlyConfigured, match="holds no usable secret key"):
+        settings_run(tmp_path)
 
 
 def test_a_cookie_signed_with_the_old_public_key_is_refused(make_study):

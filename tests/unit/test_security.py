@@ -29,7 +29,7 @@ from annotator.models import (
 )
 from crowd.models import CrowdStudy
 from protocol.models import Decision, Round, SystemPair
-from tests.conftest import ROOT, bundle, make_superuser, pairwise_bundle
+from tests.conftest import ROOT, bundle, make_superuser, pairwise_bundle, settings_under
 from tests.leasing import next_lease
 from tests.protocol_sim import adaptive_bundle
 
@@ -623,20 +623,12 @@ def test_check_deploy_is_clean_with_production_settings(tmp_path):
 
 
 def test_secrets_and_hosts_come_from_the_environment(tmp_path):
-    code = (
-        "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
-        "'config.settings'); django.setup(); from django.conf import settings as s; "
-        "print(s.SECRET_KEY[:20], s.ALLOWED_HOSTS, s.DEBUG, s.SESSION_COOKIE_SECURE)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=production_env(HUMEVAL_VAR_DIR=str(tmp_path)),
-        check=True,
-    ).stdout
-    assert out.split() == ["s" * 20, "['eval.example.org']", "False", "True"]
+    """The settings a production process reads (run in this process: tests/conftest.py
+    ``settings_under``)."""
+    got = settings_under(production_env(HUMEVAL_VAR_DIR=str(tmp_path)))
+    assert got["SECRET_KEY"][:20] == "s" * 20
+    assert got["ALLOWED_HOSTS"] == ["eval.example.org"]
+    assert got["DEBUG"] is False and got["SESSION_COOKIE_SECURE"] is True
 
 
 def test_production_hashes_passwords_with_djangos_slow_hashers(db):
