@@ -53,8 +53,33 @@ __all__ = [
 _Paths = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]
 
 
+class _PathsMemo:
+    """:meth:`log_paths` of a pair or a prior (its ``_log_paths``) and their exponentials
+    (:func:`_path_probs`), computed once per look: the dual search evaluates hundreds of
+    rules on the same looks."""
+
+    @cached_property
+    def _memo(self) -> dict[tuple[str, int], _Paths]:
+        return {}
+
+    def _log_paths(
+        self, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        raise NotImplementedError
+
+    def log_paths(
+        self, k: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        """Over (W, L) after ``k`` labels: log of one label sequence's probability under H0
+        and under H1, and whether the counts are possible (read-only arrays)."""
+        if ("log", k) not in self._memo:
+            self._memo["log", k] = _read_only(self._log_paths(k))
+        lp0, lp1, ok = self._memo["log", k]
+        return lp0, lp1, ok
+
+
 @dataclass(frozen=True)
-class Pair:
+class Pair(_PathsMemo):
     """A pair with label probabilities ``probs`` = (p>, p=, p<) and a pool of ``n`` labels,
     looked at every ``batch``. H1: the pool is drawn from ``probs`` and all of it decides for
     A (Algorithm 1 at γ: the pair is significant on all data, as in a study with 100 % of its
@@ -91,22 +116,6 @@ class Pair:
             nxt = out[looks[j + 1]]
             out[k] = _gather(_step_probs(self.probs, step), nxt, k)
         return out
-
-    @cached_property
-    def _memo(self) -> dict[tuple[str, int], _Paths]:
-        """Per look, :meth:`log_paths` and its exponentials (:func:`_path_probs`), computed
-        once per pair: the dual search evaluates hundreds of rules on the same looks."""
-        return {}
-
-    def log_paths(
-        self, k: int
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-        """Over (W, L) after ``k`` labels: log of one label sequence's probability under H0
-        and under H1, and whether the counts are possible (read-only arrays)."""
-        if ("log", k) not in self._memo:
-            self._memo["log", k] = _read_only(self._log_paths(k))
-        lp0, lp1, ok = self._memo["log", k]
-        return lp0, lp1, ok
 
     def _log_paths(
         self, k: int
@@ -277,7 +286,7 @@ def direction_agnostic_bound(pair: Pair | PriorPair, a: float, gamma: float = 0.
 
 
 @dataclass(frozen=True)
-class PriorPair:
+class PriorPair(_PathsMemo):
     """H1 a mixture: the effect is one of ``pairs`` (same ``n``, draw rate, ``batch``) with
     probabilities ``weights``; a rule sees the labels only, so it is told only this prior.
     Has the interface :func:`optimal_rule`, :func:`evaluate` and :func:`dual_bound` use."""
@@ -307,18 +316,6 @@ class PriorPair:
     @property
     def looks(self) -> NDArray[np.int64]:
         return self.pairs[0].looks
-
-    @cached_property
-    def _memo(self) -> dict[tuple[str, int], _Paths]:
-        return {}
-
-    def log_paths(
-        self, k: int
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-        if ("log", k) not in self._memo:
-            self._memo["log", k] = _read_only(self._log_paths(k))
-        lp0, lp1, ok = self._memo["log", k]
-        return lp0, lp1, ok
 
     def _log_paths(
         self, k: int
