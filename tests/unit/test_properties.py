@@ -615,19 +615,24 @@ def of_kind(machine: type[CrowdMachine], kind: str) -> type[CrowdMachine]:
     return type(f"{machine.__name__}_{kind}", (machine,), {"kind": kind})
 
 
+def run_every_kind(test, machine: type[CrowdMachine], examples: int, steps: int) -> None:
+    """``machine`` run on a study of each kind, each kind ``examples`` examples."""
+    for kind in KINDS:
+        with test.subTest(kind=kind):
+            run_state_machine_as_test(
+                of_kind(machine, kind),
+                settings=settings(
+                    max_examples=examples,
+                    stateful_step_count=steps,
+                    deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+                ),
+            )
+
+
 class TestAssignmentProperties(TestCase):
     def test_assignment_invariants_hold_for_any_sequence_of_requests(self) -> None:
-        for kind in KINDS:  # each kind its share of the examples
-            with self.subTest(kind=kind):
-                run_state_machine_as_test(
-                    of_kind(AssignmentMachine, kind),
-                    settings=settings(
-                        max_examples=8,
-                        stateful_step_count=25,
-                        deadline=None,
-                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-                    ),
-                )
+        run_every_kind(self, AssignmentMachine, examples=8, steps=25)
 
 
 # --- adaptive studies with a budget -------------------------------------------------------------
@@ -734,14 +739,4 @@ class BudgetMachine(CrowdMachine):
 
 class TestBudgetProperties(TransactionTestCase):
     def test_budget_and_rounds_hold_for_any_sequence_of_requests(self) -> None:
-        for kind in KINDS:
-            with self.subTest(kind=kind):
-                run_state_machine_as_test(
-                    of_kind(BudgetMachine, kind),
-                    settings=settings(
-                        max_examples=5,
-                        stateful_step_count=20,
-                        deadline=None,
-                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-                    ),
-                )
+        run_every_kind(self, BudgetMachine, examples=5, steps=20)
