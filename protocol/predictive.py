@@ -146,24 +146,6 @@ class PooledEffects:
         return float((self.weights * self.tau_grid).sum())
 
 
-def _component(
-    m: NDArray[np.float64],
-    v: NDArray[np.float64],
-    x: NDArray[np.float64],
-    tau2: NDArray[np.float64],
-    prior_var: float,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """One connected set of pairs: log marginal likelihood (G,), posterior means and variances
-    (G, P) of ``δ = x q + e`` given ``m ~ N(δ, v)``, ``e ~ N(0, τ²)``, ``q ~ N(0, prior_var I)``.
-
-    With ``D = τ² + v`` (diagonal) and ``A = I / prior_var + Xᵀ D⁻¹ X``: ``q | m ~ N(A⁻¹ Xᵀ D⁻¹ m,
-    A⁻¹)``, ``δ_j | m, q`` shrinks ``m_j`` towards ``x_j q`` by ``v_j / D_j``; the marginal
-    likelihood of ``m ~ N(0, D + prior_var X Xᵀ)`` uses the determinant lemma and Woodbury.
-    """
-    loglik, mean, var = _components(m[None], v[None], x, tau2, prior_var)
-    return loglik[0], mean[0], var[0]
-
-
 def _components(
     m: NDArray[np.float64],
     v: NDArray[np.float64],
@@ -171,8 +153,14 @@ def _components(
     tau2: NDArray[np.float64],
     prior_var: float,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`_component` for ``B`` components of the same design ``x`` at once: ``m``, ``v``
-    (B, P); log marginal likelihoods (B, G), means and variances (B, G, P)."""
+    """Connected sets of pairs of one design ``x``, ``B`` at a time: log marginal likelihoods
+    (B, G), posterior means and variances (B, G, P) of ``δ = x q + e`` given ``m ~ N(δ, v)``
+    (``m``, ``v``: (B, P)), ``e ~ N(0, τ²)``, ``q ~ N(0, prior_var I)``.
+
+    With ``D = τ² + v`` (diagonal) and ``A = I / prior_var + Xᵀ D⁻¹ X``: ``q | m ~ N(A⁻¹ Xᵀ D⁻¹ m,
+    A⁻¹)``, ``δ_j | m, q`` shrinks ``m_j`` towards ``x_j q`` by ``v_j / D_j``; the marginal
+    likelihood of ``m ~ N(0, D + prior_var X Xᵀ)`` uses the determinant lemma and Woodbury.
+    """
     d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
     inv_d = 1.0 / d
     s = x.shape[1]

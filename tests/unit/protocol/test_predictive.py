@@ -12,7 +12,7 @@ from scipy.stats import multivariate_normal
 
 from protocol.decision import sample_posterior
 from protocol.predictive import (
-    _component,
+    _components,
     calibrate_decision_level,
     calibrate_futility,
     calibrate_study_level,
@@ -111,7 +111,7 @@ def test_pooling_component_equals_the_dense_gaussian_conditional() -> None:
     v = rng.uniform(0.001, 0.02, size=5)
     tau2 = np.array([0.0004, 0.01])
     prior_var = 0.7
-    loglik, mean, var = _component(m, v, x, tau2, prior_var)
+    loglik, mean, var = (a[0] for a in _components(m[None], v[None], x, tau2, prior_var))
     for g, t2 in enumerate(tau2):
         cov_delta = prior_var * x @ x.T + t2 * np.eye(5)
         cov_m = cov_delta + np.diag(v)
