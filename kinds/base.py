@@ -386,8 +386,8 @@ class Kind(Generic[O, A]):
         return {}
 
     def bind(self, opts: O) -> Bound[O, A]:
-        """The kind with one study's (or qualification test's) options, validated: what
-        the apps call (:class:`Bound`)."""
+        """The kind with one study's (or qualification test's) options, as stored (they are
+        validated when the study is saved): what the apps call (:class:`Bound`)."""
         return Bound(self, opts)
 
     def __repr__(self) -> str:
