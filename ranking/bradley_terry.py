@@ -31,6 +31,7 @@ __all__ = [
     "PRIOR",
     "bradley_terry",
     "fit_log_strengths",
+    "refit_batch",
     "win_matrix",
 ]
 
@@ -69,8 +70,9 @@ def _connected(wins: np.ndarray) -> bool:
 
 
 def with_prior(wins: np.ndarray, prior: float) -> np.ndarray:
-    """``wins`` plus ``prior`` virtual wins each way for every pair of systems."""
-    k = len(wins)
+    """``wins`` (one win matrix or a stack of them) plus ``prior`` virtual wins each way for
+    every pair of systems."""
+    k = wins.shape[-1]
     return wins + prior * (np.ones((k, k)) - np.eye(k))
 
 
@@ -99,6 +101,44 @@ def fit_log_strengths(
         return None
     centred: np.ndarray = theta - theta.mean()
     return centred
+
+
+def refit_batch(wins: np.ndarray, initial: np.ndarray, max_iter: int = 100) -> np.ndarray:
+    """The maximum-likelihood ``θ`` (centred at 0) of each win matrix in ``wins`` (``B × k ×
+    k``) where every pair of systems won at least once each way, by Newton's method from
+    ``initial``; ``NaN`` rows for the others and for any that do not converge.
+
+    The log-likelihood ``Σ_ij w_ij log σ(θ_i - θ_j)`` is concave with gradient
+    ``g_i = Σ_j w_ij - n_ij σ(θ_i - θ_j)`` and negative Hessian the Laplacian ``L`` of the
+    weights ``n_ij σ(1 - σ)``; each step solves ``(L + 1 1ᵀ) δ = g`` (``1ᵀ g = 0``, so
+    ``1ᵀ δ = 0``), shortened to at most 1 in any ``θ_i`` so that a far start does not
+    overshoot. Agrees with :func:`fit_log_strengths` to 1e-8 (the tests).
+    """
+    b, k, _ = wins.shape
+    off = ~np.eye(k, dtype=bool)
+    ok = np.all(wins[:, off] > 0, axis=1)
+    w = wins[ok]
+    n = w + w.transpose(0, 2, 1)
+    theta = np.broadcast_to(initial - initial.mean(), (len(w), k)).copy()
+    done = np.zeros(len(w), dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(max_iter):
+            p = 1.0 / (1.0 + np.exp(theta[:, None, :] - theta[:, :, None]))
+            grad = (w - n * p).sum(axis=2)
+            lap = -n * p * (1.0 - p)
+            lap[:, np.arange(k), np.arange(k)] = -lap.sum(axis=2)
+            try:
+                step = np.linalg.solve(lap + 1.0, grad[:, :, None])[:, :, 0]
+            except np.linalg.LinAlgError:  # weights underflowed: leave the rest to choix
+                break
+            step /= np.maximum(1.0, np.abs(step).max(axis=1, keepdims=True))
+            theta += np.where(done[:, None], 0.0, step)
+            done |= (np.abs(step).max(axis=1) < _TOL) | ~np.isfinite(step).all(axis=1)
+            if done.all():
+                break
+    out = np.full((b, k), np.nan)
+    out[np.flatnonzero(ok)[done]] = theta[done] - theta[done].mean(axis=1, keepdims=True)
+    return out
 
 
 def _no_mle_reason(wins: np.ndarray, systems: list[str]) -> str:
@@ -194,10 +234,15 @@ def bradley_terry(
         np.add.at(per_input, (inp, a * k + b), (outcome == "A") + 0.5 * (outcome == "tie"))
         np.add.at(per_input, (inp, b * k + a), (outcome == "B") + 0.5 * (outcome == "tie"))
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        fits = []
-        for _ in range(n_boot):  # one refit per resample
+        resampled = np.empty((n_boot, k, k))
+        for r in range(n_boot):
             counts = np.bincount(rng.integers(0, n_inputs, n_inputs), minlength=n_inputs)
-            fit = fit_log_strengths((counts @ per_input).reshape(k, k), initial=theta, prior=used)
+            resampled[r] = (counts @ per_input).reshape(k, k)
+        refits = refit_batch(with_prior(resampled, used), theta)
+        fits = []
+        for wins_r, fit in zip(resampled, refits, strict=True):
+            if np.isnan(fit).any():  # not every pair compared both ways, or no convergence
+                fit = fit_log_strengths(wins_r, initial=theta, prior=used)
             if fit is None:
                 failed += 1
             else:

@@ -1,6 +1,6 @@
 """Bradley-Terry ranking (``ranking.bradley_terry``): worked examples solved by hand, the
-implementation (choix) against evalica to the digit, the bootstrap over inputs, the rank rule
-and undefined cases."""
+implementation (choix) against evalica to the digit, the bootstrap over inputs and its batched
+refit, the rank rule and undefined cases."""
 
 import math
 
@@ -11,7 +11,7 @@ import pytest
 
 from protocol.replay.simulation import PAPER_SYSTEMS, load_mqm
 from ranking import ELO_BASE, ELO_SCALE, bradley_terry, fit_log_strengths
-from ranking.bradley_terry import PRIOR, win_matrix
+from ranking.bradley_terry import PRIOR, refit_batch, win_matrix
 from tests.conftest import MQM
 
 MQM_FILE = MQM
@@ -280,6 +280,22 @@ def test_resamples_without_an_estimate_are_counted_and_left_out():
     out = bradley_terry(frame, n_boot=100, seed=0)
     assert out.attrs["n_boot_failed"] > 0
     assert f"{out.attrs['n_boot_failed']} of 100 resamples" in out.attrs["reason"]
+
+
+def test_the_batched_refit_is_choixs_estimate_from_any_start():
+    """Newton's method over a stack of win matrices gives choix's estimate to 1e-8, from a
+    start far from it as well as near; a matrix where some pair did not win both ways has
+    no row (the bootstrap refits it with choix, which checks the win graph)."""
+    rng = np.random.default_rng(3)
+    for k in (2, 3, 7, 11):
+        wins = rng.integers(1, 30, (40, k, k)) * np.exp(rng.normal(scale=2, size=(40, k, 1)))
+        wins[:, np.arange(k), np.arange(k)] = 0
+        wins[0, 0, 1] = 0  # system 0 never beat system 1
+        for start in (np.zeros(k), 5 * rng.normal(size=k)):
+            got = refit_batch(wins, start)
+            assert np.isnan(got[0]).all() and not np.isnan(got[1:]).any()
+            want = np.array([fit_log_strengths(w) for w in wins[1:]])
+            np.testing.assert_allclose(got[1:], want, atol=1e-8, rtol=0)
 
 
 @pytest.mark.parametrize(
