@@ -164,12 +164,12 @@ def test_the_reader_holds_one_input_not_the_file():
     less than the file: the first pass keeps ids and system names, the second one input at
     a time (the whole file in memory would be 8 MB as bytes, again as text, and more as
     parsed records)."""
-    outputs = {s: "an answer that goes on for a while " * 6 for s in ("a", "b", "c")}
+    outputs = {s: "an answer that goes on for a while " * 24 for s in ("a", "b", "c")}
     lines = [json.dumps({"study": {"kind": "pairwise"}})]
-    lines += [json.dumps({"id": f"q{i}", "input": "?", "outputs": outputs}) for i in range(12000)]
+    lines += [json.dumps({"id": f"q{i}", "input": "?", "outputs": outputs}) for i in range(3000)]
     jsonl = ("\n".join(lines) + "\n").encode()
     rows = ["input_id,input,system,output"]
-    rows += [f"q{i},?,{s},{t}" for i in range(12000) for s, t in outputs.items()]
+    rows += [f"q{i},?,{s},{t}" for i in range(3000) for s, t in outputs.items()]
     csv_data = ("\n".join(rows) + "\n").encode()
     for data, name in ((jsonl, "big.jsonl"), (csv_data, "big.csv")):
         assert len(data) > 7_000_000
@@ -180,7 +180,7 @@ def test_the_reader_holds_one_input_not_the_file():
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        assert n == len(spec.inputs) == 12000
+        assert n == len(spec.inputs) == 3000
         assert peak < 0.4 * len(data), (name, peak, len(data))
 
 
