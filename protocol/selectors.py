@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from django.db.models import Count, Q
 
-from annotator.models import Input, Item, ItemOutput, JudgeRating, Output, Study
+from annotator.models import Item, ItemOutput, JudgeRating, Output, Study
 from annotator.selectors import label_rows, score_rows
 from formats import vocab
 
@@ -27,27 +29,34 @@ PREFERENCE_INDEX = {1.0: 0, 0.5: 1, 0.0: 2}
 CODE_INDEX = {1: 0, 0: 1, -1: 2}
 
 
-def pair_inputs(study: Study, pair: SystemPair) -> set[int]:
-    """Inputs with outputs from both systems of the pair (its pool); gold inputs excluded."""
+def pair_pools(study: Study, pairs: Sequence[SystemPair]) -> list[set[int]]:
+    """Each pair's pool: the inputs with outputs from both its systems, gold inputs excluded
+    (one statement for all the pairs)."""
     gold = Item.objects.filter(study=study, is_gold=True).values("input_id")
-    with_a = Output.objects.filter(system=pair.system_a).values("input_id")
-    with_b = Output.objects.filter(system=pair.system_b).values("input_id")
-    return set(
-        Input.objects.filter(study=study, pk__in=with_a)
-        .filter(pk__in=with_b)
-        .exclude(pk__in=gold)
-        .values_list("pk", flat=True)
-    )
+    with_system: defaultdict[int, set[int]] = defaultdict(set)
+    rows = Output.objects.filter(input__study=study).exclude(input_id__in=gold)
+    for input_id, system_id in rows.values_list("input_id", "system_id"):
+        with_system[system_id].add(input_id)
+    return [with_system[p.system_a_id] & with_system[p.system_b_id] for p in pairs]
 
 
-def pair_items(study: Study, pair: SystemPair):
-    """The work items showing the pair's outputs, ``system_a`` first in system order."""
-    return Item.objects.filter(
-        study=study,
-        is_gold=False,
-        item_outputs__position=0,
-        item_outputs__output__system=pair.system_a,
-    ).filter(item_outputs__position=1, item_outputs__output__system=pair.system_b)
+def items_by_pair(study: Study) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """The work items of every pair, in one statement: per (first, second) system an item
+    shows, in system order, each item's ``(input, redundancy)``."""
+    first: dict[int, int] = {}
+    second: dict[int, int] = {}
+    meta: dict[int, tuple[int, int]] = {}
+    rows = ItemOutput.objects.filter(item__study=study, item__is_gold=False, position__lt=2)
+    for item, input_id, redundancy, position, system in rows.values_list(
+        "item_id", "item__input_id", "item__redundancy", "position", "output__system_id"
+    ):
+        (first if position == 0 else second)[item] = system
+        meta[item] = (input_id, redundancy)
+    out: defaultdict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for item, system in first.items():
+        if item in second:
+            out[(system, second[item])].append(meta[item])
+    return dict(out)
 
 
 def item_shape(study: Study) -> str:
@@ -326,9 +335,13 @@ class PairLabels:
         """Per input, the pair's labels as indices into [>, =, <]."""
         return human_labels(self.study, pair, self.rows)
 
+    @cached_property
+    def _items(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return items_by_pair(self.study)
+
     def given(self, pair: SystemPair) -> set[int]:
         """The inputs with an item of the pair."""
-        return set(pair_items(self.study, pair).values_list("input_id", flat=True))
+        return {i for i, _ in self._items.get((pair.system_a_id, pair.system_b_id), [])}
 
 
 class ScoredLabels:

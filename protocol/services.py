@@ -78,7 +78,8 @@ def round_open(study: Study, number: int) -> Round | None:
         return None
     redundancy = study.redundancy
     shape = shape_of(study)
-    unused = [sorted(selectors.pair_inputs(study, pair) - shape.given(pair)) for pair in pairs]
+    pools = selectors.pair_pools(study, pairs)
+    unused = [sorted(pool - shape.given(pair)) for pair, pool in zip(pairs, pools, strict=True)]
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
     give = rounds.round_allocation(
@@ -198,7 +199,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if config.metric_judge:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
-    pools = [selectors.pair_inputs(study, p) for p in pairs]
+    pools = selectors.pair_pools(study, pairs)
     inputs = np.array([len(pool) for pool in pools])
     used, pool = shape.used_and_pool(humans, pairs, inputs, r)
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
@@ -364,7 +365,7 @@ def _correlation(
             "other_system"
         ].isin([pair.system_a_id, pair.system_b_id])
         keep &= ~(mine & (prefs["round"] > pair.decided_in_round)).to_numpy()
-    pools = [*pools, *(selectors.pair_inputs(study, p) for p in closed)]
+    pools = [*pools, *selectors.pair_pools(study, closed)]
     return correlation_from_rows(
         prefs[keep], [(p.system_a_id, p.system_b_id) for p in every], pools
     )

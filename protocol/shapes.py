@@ -10,7 +10,6 @@ from collections import defaultdict
 from itertools import combinations
 
 import numpy as np
-from django.db.models import Count, Sum
 
 from annotator.models import Input, Output, Study
 
@@ -38,9 +37,14 @@ class _PairShape:
     def __init__(self, study: Study) -> None:
         self.study = study
 
+    @functools.cached_property
+    def items(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        """Per pair (its systems' ids), its items' ``(input, redundancy)``."""
+        return selectors.items_by_pair(self.study)
+
     def given(self, pair: SystemPair) -> set[int]:
         """The inputs the pair has been given."""
-        return set(selectors.pair_items(self.study, pair).values_list("input_id", flat=True))
+        return {i for i, _ in self.items.get((pair.system_a_id, pair.system_b_id), [])}
 
     def release(self, config, number, pairs, unused, give, affordable, priority, outputs):
         """The round's new items, or what ran out (``"budget"``/``"inputs"``) when none can
@@ -71,12 +75,9 @@ class _PairShape:
         ``pool`` of :func:`protocol.rounds.decide_round`)."""
         # each item at its own redundancy (an edit may have changed it since it was
         # released), the inputs not yet given at the study's current one
-        given = [
-            selectors.pair_items(self.study, p).aggregate(n=Count("pk"), r=Sum("redundancy"))
-            for p in pairs
-        ]
-        used = np.array([g["r"] or 0 for g in given])
-        return used, used + (inputs - np.array([g["n"] for g in given])) * redundancy
+        given = [self.items.get((p.system_a_id, p.system_b_id), []) for p in pairs]
+        used = np.array([sum(r for _, r in g) for g in given], dtype=np.int64)
+        return used, used + (inputs - np.array([len(g) for g in given])) * redundancy
 
     def budget_left(self, humans, pairs, items: int, redundancy: int) -> int:
         """The budget left as the decision reads it (``items``: whole items it pays for)."""
@@ -328,9 +329,9 @@ def _scored_budget_inputs(study, pairs, ratings: selectors.ScoredRatings, afford
     if affordable != 1:
         return affordable
     empty: frozenset[int] = frozenset()
-    for pair in pairs:
+    for pair, pool in zip(pairs, selectors.pair_pools(study, pairs), strict=True):
         a = ratings.itemised.get(pair.system_a_id, empty)
         b = ratings.itemised.get(pair.system_b_id, empty)
-        if (a ^ b) & selectors.pair_inputs(study, pair):
+        if (a ^ b) & pool:
             return 1
     return 0

@@ -173,3 +173,20 @@ def test_a_study_with_criteria_is_decided_on_its_summary_criterion():
     for pair in decided:
         loser = pair.system_b if pair.winner_id == pair.system_a_id else pair.system_a
         assert pair.winner.name < loser.name or pair.winner.name == "s2" and loser.name in "s3s4"
+
+
+@pytest.mark.django_db
+def test_a_pairs_pool_is_every_input_but_the_gold_ones():
+    from protocol import selectors
+    from tests.conftest import bundle
+
+    records = [{"id": f"q{i}", "input": "?", "outputs": {"a": "1", "b": "2"}} for i in range(3)]
+    records += [{"id": "gold", "input": "?", "gold": "a", "outputs": {"a": "1", "b": "2"}}]
+    study = services.study_import(
+        bundle(records, {"kind": "pairwise", "collection": "adaptive", "batch_size": 1}),
+        filename="a.jsonl",
+    )
+    pairs = list(SystemPair.objects.filter(study=study))
+    ids = dict(study.inputs.values_list("pk", "external_id"))
+    pools = [{ids[i] for i in pool} for pool in selectors.pair_pools(study, pairs)]
+    assert len(pairs) == 1 and pools == [{"q0", "q1", "q2"}]

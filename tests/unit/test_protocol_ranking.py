@@ -129,8 +129,8 @@ def assert_the_replay_decides_alike(
     inputs = sorted(Input.objects.filter(study=study).values_list("pk", flat=True))
     column = {i: u for u, i in enumerate(inputs)}
     pool = np.zeros((len(pairs), len(inputs)), dtype=bool)
-    for j, pair in enumerate(pairs):
-        pool[j, [column[i] for i in selectors.pair_inputs(study, pair)]] = True
+    for j, pool_j in enumerate(selectors.pair_pools(study, pairs)):
+        pool[j, [column[i] for i in pool_j]] = True
     row_of = {(p.system_a_id, p.system_b_id): j for j, p in enumerate(pairs)}
     is_open = np.ones(len(pairs), dtype=bool)
     closed_in = np.full(len(pairs), BIG)
