@@ -105,8 +105,8 @@ def fit_log_strengths(
 
 def refit_batch(wins: np.ndarray, initial: np.ndarray, max_iter: int = 100) -> np.ndarray:
     """The maximum-likelihood ``θ`` (centred at 0) of each win matrix in ``wins`` (``B × k ×
-    k``) where every pair of systems won at least once each way, by Newton's method from
-    ``initial``; ``NaN`` rows for the others and for any that do not converge.
+    k``) by Newton's method from ``initial``; ``NaN`` rows where it does not exist (the win
+    graph is not strongly connected) or the iteration does not converge.
 
     The log-likelihood ``Σ_ij w_ij log σ(θ_i - θ_j)`` is concave with gradient
     ``g_i = Σ_j w_ij - n_ij σ(θ_i - θ_j)`` and negative Hessian the Laplacian ``L`` of the
@@ -115,8 +115,7 @@ def refit_batch(wins: np.ndarray, initial: np.ndarray, max_iter: int = 100) -> n
     overshoot. Agrees with :func:`fit_log_strengths` to 1e-8 (the tests).
     """
     b, k, _ = wins.shape
-    off = ~np.eye(k, dtype=bool)
-    ok = np.all(wins[:, off] > 0, axis=1)
+    ok = np.array([_connected(w) for w in wins], dtype=bool)
     w = wins[ok]
     n = w + w.transpose(0, 2, 1)
     theta = np.broadcast_to(initial - initial.mean(), (len(w), k)).copy()
@@ -241,7 +240,7 @@ def bradley_terry(
         refits = refit_batch(with_prior(resampled, used), theta)
         fits = []
         for wins_r, fit in zip(resampled, refits, strict=True):
-            if np.isnan(fit).any():  # not every pair compared both ways, or no convergence
+            if np.isnan(fit).any():  # no estimate, or Newton did not converge: choix decides
                 fit = fit_log_strengths(wins_r, initial=theta, prior=used)
             if fit is None:
                 failed += 1

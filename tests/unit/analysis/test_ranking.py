@@ -284,13 +284,16 @@ def test_resamples_without_an_estimate_are_counted_and_left_out():
 
 def test_the_batched_refit_is_choixs_estimate_from_any_start():
     """Newton's method over a stack of win matrices gives choix's estimate to 1e-8, from a
-    start far from it as well as near; a matrix where some pair did not win both ways has
-    no row (the bootstrap refits it with choix, which checks the win graph)."""
+    start far from it as well as near, with pairs never compared or won only one way; a
+    matrix without an estimate (a system never lost) has no row."""
     rng = np.random.default_rng(3)
     for k in (2, 3, 7, 11):
         wins = rng.integers(1, 30, (40, k, k)) * np.exp(rng.normal(scale=2, size=(40, k, 1)))
         wins[:, np.arange(k), np.arange(k)] = 0
-        wins[0, 0, 1] = 0  # system 0 never beat system 1
+        wins[0, :, 0] = 0  # system 0 never lost
+        if k > 2:
+            wins[1:20, 0, 1] = 0  # system 0 never beat system 1
+            wins[20:, 1, 2] = wins[20:, 2, 1] = 0  # systems 1 and 2 never met
         for start in (np.zeros(k), 5 * rng.normal(size=k)):
             got = refit_batch(wins, start)
             assert np.isnan(got[0]).all() and not np.isnan(got[1:]).any()
