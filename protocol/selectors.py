@@ -327,9 +327,16 @@ class PairLabels:
 
     ratings: ScoredRatings | None = None
 
-    def __init__(self, study: Study, rows: pd.DataFrame | None = None) -> None:
+    def __init__(
+        self,
+        study: Study,
+        rows: pd.DataFrame | None = None,
+        items: dict[tuple[int, int], list[tuple[int, int]]] | None = None,
+    ) -> None:
         self.study = study
         self.rows = rows if rows is not None else label_rows(study)
+        if items is not None:
+            self._items = items  # already read (:func:`items_by_pair`)
 
     def labels(self, pair: SystemPair) -> dict[int, list[int]]:
         """Per input, the pair's labels as indices into [>, =, <]."""

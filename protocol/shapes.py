@@ -64,7 +64,7 @@ class _PairShape:
 
     def humans(self, config: ProtocolConfig):
         """The study's human labels as the decision counts them."""
-        return selectors.PairLabels(self.study)
+        return selectors.PairLabels(self.study, items=self.items)
 
     def labels_per_input(self, redundancy: int) -> int:
         """The labels one input gives a pair (an item's annotations)."""
