@@ -11,9 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import (
-    Subquery,
-)
 from django.utils import timezone
 
 import kinds
@@ -41,6 +38,7 @@ from .leasing import (
     _LINK,
     _OUTPUT,
     _OUTPUT_ID,
+    _PART,
     _RNG,
     Task,
     _check_may_work,
@@ -94,13 +92,6 @@ def task_answer(
     return task
 
 
-def _lock(participations) -> Participation | None:
-    """Lock one participation row, or ``None``; with its study and worker read along."""
-    return (
-        participations.select_related("study", "annotator").select_for_update(of=("self",)).first()
-    )
-
-
 def annotation_submit(
     *,
     annotator: Annotator,
@@ -124,14 +115,17 @@ def annotation_submit(
     with transaction.atomic():
         # The participation first, then the assignment: the order in which leasing,
         # blocking and the gold strikes lock them, so they queue rather than deadlock.
-        part = _lock(
-            Participation.objects.filter(
-                annotator=annotator,
-                study_id=Subquery(Assignment.objects.filter(token=token).values("study_id")[:1]),
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT p.id FROM {_PART.table}"  # noqa: S608
+                f" JOIN {_ASSIGNMENT.table} ON asg.study_id = p.study_id"
+                " WHERE p.annotator_id = %s AND asg.token = %s",
+                [annotator.pk, db_value(Assignment, "token", token)],
             )
-        )
-        if part is None:
+            row = cursor.fetchone()
+        if row is None:
             raise AssignmentNotFound("This task does not exist or is not yours.")
+        part = _lock_participation(row[0])
         return _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
 
 
