@@ -25,3 +25,38 @@ def _own_job_directory(tmp_path_factory):
     settings.HUMEVAL_JOB_DIR = tmp_path_factory.mktemp("jobs")
     yield
     settings.HUMEVAL_JOB_DIR = before
+
+
+@pytest.fixture(scope="session")
+def django_db_use_migrations() -> bool:
+    """Each process builds its database from the models, not by running the 67 migrations
+    (6 s of CPU per process). The migrations themselves are tested where they run: the
+    ``migrate`` fixture below, ``makemigrations --check`` in ``./run test``, and the services
+    phase, whose PostgreSQL databases are migrated."""
+    return False
+
+
+@pytest.fixture
+def migrate(settings):
+    """``migrate(targets)``: this test's database migrated to ``targets`` (as
+    ``MigrationExecutor.migrate``), returning the models as they were there; the newest state
+    again after the test. The real migrations are switched back on for the test, every one
+    recorded as applied to the schema built from the models."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    settings.MIGRATION_MODULES = {}
+    executor = MigrationExecutor(connection)
+    applied = executor.recorder.applied_migrations()
+    for key in executor.loader.graph.nodes:
+        if key not in applied:
+            executor.recorder.record_applied(*key)
+
+    def to(targets: list[tuple[str, str]]):
+        executor = MigrationExecutor(connection)
+        executor.migrate(targets)
+        return executor.loader.project_state(targets).apps
+
+    yield to
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

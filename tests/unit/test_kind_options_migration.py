@@ -2,8 +2,6 @@
 move into ``Study.options`` and back, and the stored study asks workers the same thing."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 import kinds
 
@@ -11,15 +9,9 @@ BEFORE = [("annotator", "0025_item_prefill_skip")]
 AFTER = [("annotator", "0026_kind_settings_in_options")]
 
 
-def _migrate(target):
-    executor = MigrationExecutor(connection)
-    executor.migrate(target)
-    return executor.loader.project_state(target).apps
-
-
 @pytest.mark.django_db(transaction=True)
-def test_switches_and_criterion_rows_move_into_options_and_back():
-    old = _migrate(BEFORE)
+def test_switches_and_criterion_rows_move_into_options_and_back(migrate):
+    old = migrate(BEFORE)
     Study = old.get_model("annotator", "Study")
     Study.objects.create(
         name="p", kind="pairwise", allow_tie=False, allow_both_bad=True, options={"strength": True}
@@ -34,7 +26,7 @@ def test_switches_and_criterion_rows_move_into_options_and_back():
         anchors={"0": "no"}, order=0,
     )  # fmt: skip
 
-    new = _migrate(AFTER)
+    new = migrate(AFTER)
     options = dict(new.get_model("annotator", "Study").objects.values_list("name", "options"))
     assert options["p"] == {
         "strength": True, "allow_tie": False, "allow_both_good": False, "allow_both_bad": True,
@@ -56,7 +48,7 @@ def test_switches_and_criterion_rows_move_into_options_and_back():
             >= {k: v for k, v in options[name].items() if k != "strength"}.items()
         )
 
-    back = _migrate(BEFORE)
+    back = migrate(BEFORE)
     Study = back.get_model("annotator", "Study")
     p, r = Study.objects.get(name="p"), Study.objects.get(name="r")
     assert (p.allow_tie, p.allow_both_good, p.allow_both_bad, p.options) == (
@@ -68,4 +60,3 @@ def test_switches_and_criterion_rows_move_into_options_and_back():
         ("fluent", 0, 6, []),
         ("safe", 1, 5, ["y", "n"]),
     ]
-    _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -215,20 +215,16 @@ def test_a_refused_answer_stores_nothing(make_study):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_migration_moves_old_items_orders_and_answers_onto_the_kinds():
+def test_the_migration_moves_old_items_orders_and_answers_onto_the_kinds(migrate):
     """0014_task_kinds: output_a/output_b become positions 0/1, left_is_a a display order,
     expected_answer a known answer, raw answer, value and scores the stored answer."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
     from django.utils import timezone
 
     before, after = (
         [("annotator", "0013_assignment_seen_at")],
         [("annotator", "0014_task_kinds")],
     )
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
-    old = executor.loader.project_state(before).apps
+    old = migrate(before)
     now = timezone.now()
     study = old.get_model("annotator", "Study").objects.create(name="old", kind="pairwise")
     inp = old.get_model("annotator", "Input").objects.create(study=study, external_id="i", text="q")
@@ -266,9 +262,7 @@ def test_the_migration_moves_old_items_orders_and_answers_onto_the_kinds():
         config_version=1,
         submitted_at=now,
     )
-    executor = MigrationExecutor(connection)
-    executor.migrate(after)
-    new = executor.loader.project_state(after).apps
+    new = migrate(after)
     links = new.get_model("annotator", "ItemOutput").objects.order_by("item_id", "position")
     assert [(link.item_id, link.output_id, link.position) for link in links] == [
         (pair.pk, a.pk, 0),
@@ -284,8 +278,6 @@ def test_the_migration_moves_old_items_orders_and_answers_onto_the_kinds():
         "raw": "left",
         "value": "B",
     }
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())  # back to the newest state
 
 
 def test_a_simulated_likert_rating_follows_the_truth_on_every_scale():

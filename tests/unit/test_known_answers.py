@@ -354,17 +354,12 @@ def test_the_admin_reads_a_question_s_known_answer_through_the_test_s_kind(db):
 
 # --- the migration -------------------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
-def test_the_migration_moves_old_questions_and_attempts_onto_the_kinds():
+def test_the_migration_moves_old_questions_and_attempts_onto_the_kinds(migrate):
     """0015_qualification_kinds: output_a/output_b/answer become outputs and a known
     answer, left_is_a a display order (and a stored answer in system order)."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
-
     before = [("annotator", "0014_task_kinds")]
     after = [("annotator", "0015_qualification_kinds")]
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
-    old = executor.loader.project_state(before).apps
+    old = migrate(before)
     study = old.get_model("annotator", "Study").objects.create(name="old", kind="pairwise")
     test = old.get_model("annotator", "QualificationTest").objects.create(name="t")
     question = old.get_model("annotator", "QualificationQuestion").objects.create(
@@ -380,9 +375,7 @@ def test_the_migration_moves_old_questions_and_attempts_onto_the_kinds():
         answers=[{**slot, "raw": "left", "correct": True}],
         n_correct=1,
     )
-    executor = MigrationExecutor(connection)
-    executor.migrate(after)
-    new = executor.loader.project_state(after).apps
+    new = migrate(after)
     moved = new.get_model("annotator", "QualificationQuestion").objects.get(pk=question.pk)
     assert (moved.outputs, moved.expected) == (["first", "second"], {"value": "B"})
     assert new.get_model("annotator", "QualificationTest").objects.get().kind == "pairwise"
@@ -399,12 +392,8 @@ def test_the_migration_moves_old_questions_and_attempts_onto_the_kinds():
     ]
     # the converted answer scores as the kind scores it
     assert PAIRWISE.gold_correct({}, moved.expected, done.answers[0]["answer"])
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)  # and back
-    back = executor.loader.project_state(before).apps
+    back = migrate(before)  # and back
     again = back.get_model("annotator", "QualificationQuestion").objects.get(pk=question.pk)
     assert (again.output_a, again.output_b, again.answer) == ("first", "second", "B")
     restored = back.get_model("annotator", "QualificationAttempt").objects.get(pk=attempt.pk)
     assert restored.order == [slot]
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())  # back to the newest state

@@ -452,22 +452,16 @@ def test_dashboard_and_api_of_a_likert_study():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_migration_keeps_the_scored_settings_under_their_new_names():
+def test_the_migration_keeps_the_scored_settings_under_their_new_names(migrate):
     """0007_scored_settings: ``likert_criterion``/``likert_dead_zone`` serve every scored
     kind and are renamed ``scored_criterion``/``scored_dead_zone``, their values kept."""
-    from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
-
     study = services.study_import(likert_bundle(4), filename="s.jsonl")
     before = [("protocol", "0006_protocolconfig_calibrated_levels")]
     after = [("protocol", "0007_scored_settings")]
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
-    old = executor.loader.project_state(before).apps
+    old = migrate(before)
     old.get_model("protocol", "ProtocolConfig").objects.filter(study_id=study.pk).update(
         likert_criterion="overall", likert_dead_zone=0.25
     )
-    executor = MigrationExecutor(connection)
-    executor.migrate(after)
+    migrate(after)
     config = ProtocolConfig.objects.get(study=study)
     assert (config.scored_criterion, config.scored_dead_zone) == ("overall", 0.25)
