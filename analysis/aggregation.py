@@ -312,10 +312,16 @@ def dawid_skene(
 
 
 def mace(
-    annotations: pd.DataFrame, *, rater: str = "annotator", seed: int = 0, n_restarts: int = 10
+    annotations: pd.DataFrame,
+    *,
+    rater: str = "annotator",
+    seed: int = 0,
+    n_restarts: int = 10,
+    n_iter: int = 50,
 ) -> WorkerModel:
     """MACE labels (Hovy et al. 2013, "Learning Whom to Trust with MACE", Section 2) via
-    crowd-kit's ``MACE`` (variational Bayes, ``n_restarts`` seeded restarts).
+    crowd-kit's ``MACE`` (variational Bayes, ``n_restarts`` seeded restarts of ``n_iter``
+    iterations each).
 
     A worker's ``reliability`` is its competence, the posterior probability that it is not
     spamming (``1 - theta_j`` in the paper's notation): the share of its labels that copy the
@@ -326,7 +332,8 @@ def mace(
     with warnings.catch_warnings():  # crowd-kit's pandas deprecations, not ours
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        model = _fast_mace(agg.MACE)(n_restarts=n_restarts, random_state=seed).fit(frame)
+        model = _fast_mace(agg.MACE)(n_restarts=n_restarts, n_iter=n_iter, random_state=seed)
+        model.fit(frame)
     _, worker_names = pd.factorize(frame["worker"])  # crowd-kit's worker order
     competence = pd.Series(model.spamming_[:, 1], index=pd.Index(worker_names, name="worker"))
     return _model(frame, model.labels_, competence)

@@ -88,13 +88,13 @@ def test_mace_equals_crowd_kits_own_mace(n_labels):
                 label = labels[int(rng.integers(0, n_labels))]
             rows.append((f"t{i}", w, label))
     frame = pd.DataFrame(rows, columns=["item", "annotator", "label"])
-    # three restarts (the default is ten): each restart runs the same E-steps, and crowd-kit's
-    # pandas E-step costs seconds per restart
-    ours = aggregation.mace(frame, seed=5, n_restarts=3)
+    # three restarts of ten iterations (the defaults are ten of fifty): each runs the same
+    # E-steps, and crowd-kit's pandas E-step costs seconds per restart
+    ours = aggregation.mace(frame, seed=5, n_restarts=3, n_iter=10)
     data = frame.rename(columns={"item": "task", "annotator": "worker"})
     with warnings.catch_warnings():  # crowd-kit's pandas deprecations, not ours
         warnings.simplefilter("ignore")
-        theirs = MACE(n_restarts=3, random_state=5).fit(data)
+        theirs = MACE(n_restarts=3, n_iter=10, random_state=5).fit(data)
     competence = pd.Series(theirs.spamming_[:, 1], index=pd.factorize(data["worker"])[1])
     got = ours.workers.set_index("worker")["reliability"]
     np.testing.assert_allclose(got.to_numpy(), competence.reindex(got.index), rtol=0, atol=1e-9)
