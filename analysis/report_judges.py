@@ -124,7 +124,7 @@ def workers_figures(ann: pd.DataFrame, lc: LabelCounts, opts: ReportOptions) -> 
     maj = majority_vote(lc)
     unique = maj.loc[~maj["tied"]].set_index("item")["label"].astype(object)
     models = {
-        "dawid_skene": ("Dawid-Skene", "Dawid & Skene 1979 (crowd-kit)", dawid_skene(ann)),
+        "dawid_skene": ("Dawid-Skene", "Dawid & Skene 1979", dawid_skene(ann)),
         "mace": ("MACE", "Hovy et al. 2013 (crowd-kit)", mace(ann, seed=opts.seed)),
     }
     methods, reliab = [], {}

@@ -64,7 +64,59 @@ def test_mace_is_deterministic_for_a_seed():
 def test_missing_crowd_kit_gives_the_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "crowdkit", None)
     with pytest.raises(ImportError, match=r"humeval\[crowd\]"):
-        aggregation.dawid_skene(crowd()[0])
+        aggregation.mace(crowd()[0])
+
+
+def awkward_crowd(n_labels: int, n_items: int = 40) -> pd.DataFrame:
+    """Workers and labels first seen out of sorted order, one worker who always gives the
+    same label (so never the others), one who skips items."""
+    rng = np.random.default_rng(n_labels)
+    labels = list(range(n_labels, 0, -1)) if n_labels > 2 else ["B", "A"]
+    rows = []
+    for i in range(n_items):
+        truth = labels[int(rng.integers(0, n_labels))]
+        for w in ("zed", "amy", "kim", "bob"):
+            if w == "bob":
+                label = labels[0]
+            elif w == "kim" and i % 3 == 0:
+                continue
+            elif rng.random() < 0.75:
+                label = truth
+            else:
+                label = labels[int(rng.integers(0, n_labels))]
+            rows.append((f"t{i}", w, label))
+    return pd.DataFrame(rows, columns=["item", "annotator", "label"])
+
+
+@pytest.mark.parametrize(("n_labels", "n_iter"), [(2, 1), (5, 4), (2, 100)])
+def test_dawid_skene_equals_crowd_kits_own_dawid_skene(n_labels, n_iter):
+    """The NumPy EM gives crowd-kit's posteriors, priors, confusion matrices and labels, after
+    one round, a few, and where its stopping rule ends it."""
+    from crowdkit.aggregation import DawidSkene
+
+    frame = awkward_crowd(n_labels)
+    data = frame.rename(columns={"item": "task", "annotator": "worker"})
+    with warnings.catch_warnings():  # crowd-kit's pandas deprecations, not ours
+        warnings.simplefilter("ignore")
+        theirs = DawidSkene(n_iter=n_iter).fit(data)
+    tasks, task_names = pd.factorize(data["task"])
+    workers, worker_names = pd.factorize(data["worker"])
+    labels, label_names = pd.factorize(data["label"], sort=True)
+    shape = (len(task_names), len(worker_names), len(label_names))
+    probas, priors, errors = aggregation.dawid_skene_em(
+        tasks, workers, labels, shape, n_iter=n_iter
+    )
+    expected = theirs.probas_.reindex(index=task_names, columns=label_names).to_numpy()
+    np.testing.assert_allclose(probas, expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(priors, theirs.priors_.reindex(label_names), rtol=0, atol=1e-9)
+    for w, worker in enumerate(worker_names):
+        matrix = theirs.errors_.loc[worker].reindex(index=label_names, columns=label_names)
+        np.testing.assert_allclose(errors[w], matrix.fillna(0.0), rtol=0, atol=1e-9)
+    model = aggregation.dawid_skene(frame, n_iter=n_iter)
+    got = model.labels.set_index("item")["label"].sort_index()
+    assert got.tolist() == theirs.labels_.sort_index().tolist()
+    if n_iter == 100:
+        assert len(theirs.loss_history_) < 30  # it stopped by the tolerance, as ours did
 
 
 @pytest.mark.parametrize("n_labels", [2, 5])
