@@ -307,7 +307,7 @@ def test_cli_on_judgebench_example_prints_alpha_with_level(tmp_path):
     assert page.startswith("<!doctype html>") and "<svg" in page and active_markup(page) == []
 
 
-def test_cli_on_llmbar_with_a_judge(tmp_path):
+def test_cli_on_llmbar_with_a_judge(tmp_path, capsys):
     judge = tmp_path / "judge.csv"
     doc = json.loads(LLMBAR.read_text())
     rows = ["judge,item,label"] + [
@@ -315,16 +315,11 @@ def test_cli_on_llmbar_with_a_judge(tmp_path):
         for i, inst in enumerate(doc["instances"])
     ]
     judge.write_text("\n".join(rows) + "\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "analysis", "report", str(LLMBAR), "--judge", str(judge)]
-        + ["--json", "--n-boot", "100"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+    # in this process: the test above runs the command itself
+    code = cli_main(["report", str(LLMBAR), "--judge", str(judge), "--json", "--n-boot", "100"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
     prop = report["properties"][0]
     assert (prop["scale"], prop["labels"]) == ("pairwise", ["A", "B"])
     alpha = prop["reliability"][0]
