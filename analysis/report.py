@@ -258,6 +258,39 @@ def _item_meta(items: pd.DataFrame | None) -> pd.DataFrame | None:
 # --------------------------------------------------------------------------------------------
 
 
+def agreement_blocks(
+    annotations: pd.DataFrame,
+    properties: Sequence[Property],
+    *,
+    include_flagged: bool = False,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Per property, the ``reliability`` and ``position_bias`` blocks of :func:`build_report`
+    without a bootstrap (``None`` without labels, or position bias for a non-pairwise
+    property), computed alone: what the report by guideline revision shows."""
+    ann, _ = _exclude(annotations, include_flagged, properties[0].name)
+    by_property = _split(ann, properties)
+    opts = ReportOptions(0.1, 0, seed, 0.95, False, False)
+    blocks = []
+    for prop in properties:
+        labels, _ = _declared(by_property.get(prop.name, ann.iloc[:0]), prop)
+        block: dict[str, Any] = {"name": prop.name, "reliability": None, "position_bias": None}
+        if len(labels):
+            lc = LabelCounts.from_frames(labels, None, labels=list(prop.labels))
+            block["reliability"] = _reliability(lc, prop, opts)
+            if prop.scale == "pairwise":
+                block["position_bias"] = position_bias_figures(labels)
+        blocks.append(block)
+    return blocks
+
+
+def _declared(ann: pd.DataFrame, prop: Property) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The labels in the property's declared set, and those outside it (missing: neither)."""
+    ann = ann.loc[ann["label"].notna()]
+    known = ann["label"].isin(prop.labels).to_numpy()
+    return ann.loc[known], ann.loc[~known]
+
+
 def _property_section(
     prop: Property,
     ann: pd.DataFrame,
@@ -269,15 +302,13 @@ def _property_section(
     section: dict[str, Any] = {**prop.as_dict(), "notes": []}
     if prop.labels_inferred:
         section["notes"].append("label set read from the data, not declared by the study")
-    ann = ann.loc[ann["label"].notna()]
-    known = ann["label"].isin(prop.labels).to_numpy()
-    if not known.all():
-        bad = pd.unique(ann["label"].to_numpy()[~known])[:5]
+    ann, unknown = _declared(ann, prop)
+    if len(unknown):
+        bad = pd.unique(unknown["label"].to_numpy())[:5]
         section["notes"].append(
-            f"{int((~known).sum())} label(s) outside the declared set {list(prop.labels)} "
+            f"{len(unknown)} label(s) outside the declared set {list(prop.labels)} "
             f"were left out, e.g. {[str(b) for b in bad]}"
         )
-        ann = ann.loc[known]
     samples = None  # every sample of every judge: the agreement among a judge's samples
     if jud is not None:
         jud = jud.loc[jud["label"].notna() & jud["label"].isin(prop.labels)]

@@ -1,6 +1,6 @@
 """The report split by guideline revision (docs/languages.md): for each revision of a
 study's wording, its labels' agreement (the report's reliability block) and position bias,
-computed by :func:`analysis.report.build_report` on that revision's labels alone; and the
+computed as :func:`analysis.report.build_report` does on that revision's labels alone; and the
 labels made under superseded wording. Pure: frames in, a JSON-ready dict out."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.properties import Property
-from analysis.report import build_report
+from analysis.report import agreement_blocks
 
 
 def by_revision(
@@ -20,8 +20,6 @@ def by_revision(
     revision_of: Mapping[int, int],
     current: int,
     *,
-    items: pd.DataFrame | None = None,
-    threshold: float = 0.1,
     include_flagged: bool = False,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -35,28 +33,13 @@ def by_revision(
     revision = annotations["annotation"].map(lambda pk: revision_of.get(int(pk), 1))
     for number in sorted({int(n) for n in revision}):
         subset = annotations.loc[(revision == number).to_numpy()]
-        report = build_report(
-            subset,
-            properties,
-            items=items,
-            threshold=threshold,
-            include_flagged=include_flagged,
-            n_boot=0,
-            seed=seed,
-        )
+        blocks = agreement_blocks(subset, properties, include_flagged=include_flagged, seed=seed)
         out["revisions"].append(
             {
                 "revision": number,
                 "superseded": number != current,
                 "annotations": int(subset["annotation"].nunique()),
-                "properties": [
-                    {
-                        "name": section["name"],
-                        "reliability": section.get("reliability"),
-                        "position_bias": section.get("position_bias"),
-                    }
-                    for section in report["properties"]
-                ],
+                "properties": blocks,
             }
         )
     superseded = annotations.loc[(revision != current).to_numpy(), "annotation"]

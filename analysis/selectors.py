@@ -248,8 +248,6 @@ def study_report(
             dataset.properties,
             annotation_revisions(study),
             study.guideline_revision,
-            items=dataset.items,
-            threshold=threshold,
             include_flagged=include_flagged,
             seed=seed,
         )

@@ -19,7 +19,7 @@ from analysis.aggregation import soft_vote
 from analysis.judges import judge_vs_majority
 from analysis.pairwise import pairwise_win_rates
 from analysis.render import render_html, render_text
-from analysis.report import Property, build_report
+from analysis.report import Property, agreement_blocks, build_report, json_safe
 from tests.conftest import JUDGEBENCH_EXAMPLE, LLMBAR, ROOT, active_markup, boss_client
 from tests.unit.test_report import comparable
 
@@ -497,3 +497,42 @@ def test_ranking_chart_of_equal_scores_has_an_axis():
         s.get("text") == "1000.00 [1000.00, 1000.00]" for s in svg["shapes"]
     )
     assert ranking_chart([]) is None
+
+
+def test_agreement_blocks_are_the_reports_own_without_a_bootstrap():
+    """What the report by guideline revision shows (``agreement_blocks``) is what the whole
+    report says at ``n_boot=0``: a pairwise property, an ordinal one with a label outside
+    its set and a flagged worker, and a property nobody labelled."""
+    ann, items, _ = pairwise_frames(n_items=12)
+    rng = np.random.default_rng(5)
+    likert = pd.DataFrame(
+        {
+            "item": np.repeat(np.arange(12), 3),
+            "annotator": [f"w{k % 4}" for k in range(36)],
+            "label": rng.integers(1, 6, size=36),
+            "property": "fluency",
+        }
+    )
+    likert.loc[3, "label"] = 9  # outside 1..5
+    ann = pd.concat([ann, likert], ignore_index=True)
+    ann["flagged"] = ann["annotator"] == "w3"
+    props = [
+        PREF,
+        Property("fluency", "ordinal", (1, 2, 3, 4, 5)),
+        Property("unused", "categorical", ("x", "y")),
+    ]
+    for include_flagged in (False, True):
+        report = build_report(
+            ann, props, items=items, n_boot=0, seed=4, include_flagged=include_flagged
+        )
+        expected = [
+            {
+                "name": s["name"],
+                "reliability": s.get("reliability"),
+                "position_bias": s.get("position_bias"),
+            }
+            for s in report["properties"]
+        ]
+        got = agreement_blocks(ann, props, include_flagged=include_flagged, seed=4)
+        assert json_safe(got) == json_safe(expected)
+        assert got[0]["position_bias"] and got[1]["reliability"] and got[2]["reliability"] is None
