@@ -23,7 +23,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.sparse.csgraph import connected_components
 
 __all__ = [
     "ELO_BASE",
@@ -45,6 +44,8 @@ PRIOR = 0.5
 
 _TOL = 1e-10
 _MAX_ITER = 10_000
+#: Input indices drawn at once for the bootstrap's resamples.
+_DRAWS = 1_000_000
 _OUTCOMES = ("A", "B", "tie")
 
 
@@ -61,12 +62,15 @@ def win_matrix(
     return out
 
 
-def _connected(wins: np.ndarray) -> bool:
-    k = len(wins)
-    if np.all(wins[~np.eye(k, dtype=bool)] > 0):
-        return True  # every pair compared both ways (always, with a prior): no graph needed
-    n, _ = connected_components(wins > 0, directed=True, connection="strong")
-    return bool(n == 1)
+def _connected(wins: np.ndarray) -> np.ndarray:
+    """Per win matrix (one, or a stack ``B × k × k``): whether every system reaches every
+    other through wins, so that the maximum-likelihood estimate exists (the win graph is
+    strongly connected): the reachability matrix squared until it spans ``k - 1`` steps."""
+    k = wins.shape[-1]
+    reach = ((wins > 0) | np.eye(k, dtype=bool)).astype(np.float64)
+    for _ in range(max(1, math.ceil(math.log2(k)))):
+        reach = (reach @ reach > 0).astype(np.float64)
+    return np.asarray(reach.all(axis=(-2, -1)))
 
 
 def with_prior(wins: np.ndarray, prior: float) -> np.ndarray:
@@ -115,7 +119,7 @@ def refit_batch(wins: np.ndarray, initial: np.ndarray, max_iter: int = 100) -> n
     overshoot. Agrees with :func:`fit_log_strengths` to 1e-8 (the tests).
     """
     b, k, _ = wins.shape
-    ok = np.array([_connected(w) for w in wins], dtype=bool)
+    ok = _connected(wins)
     w = wins[ok]
     n = w + w.transpose(0, 2, 1)
     theta = np.broadcast_to(initial - initial.mean(), (len(w), k)).copy()
@@ -234,9 +238,13 @@ def bradley_terry(
         np.add.at(per_input, (inp, b * k + a), (outcome == "B") + 0.5 * (outcome == "tie"))
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         resampled = np.empty((n_boot, k, k))
-        for r in range(n_boot):
-            counts = np.bincount(rng.integers(0, n_inputs, n_inputs), minlength=n_inputs)
-            resampled[r] = (counts @ per_input).reshape(k, k)
+        rows = max(1, _DRAWS // max(1, n_inputs))  # resamples drawn at once (bounded memory)
+        for start in range(0, n_boot, rows):  # the same draws as one resample at a time
+            m = min(rows, n_boot - start)
+            picks = rng.integers(0, n_inputs, (m, n_inputs))
+            cells = (np.arange(m)[:, None] * n_inputs + picks).ravel()
+            counts = np.bincount(cells, minlength=m * n_inputs).reshape(m, n_inputs)
+            resampled[start : start + m] = (counts @ per_input).reshape(m, k, k)
         refits = refit_batch(with_prior(resampled, used), theta)
         fits = []
         for wins_r, fit in zip(resampled, refits, strict=True):
