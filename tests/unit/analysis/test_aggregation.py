@@ -278,6 +278,22 @@ def test_position_bias_counts_and_binomial_test():
     assert same["n_left"].tolist() == res["n_left"].tolist()
 
 
+def test_position_bias_p_values_are_scipys_binomial_test_for_every_count():
+    """Every number of left choices of up to 40 sided choices, one rater each."""
+    rows = [
+        (f"r{n}-{k}", "left" if i < k else "right")
+        for n in range(1, 41)
+        for k in range(n + 1)
+        for i in range(n)
+    ]
+    got = pairwise.position_bias(pd.DataFrame(rows, columns=["annotator", "raw"]))
+    got = got[got["scope"] == "rater"]
+    expected = [
+        binomtest(int(k), int(n), 0.5).pvalue for k, n in zip(got["n_left"], got["n"], strict=True)
+    ]
+    np.testing.assert_allclose(got["p_value"].to_numpy(dtype=float), expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------- ORA prioritisation check
 
 
