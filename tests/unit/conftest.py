@@ -15,6 +15,16 @@ def pytest_configure(config):
     settings.WHITENOISE_AUTOREFRESH = True
 
 
+#: The files of the longest tests (simulations of whole studies, Hypothesis state machines).
+LONG = ("tests/unit/protocol/", "tests/unit/test_properties.py", "tests/unit/test_security.py")
+
+
+def pytest_collection_modifyitems(items):
+    """The longest tests first: collected last, one of them kept a process busy for seconds
+    after the other had run out of work (pytest-xdist steals work, not a test halfway)."""
+    items.sort(key=lambda item: not any(part in item.path.as_posix() for part in LONG))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _own_job_directory(tmp_path_factory):
     """Job files (uploads waiting for import, finished exports) in a directory of this
