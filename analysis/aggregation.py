@@ -289,11 +289,9 @@ def _model(frame: pd.DataFrame, labels: pd.Series, reliability: pd.Series) -> Wo
 def dawid_skene(
     annotations: pd.DataFrame, *, rater: str = "annotator", n_iter: int = 100, tol: float = 1e-5
 ) -> WorkerModel:
-    """Dawid & Skene (1979) labels by EM over per-worker confusion matrices, initialised from
-    the majority vote (so deterministic), as crowd-kit's ``DawidSkene`` computes them (its
-    E-step, M-step, stopping rule and clipping; equal to 1e-9 in
-    ``tests/unit/analysis/test_worker_models.py``) in NumPy: crowd-kit's pandas EM took about
-    a second on a few hundred labels.
+    """Dawid & Skene (1979) labels by EM over per-worker confusion matrices
+    (:func:`dawid_skene_em`), initialised from the majority vote, so deterministic: crowd-kit's
+    ``DawidSkene`` in NumPy (equal to 1e-9, ``tests/unit/analysis/test_worker_models.py``).
 
     A worker's ``reliability`` is the prior-weighted diagonal of its confusion matrix,
     ``sum_c p_c P(label c | true c)`` (Dawid & Skene 1979, Section 2): the chance that its
