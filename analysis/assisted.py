@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 __all__ = [
     "BTEstimate",
@@ -55,6 +55,8 @@ def critical(confidence: float, dof: np.ndarray | float) -> np.ndarray:
     """The interval's half-width in standard errors: Student's t with ``dof`` degrees of
     freedom (the labelled sample less the fitted parameters), the usual small-sample form
     of the normal interval PPI++ gives; it tends to ``z_{1−α/2}`` as the sample grows."""
+    from scipy import stats  # imported when used: the web's URLconf imports this module
+
     return stats.t.ppf(0.5 + confidence / 2, np.maximum(dof, 1))
 
 
@@ -406,6 +408,8 @@ def rank_sets(
     below. ``dof``: free parameters (default K; K − 1 for centred scores)."""
     est = np.asarray(estimate, dtype=np.float64)
     k = len(est)
+    from scipy import stats
+
     c = float(stats.chi2.ppf(confidence, k if dof is None else dof))
     var = np.diag(cov)
     sd = np.sqrt(np.maximum(var[:, None] + var[None, :] - 2 * cov, 0.0))

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.spans import char_f1
 
@@ -26,6 +25,8 @@ __all__ = ["prefill_effect", "skipped_control", "suggestion_rates", "suggestion_
 def _wilson(k: int, n: int, confidence: float) -> tuple[float | None, float | None]:
     if n == 0:
         return None, None
+    from scipy import stats  # imported when used: the web's URLconf imports this module
+
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     p = k / n
     mid = (p + z * z / (2 * n)) / (1 + z * z / n)
@@ -73,6 +74,8 @@ def suggestion_f1(
 def prefill_effect(annotations: pd.DataFrame, confidence: float = 0.95) -> list[dict[str, Any]]:
     """Mean span count and mean score with vs without suggestions (the control share shown
     without them), and the difference with Welch's t interval."""
+    from scipy import stats
+
     rows = []
     pre = annotations["prefilled"].astype(bool).to_numpy()
     for col in ("n_spans", "score"):

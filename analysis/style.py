@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ranking.bradley_terry import ELO_BASE, ELO_SCALE
 
@@ -105,7 +104,8 @@ def style_bradley_terry(
     ``features=None``, the plain Bradley–Terry model. ``outcome``: 1 when ``a`` was
     preferred, 0 when ``b``, ½ a tie (or the share of raters preferring ``a``). Raises
     :class:`ValueError` when the outcomes are separated perfectly (no finite estimate)."""
-    import statsmodels.api as sm
+    from statsmodels.genmod.families import Binomial  # not statsmodels.api: a third the time
+    from statsmodels.genmod.generalized_linear_model import GLM
     from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
     a = np.asarray(system_a, dtype=object).astype(str)
@@ -133,7 +133,7 @@ def style_bradley_terry(
         warnings.simplefilter("error", PerfectSeparationWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            fit = sm.GLM(y, design, family=sm.families.Binomial()).fit(cov_type="HC0")
+            fit = GLM(y, design, family=Binomial()).fit(cov_type="HC0")
         except PerfectSeparationWarning:
             raise ValueError(
                 "perfect separation: the outcomes are predicted exactly, no finite scores"
@@ -144,6 +144,8 @@ def style_bradley_terry(
     amat = np.vstack([np.eye(k - 1), np.zeros((1, k - 1))]) - 1.0 / k
     theta = amat @ params[: k - 1]
     cov_t = amat @ cov[: k - 1, : k - 1] @ amat.T
+    from scipy import stats  # imported when used: the web's URLconf imports this module
+
     q = float(stats.norm.ppf(0.5 + confidence / 2))
     se = np.sqrt(np.maximum(np.diag(cov_t), 0.0))
     coefs = []

@@ -1,6 +1,8 @@
 """docker-compose.yml: every service restarts by itself and has a health check, and no
 secret has a default."""
 
+import os
+
 import yaml
 
 from tests.conftest import ROOT
@@ -61,3 +63,25 @@ def test_only_the_buffering_proxy_is_published():
     assert "./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro" in services["proxy"]["volumes"]
     conf = (ROOT / "deploy" / "nginx.conf").read_text()
     assert "server web:8000;" in conf and "proxy_request_buffering on;" in conf
+
+
+def test_web_and_worker_processes_start_without_the_heavy_statistics():
+    """A web process (its URLconf) and a Celery worker (its tasks) start without importing
+    ``scipy.stats`` or ``statsmodels.api`` (about a second each): the reports import them
+    when they are built."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, django; django.setup(); import config.urls; "
+        "from config.celery import app; app.loader.import_default_modules(); "
+        "print(sorted(m for m in ('scipy.stats', 'statsmodels.api', 'django.urls') "
+        "if m in sys.modules))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[-2] == "['django.urls']"
