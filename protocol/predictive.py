@@ -399,18 +399,39 @@ def calibrate_decision_level(
     def rate(level: float) -> float:
         return float(np.mean((top >= level) | final_false))
 
-    if rate(1.0 + 1e-12) > gamma:
+    return _smallest_level(rate, top, gamma, hi=1.0 + 1e-12)
+
+
+def _smallest_level(
+    rate: Callable[[float], float],
+    steps: ArrayLike,
+    gamma: float,
+    lo: float = 0.5,
+    hi: float = 1.0,
+) -> float:
+    """The smallest level in ``[lo, hi]`` with ``rate(level) ≤ gamma``, or 1.0 when even
+    ``hi`` exceeds it. ``rate`` counts values ``≥ level``: it falls only just above one of
+    ``steps``, so the answer is ``lo`` or the next float above a step, found exactly by a
+    binary search over the distinct steps (``log₂`` of their number calls of ``rate``).
+
+    >>> top = np.array([0.6, 0.7, 0.8, 0.9])
+    >>> _smallest_level(lambda level: float(np.mean(top >= level)), top, 0.25)
+    0.8000000000000002
+    """
+    if rate(hi) > gamma:
         return 1.0
-    lo, hi = 0.5, 1.0 + 1e-12
     if rate(lo) <= gamma:
         return lo
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        if rate(mid) <= gamma:
-            hi = mid
+    values = np.asarray(steps, dtype=float).ravel()
+    cuts = np.nextafter(np.unique(values[(values >= lo) & (values < hi)]), np.inf)
+    first, last = 0, len(cuts)  # rate ≤ gamma from some cut on, or at hi (index len(cuts))
+    while first < last:
+        mid = (first + last) // 2
+        if rate(float(cuts[mid])) <= gamma:
+            last = mid
         else:
-            lo = mid
-    return float(hi)
+            first = mid + 1
+    return float(cuts[first]) if first < len(cuts) else hi
 
 
 # --------------------------------------------------------------------------------------------
@@ -734,32 +755,23 @@ def calibrate_study_level(
         own_significance=own_significance,
     )  # fmt: skip
     if implied:
-        rate = _implied_rate(pair_systems, n_max, batch, gamma, kw)
+        rate, steps = _implied_rate(pair_systems, n_max, batch, gamma, kw)
     else:
         top, final = null_study_bounds(pair_systems, n_max, batch, gamma, **kw)
+        steps = top
 
         def rate(level: float) -> float:
             return float(np.mean((top >= level) | final))
 
-    lo, hi = 0.5, 1.0
-    if rate(hi) > gamma:
-        return 1.0
-    if rate(lo) <= gamma:
-        return lo
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if rate(mid) <= gamma:
-            hi = mid
-        else:
-            lo = mid
-    return float(hi)
+    return _smallest_level(rate, steps, gamma)
 
 
 def _implied_rate(
     pair_systems: ArrayLike, n_max: int, batch: int, gamma: float, kw: NullStudyOptions
-) -> Callable[[float], float]:
+) -> tuple[Callable[[float], float], NDArray[np.float64]]:
     """The per-pair false-decision rate of null studies at a study level, implied decisions
-    (through chains of direct ones, at any look, the last included) counted."""
+    (through chains of direct ones, at any look, the last included) counted; and the levels
+    it steps at."""
     bounds, directions, last = null_study_bounds(
         pair_systems, n_max, batch, gamma, per_look=True, **kw
     )
@@ -780,4 +792,4 @@ def _implied_rate(
         first_look = np.where(any_hit | (last != 0), first, -1)
         return float(np.mean(null_false_decisions(first_look, direction, local, n_sys)))
 
-    return rate
+    return rate, bounds

@@ -13,6 +13,7 @@ from scipy.stats import multivariate_normal
 from protocol.decision import sample_posterior
 from protocol.predictive import (
     _components,
+    _smallest_level,
     calibrate_decision_level,
     calibrate_futility,
     calibrate_study_level,
@@ -362,3 +363,23 @@ def test_where_most_pairs_differ_the_default_matches_the_papers_cost_with_more_c
     # and without the study level (the lone-pair level for every pair) it costs more
     lone = ProtocolSettings(batch=10, pooled_calibration=False)
     assert replay(data, lone, repeats=4, seed=0)["summary"]["annotations"] > ours["annotations"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_smallest_level_is_exact_against_every_candidate(seed) -> None:
+    # the rate of a calibration (the share of null studies with a level ≥ the asked one, or
+    # false at the last look) against a brute force over every float where it can step
+    rng = np.random.default_rng(seed)
+    top = np.round(rng.uniform(0.3, 1.0, size=int(rng.integers(1, 40))), 2)  # ties too
+    final = rng.random(len(top)) < 0.1
+    gamma = float(rng.choice([0.0, 0.05, 0.2, 0.5]))
+
+    def rate(level: float) -> float:
+        return float(np.mean((top >= level) | final))
+
+    found = _smallest_level(rate, top, gamma)
+    grid = [0.5, *np.nextafter(top[(top >= 0.5) & (top < 1.0)], np.inf), 1.0]
+    allowed = [level for level in grid if rate(level) <= gamma]
+    assert found == (min(allowed) if allowed else 1.0)
+    if allowed and found > 0.5:
+        assert rate(float(np.nextafter(found, 0.0))) > gamma  # no smaller level would do
