@@ -571,26 +571,11 @@ def _pooled_batch(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """:func:`pool_across_pairs` for ``B`` studies of one connected design at once:
     ``m``, ``v`` (B, P), ``x`` (P, S). Returns weights (B, G), means and variances (B, G, P)."""
-    tau2 = np.asarray(tau_grid, dtype=float) ** 2
-    prior_var = QUALITY_PRIOR_SD**2
-    d = tau2[None, :, None] + v[:, None, :]  # (B, G, P)
-    inv_d = 1.0 / d
-    s = x.shape[1]
-    outer = _outer_rows(x)
-    a = np.eye(s) / prior_var + (inv_d @ outer).reshape(*inv_d.shape[:2], s, s)
-    b = (m[:, None, :] * inv_d) @ x
-    a_inv = np.linalg.inv(a)
-    q = (a_inv @ b[..., None])[..., 0]
-    xq = q @ x.T
-    quad = (m[:, None, :] ** 2 * inv_d).sum(axis=2) - (b * q).sum(axis=2)
-    logdet = np.log(d).sum(axis=2) + np.linalg.slogdet(a)[1]
-    edges = np.gradient(np.asarray(tau_grid, dtype=float))
-    logpost = -0.5 * (logdet + quad) + np.log(edges / edges.sum())[None]
+    grid = np.asarray(tau_grid, dtype=float)
+    loglik, mean, var = _components(m, v, x, grid**2, QUALITY_PRIOR_SD**2)
+    edges = np.gradient(grid)
+    logpost = loglik + np.log(edges / edges.sum())[None]
     w = np.exp(logpost - logpost.max(axis=1, keepdims=True))
-    shrink = v[:, None, :] * inv_d
-    mean = xq + (1.0 - shrink) * (m[:, None, :] - xq)
-    xax = a_inv.reshape(*a_inv.shape[:2], s * s) @ outer.T
-    var = shrink**2 * xax + tau2[None, :, None] * shrink
     return w / w.sum(axis=1, keepdims=True), mean, np.maximum(var, 1e-15)
 
 
