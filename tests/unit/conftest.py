@@ -41,8 +41,8 @@ def _own_job_directory(tmp_path_factory):
 def django_db_use_migrations() -> bool:
     """Each process builds its database from the models, not by running the 67 migrations
     (6 s of CPU per process). The migrations themselves are tested where they run: the
-    ``migrate`` fixture below, ``makemigrations --check`` in ``./run test``, and the services
-    phase, whose PostgreSQL databases are migrated."""
+    ``migrate`` fixture below, ``makemigrations --check`` in ``./run test``, and its last
+    phase, whose PostgreSQL database is migrated."""
     return False
 
 
