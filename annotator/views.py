@@ -34,8 +34,12 @@ from .models import Participation, Study
 from .resilience import retry_on_lost_database
 
 COOKIE_SALT = "humeval.participation"
+#: The waiting page looks again after ``FIRST_WAIT_SECONDS`` (``IMMINENT_WAIT_SECONDS`` while
+#: a complete round is being decided: its next round opens within a moment), each later look
+#: a second later than the last, at most ``WAIT_SECONDS`` apart.
+FIRST_WAIT_SECONDS = 2
+IMMINENT_WAIT_SECONDS = 1
 WAIT_SECONDS = 5
-IMMINENT_WAIT_SECONDS = 2
 #: How long the end page shows a Prolific worker their code before taking them back.
 PROLIFIC_RETURN_SECONDS = 3
 ALREADY_ANSWERED = gettext_lazy(
@@ -346,14 +350,15 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "submit", str(participation.pk), settings.HUMEVAL_THROTTLE_SUBMIT
     ):
         return _too_many(request)
-    seconds = WAIT_SECONDS
+    looks = 0 if posted else _looks(request.GET.get("look"))
+    seconds = 0
     try:
         task, status = (
             _answer_or_next(request, participation) if posted else (_next(participation), 200)
         )
         if task is None:
-            seconds = _wait_seconds(study, posted)
-            if seconds == WAIT_SECONDS and posted:
+            seconds = _wait_seconds(study, looks)
+            if posted and seconds == FIRST_WAIT_SECONDS:
                 # one more look: work made as this answer committed (embedded mode decides
                 # the round it completed right then) is this worker's next task
                 task = _next(participation)
@@ -361,7 +366,8 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         return redirect("annotator:end", study_id=study.public_id)
     if task is None:
         if seconds:
-            return render(request, "annotator/wait.html", {"study": study, "seconds": seconds})
+            context = {"study": study, "seconds": seconds, "look": looks + 1}
+            return render(request, "annotator/wait.html", context)
         return redirect("annotator:end", study_id=study.public_id)
     assignment = task.assignment
     item = assignment.item
@@ -376,13 +382,20 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
     return render(request, "annotator/task.html", context, status=status)
 
 
-def _wait_seconds(study: Study, posted: bool) -> int:
-    """For a worker with no task: after how many seconds the waiting page looks again, or 0
-    when no more work is coming (the end page). Soon while a complete round is being decided
-    (its next round opens within a moment): the page waits, no web process does."""
+def _wait_seconds(study: Study, looks: int) -> int:
+    """For a worker with no task whose waiting page has looked ``looks`` times: after how
+    many seconds it looks again, or 0 when no more work is coming (the end page). The page
+    waits, no web process does: soon at first, as the round's last answers come in, then
+    less often, so a long wait costs no more looks than one every ``WAIT_SECONDS``."""
     if not selectors.more_work_expected(study):
         return 0
-    return IMMINENT_WAIT_SECONDS if selectors.work_imminent(study) else WAIT_SECONDS
+    first = IMMINENT_WAIT_SECONDS if selectors.work_imminent(study) else FIRST_WAIT_SECONDS
+    return min(WAIT_SECONDS, first + looks)
+
+
+def _looks(value: str | None) -> int:
+    """The waiting page's count of looks from its refresh URL (anything else: 0)."""
+    return min(int(value), WAIT_SECONDS) if value and value.isascii() and value.isdigit() else 0
 
 
 def _next(participation: Participation) -> services.Task | None:

@@ -11,7 +11,7 @@ every round decided once, no HTTP error; exit 1 otherwise). ``--sqlite``: the em
 default (3 workers, eager Celery); ``--profile DIR``: cProfile and SQL per request kind.
 ``--kind`` picks the task kind (pairwise, likert, ranking, error_spans; ``all``: each in
 turn on a fresh stack, then a table of the kinds). A worker on the waiting page looks again
-when the page's refresh says, as a browser does.
+when and where the page's refresh says, as a browser does.
 
     python bench/load.py [--kind pairwise] [--seconds 180] [--workers 200] [--sqlite]
 """
@@ -37,6 +37,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from html import unescape
 from itertools import combinations
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -60,7 +61,7 @@ KINDS: dict[str, dict[str, object]] = {
     "error_spans": {"kind": "error_spans", "categories": ["Accuracy"]},
 }
 SCORE_FIELD = re.compile(r'name="(score-[\w-]+)" value="([^"]+)"')
-REFRESH = re.compile(r'http-equiv="refresh" content="(\d+(?:\.\d+)?);')
+REFRESH = re.compile(r'http-equiv="refresh" content="(\d+(?:\.\d+)?); url=([^"]+)"')
 OUTPUT_TEXT = re.compile(r"\b(s\d+) says \d+")
 TOKEN_FIELD = re.compile(r'name="token" value="([0-9a-f-]{36})"')
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -189,10 +190,11 @@ def answer_fields(kind: str, page: TaskPage, rng: random.Random) -> dict[str, st
     return fields
 
 
-def refresh_seconds(html: str, default: float) -> float:
-    """After how many seconds the waiting page looks again (its refresh), else ``default``."""
+def refresh(html: str, default: float, url: str) -> tuple[float, str]:
+    """After how many seconds the waiting page looks again and where (its refresh), else
+    ``default`` and ``url``."""
     found = REFRESH.search(html)
-    return float(found.group(1)) if found else default
+    return (float(found.group(1)), unescape(found.group(2))) if found else (default, url)
 
 
 def choose_answer(left: str, right: str, rng: random.Random, accuracy: float = ACCURACY) -> str:
@@ -978,6 +980,7 @@ async def crowdworker(
     base = f"/w/{study}/"
     entered = False
     page: TaskPage | None = None  # the task on screen, from the last answer's response
+    look = f"{base}task/"  # where the next look for a task goes (the waiting page's refresh)
 
     async def pause(seconds: float) -> None:
         await asyncio.sleep(max(0.0, min(seconds, stats.deadline - time.perf_counter())))
@@ -1001,14 +1004,16 @@ async def crowdworker(
                     entered = True
                 if page is None:
                     sent = time.perf_counter()
-                    r = await client.request("GET", f"{base}task/")
+                    r = await client.request("GET", look)
                     html = r.text() if r.status == 200 else ""
                     if WAITING in html:
-                        # between rounds: the page looks again when its refresh says
+                        # between rounds: the page looks again when and where its refresh says
                         stats.no_work += stats.measuring(sent)
                         stats.record(stats.nowork_latency, r, sent)
-                        await pause(rng.uniform(0.9, 1.1) * refresh_seconds(html, args.reenter))
+                        seconds, look = refresh(html, args.reenter, look)
+                        await pause(rng.uniform(0.9, 1.1) * seconds)
                         continue
+                    look = f"{base}task/"
                     if r.status == 302 and r.location.endswith("/end/"):
                         stats.no_work += stats.measuring(sent)
                         stats.record(stats.nowork_latency, r, sent)
@@ -1059,7 +1064,8 @@ async def crowdworker(
                     stats.record(stats.submit_latency, r, sent)
                     stats.cycles.append(time.perf_counter())
                     if waiting:  # as a browser: the waiting page looks again after a while
-                        await pause(rng.uniform(0.9, 1.1) * refresh_seconds(html, args.reenter))
+                        seconds, look = refresh(html, args.reenter, look)
+                        await pause(rng.uniform(0.9, 1.1) * seconds)
                 elif page is not None:
                     stats.error(f"submit refused: {page.messages[:80]}")
                 else:
