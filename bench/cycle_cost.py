@@ -114,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sqlite", action="store_true")
     p.add_argument("--cycles", type=int, default=1000, help="answers measured per kind")
     p.add_argument("--workers", type=int, default=50, help="workers taking turns")
-    p.add_argument("--api", type=int, default=500, help="trivial requests measured")
     p.add_argument("--warmup", type=int, default=100, help="unmeasured answers first")
     p.add_argument(
         "--kinds",
@@ -184,7 +183,6 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
         return out
 
     by_kind: dict[str, dict[str, list[Row]]] = {}
-    api_token = ""
     for task_kind in args.kinds:
         largs.kind = task_kind
         # the first round holds every measured answer (no Celery worker decides it here)
@@ -193,17 +191,17 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
         largs.batch_size = -(-need // per_input)
         largs.inputs = max(1000, largs.batch_size + 10)
         setup = load.prepare_study(largs)
-        api_token = setup.api_token
         rows: dict[str, list[Row]] = defaultdict(list)
         by_kind[task_kind] = rows
-        cycle(args, call, timed, rows, task_kind, f"/w/{setup.public_id}/")
+        headers = {"Authorization": f"Token {setup.api_token}", "Accept": "application/json"}
+
+        def trivial(measure: bool, rows=rows, headers=headers) -> None:
+            status, _, _ = timed(rows, "api", measure, "GET", "/api/studies/", headers=headers)
+            assert status == 200, status
+
+        cycle(args, call, timed, rows, task_kind, f"/w/{setup.public_id}/", trivial)
         print(f"[{task_kind}] measured", {k: len(v) for k, v in rows.items()}, flush=True)
-    api_rows: dict[str, list[Row]] = defaultdict(list)
-    api_headers = {"Authorization": f"Token {api_token}", "Accept": "application/json"}
-    for i in range(args.api + 20):
-        status, _, _ = timed(api_rows, "api", i >= 20, "GET", "/api/studies/", headers=api_headers)
-        assert status == 200, status
-    report(args, by_kind, api_rows["api"])
+    report(args, by_kind)
     busy0, total0 = load.machine_busy()
     time.sleep(1)
     busy1, total1 = load.machine_busy()
@@ -232,9 +230,11 @@ def run(args: argparse.Namespace, largs: argparse.Namespace, stack: load.Stack) 
     return 0
 
 
-def cycle(args, call, timed, rows, task_kind: str, base: str) -> None:
+def cycle(args, call, timed, rows, task_kind: str, base: str, trivial) -> None:
     """``args.workers`` workers enter and answer in turn: ``args.warmup`` answers unmeasured,
-    then ``args.cycles`` measured (``task-post``). Then the end of the round: the workers
+    then ``args.cycles`` measured (``task-post``), each followed by the trivial request
+    (``api``, the reference: measured alternately, so both see the same machine and the
+    same warm process). Then the end of the round: the workers
     answer on until none has a task (``post-end``: an answer answered with the waiting
     page), and each looks again ``args.looks`` times (``wait-look``: the waiting page while
     the complete round awaits its decision, which no Celery worker makes here)."""
@@ -273,6 +273,7 @@ def cycle(args, call, timed, rows, task_kind: str, base: str) -> None:
             kw = {"cookies": jar, "body": urlencode(form).encode()}
             if answered < total:
                 status, head, body = timed(rows, "task-post", measured, *posted, **kw)
+                trivial(measured)
             else:  # the end of the round: only the answers that find no task are kept
                 end_rows: dict[str, list[Row]] = defaultdict(list)
                 status, head, body = timed(end_rows, "post", True, *posted, **kw)
@@ -293,40 +294,38 @@ def cycle(args, call, timed, rows, task_kind: str, base: str) -> None:
             assert status == 200 and load.WAITING in body.decode(), (status, body[:300])
 
 
-def report(args, by_kind: dict[str, dict[str, list[Row]]], api: list[Row]) -> None:
+def report(args, by_kind: dict[str, dict[str, list[Row]]]) -> None:
     mode = "SQLite (embedded)" if args.sqlite else "PostgreSQL + Redis"
-    triv = statistics.mean(r[0] + r[1] for r in api)
     print(f"\nper-request cost, {mode}, one request at a time (CPU time, not wall time)")
     head = (
         f"{'request':<14}{'n':>6}{'web CPU p50':>13}{'mean':>8}{'db CPU mean':>13}{'SQL':>6}"
         f"{'wall p50':>11}"
     )
-    order = ("entry", "instructions", "task-get", "task-post", "post-end", "wait-look")
+    order = ("entry", "instructions", "task-get", "task-post", "api", "post-end", "wait-look")
     for task_kind, rows in by_kind.items():
         print(f"\n{task_kind}\n{head}")
         for name in order:
             line(name, rows.get(name, []))
-    print(f"\ntrivial\n{head}")
-    line("api", api)
     pair = by_kind.get("pairwise", {}).get("task-post")
     pair_cpu = statistics.mean(r[0] + r[1] for r in pair) if pair else float("nan")
-    print(f"\nserver CPU per trivial request {1000 * triv:.2f} ms")
     print(
-        f"{'kind':<13}{'answer ms':>10}{'ratio by CPU':>14}{'SQL':>6}{'vs pairwise':>13}"
-        f"{'end answer ms':>15}{'SQL':>6}{'wait look ms':>14}{'SQL':>6}"
+        f"\n{'kind':<13}{'answer ms':>10}{'trivial ms':>11}{'ratio by CPU':>14}{'SQL':>6}"
+        f"{'vs pairwise':>13}{'end answer ms':>15}{'SQL':>6}{'wait look ms':>14}{'SQL':>6}"
     )
     for task_kind, rows in by_kind.items():
         post = rows["task-post"]
         cyc = statistics.mean(r[0] + r[1] for r in post)
+        triv = statistics.mean(r[0] + r[1] for r in rows["api"])
         sql = statistics.mean(r[2] for r in post)
         end, look = rows.get("post-end", []), rows.get("wait-look", [])
         print(
-            f"{task_kind:<13}{1000 * cyc:>10.2f}{triv / cyc:>14.3f}{sql:>6.1f}"
+            f"{task_kind:<13}{1000 * cyc:>10.2f}{1000 * triv:>11.2f}{triv / cyc:>14.3f}{sql:>6.1f}"
             f"{cyc / pair_cpu:>13.3f}{mean_ms(end):>15.2f}{mean_sql(end):>6.1f}"
             f"{mean_ms(look):>14.2f}{mean_sql(look):>6.1f}"
         )
     print(
-        "ratio by CPU: server CPU (web + database) per trivial request / per answer cycle "
+        "ratio by CPU: server CPU (web + database) per trivial request / per answer cycle, "
+        "the trivial request measured after each answer "
         "[target >= 1.0, pairwise <= 11 SQL, every kind <= 1.2x pairwise]"
     )
 
