@@ -419,9 +419,17 @@ class Assignment(models.Model):
     """One item leased to one worker, with the display order drawn for it."""
 
     token = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
+    # No index of their own: each leads an index below, and every lease and answer writes
+    # this table (an index fewer is an index entry fewer per INSERT and per state change).
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
+    item = models.ForeignKey(
+        Item, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
+    annotator = models.ForeignKey(
+        Annotator, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     display_order = models.JSONField(
         default=list,
         help_text="Positions of the item's outputs in the order shown (left first).",
@@ -730,7 +738,10 @@ class QualificationAttempt(models.Model):
 class Annotation(models.Model):
     """A submitted label. Never edited after it is stored."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="annotations")
+    # no index of its own: it leads ``annotation_time_idx`` (see ``Assignment``)
+    study = models.ForeignKey(
+        Study, on_delete=models.CASCADE, related_name="annotations", db_index=False
+    )
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="annotations")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="annotations")
     assignment = models.OneToOneField(
