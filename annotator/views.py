@@ -394,8 +394,11 @@ def _wait_seconds(study: Study, looks: int) -> int:
 
 
 def _looks(value: str | None) -> int:
-    """The waiting page's count of looks from its refresh URL (anything else: 0)."""
-    return min(int(value), WAIT_SECONDS) if value and value.isascii() and value.isdigit() else 0
+    """The waiting page's count of looks from its refresh URL: one to three ASCII digits
+    (anything else: 0)."""
+    if not value or len(value) > 3 or not (value.isascii() and value.isdigit()):
+        return 0
+    return min(int(value), WAIT_SECONDS)
 
 
 def _next(participation: Participation) -> services.Task | None:

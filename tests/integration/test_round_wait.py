@@ -82,7 +82,7 @@ def test_a_worker_with_no_task_while_the_round_collects_waits_the_usual_time():
     assert f'content="{views.FIRST_WAIT_SECONDS}; url={url}?look=1"' in html
     for look, seconds, after in [
         (1, 3, 2), (2, 4, 3), (3, 5, 4), (4, 5, 5), (5, 5, 6), (99, 5, 6),
-        ("", 2, 1), ("-1", 2, 1), ("x", 2, 1), ("²", 2, 1), ("1.5", 2, 1),
+        ("", 2, 1), ("-1", 2, 1), ("x", 2, 1), ("²", 2, 1), ("1.5", 2, 1), ("9" * 5000, 2, 1),
     ]:  # fmt: skip
         page = waiter.get(url, {"look": look})
         assert page.status_code == 200
