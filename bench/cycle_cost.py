@@ -306,27 +306,21 @@ def report(args, by_kind: dict[str, dict[str, list[Row]]]) -> None:
         print(f"\n{task_kind}\n{head}")
         for name in order:
             line(name, rows.get(name, []))
-
-    def cost(rows: dict[str, list[Row]]) -> float:
-        """An answer's CPU in trivial requests measured between the kind's answers."""
-        return statistics.mean(r[0] + r[1] for r in rows["task-post"]) / statistics.mean(
-            r[0] + r[1] for r in rows["api"]
-        )
-
-    pair = cost(by_kind["pairwise"]) if "pairwise" in by_kind else float("nan")
+    # an answer's CPU in the trivial requests measured between the same kind's answers
+    pairwise = by_kind.get("pairwise")
+    pair = mean_ms(pairwise["task-post"]) / mean_ms(pairwise["api"]) if pairwise else float("nan")
     print(
         f"\n{'kind':<13}{'answer ms':>10}{'trivial ms':>11}{'ratio by CPU':>14}{'SQL':>6}"
         f"{'vs pairwise':>13}{'end answer ms':>15}{'SQL':>6}{'wait look ms':>14}{'SQL':>6}"
     )
     for task_kind, rows in by_kind.items():
         post = rows["task-post"]
-        cyc = statistics.mean(r[0] + r[1] for r in post)
-        triv = statistics.mean(r[0] + r[1] for r in rows["api"])
-        sql = statistics.mean(r[2] for r in post)
+        cyc, triv = mean_ms(post), mean_ms(rows["api"])
+        sql = mean_sql(post)
         end, look = rows.get("post-end", []), rows.get("wait-look", [])
         print(
-            f"{task_kind:<13}{1000 * cyc:>10.2f}{1000 * triv:>11.2f}{triv / cyc:>14.3f}{sql:>6.1f}"
-            f"{cost(rows) / pair:>13.3f}{mean_ms(end):>15.2f}{mean_sql(end):>6.1f}"
+            f"{task_kind:<13}{cyc:>10.2f}{triv:>11.2f}{triv / cyc:>14.3f}{sql:>6.1f}"
+            f"{cyc / triv / pair:>13.3f}{mean_ms(end):>15.2f}{mean_sql(end):>6.1f}"
             f"{mean_ms(look):>14.2f}{mean_sql(look):>6.1f}"
         )
     print(
