@@ -143,9 +143,8 @@ def _spend(key: str, rate: str, add: int = 1, member: str = "") -> tuple[bool, f
     if redis_available():
         try:
             keys = [REDIS_PREFIX + key] + ([REDIS_PREFIX + member] if member else [])
-            pipe = client.pipeline(transaction=False)
-            _bucket_script(client)(keys=keys, args=[now, interval, window, add], client=pipe)
-            passed, wait = pipe.execute()[0]
+            # EVALSHA: one round trip (the script is loaded once, when Redis lacks it)
+            passed, wait = _bucket_script(client)(keys=keys, args=[now, interval, window, add])
             return bool(passed), float(wait)
         except redis.RedisError as exc:
             redis_failed(exc)

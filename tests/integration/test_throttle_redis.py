@@ -73,3 +73,30 @@ def test_a_bucket_in_redis_lets_no_burst_through_at_a_minute_boundary(monkeypatc
             clock[0] += 4 / 60
         throttle._redis().delete(f"{throttle.REDIS_PREFIX}throttle:entry:{ident}")
     assert passed <= 32
+
+
+def test_a_counted_request_is_one_round_trip_to_redis(monkeypatch):
+    """The bucket's script runs by its hash (``EVALSHA``): one send and one reply per request
+    once Redis knows the script (a pipeline asked ``SCRIPT EXISTS`` first, a second round
+    trip on every request)."""
+    from redis.connection import AbstractConnection
+
+    url = settings.CELERY_BROKER_URL.rsplit("/", 1)[0] + "/3"
+    caches = {"default": {"BACKEND": throttle.REDIS_CACHE, "LOCATION": url}}
+    ident = uuid.uuid4().hex
+    sent: list[bytes] = []
+    send = AbstractConnection.send_packed_command
+
+    def counting(self, command, *args, **kwargs):
+        sent.append(b"".join(command) if isinstance(command, list) else command)
+        return send(self, command, *args, **kwargs)
+
+    with override_settings(CACHES=caches):
+        client = throttle._redis()
+        assert throttle.allow("submit", ident, "3/min")  # loads the script if Redis lacks it
+        monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
+        assert throttle.allow("submit", ident, "3/min")
+        assert not throttle.exceeded("submit", ident, "3/min")
+        monkeypatch.undo()
+        assert len(sent) == 2 and all(b"EVALSHA" in s and b"SCRIPT" not in s for s in sent)
+        client.delete(*client.keys(f"{throttle.REDIS_PREFIX}throttle:submit:{ident}"))

@@ -190,13 +190,13 @@ def test_redis_is_tried_again_after_the_back_off(monkeypatch):
     import redis
 
     calls = []
-    real = redis.Redis.pipeline
+    real = redis.Redis.evalsha
 
     def counting(self, *args, **kwargs):
         calls.append(1)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(redis.Redis, "pipeline", counting)
+    monkeypatch.setattr(redis.Redis, "evalsha", counting)
     with override_settings(CACHES=dead_redis_cache()):
         throttle.allow("submit", "w", "100/min")
         assert len(calls) == 1
