@@ -2,6 +2,7 @@ from functools import lru_cache
 
 from django import template
 from django.template.loader import render_to_string
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language, gettext, override
 
@@ -14,6 +15,18 @@ register = template.Library()
 def untrusted(text: str, markdown: bool = True) -> SafeString:
     """``{% untrusted output.text markdown=study.render_markdown %}``"""
     return render_untrusted(text or "", markdown)
+
+
+@register.simple_tag
+def cached_url(name: str, *args) -> str:
+    """``{% url name arg … %}`` reversed once per process for each name and arguments (the
+    worker pages' links, reversed on every page otherwise)."""
+    return _reverse(name, tuple(str(a) for a in args), get_script_prefix(), get_urlconf())
+
+
+@lru_cache(maxsize=4096)
+def _reverse(name: str, args: tuple[str, ...], prefix: str, urlconf: str | None) -> str:
+    return reverse(name, args=args, urlconf=urlconf)
 
 
 @register.simple_tag
@@ -33,6 +46,14 @@ def _answer_buttons(
     shown = [{"value": value, "label": label} for value, label in answers]
     with override(language):
         return render_to_string("annotator/_answers.html", {"answers": shown, "disabled": disabled})
+
+
+@register.filter
+def is_conversation(value) -> bool:
+    """Whether a shown text is a conversation (``formats.conversation.Conversation``); a
+    filter, as ``{% if text.is_conversation %}`` fails its lookup on a plain text, and a
+    failed lookup costs more than the rest of the fragment."""
+    return getattr(value, "is_conversation", False) is True
 
 
 @register.filter
