@@ -284,6 +284,11 @@ class Input(models.Model):
     def __str__(self) -> str:
         return self.external_id
 
+    @property
+    def conversation(self) -> Any:
+        """The conversation the input is (``metadata["conversation"]``), or ``None``."""
+        return self.metadata.get("conversation") if isinstance(self.metadata, dict) else None
+
 
 class Output(models.Model):
     input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="outputs")

@@ -63,7 +63,9 @@ def answer_options(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, 
 
 
 def page_context(study: Study, item: Item, opts: dict[str, Any]) -> dict[str, Any]:
-    """The task page's ``span_prefill`` (true) and ``span_suggestions`` (a list; both absent
-    without prefill)."""
+    """The task page's ``span_prefill`` (whether spans are suggested) and
+    ``span_suggestions`` (a list; ``None`` without prefill)."""
     what = shown(study, item, opts)
-    return {} if what is None else {"span_prefill": True, "span_suggestions": what["spans"]}
+    if what is None:
+        return {"span_prefill": False, "span_suggestions": None}
+    return {"span_prefill": True, "span_suggestions": what["spans"]}

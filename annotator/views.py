@@ -334,7 +334,7 @@ def qualify(request: HttpRequest, study: Study, participation: Participation) ->
         return redirect("annotator:task", study_id=study.public_id)
     question = step["question"]
     page = selectors.qualification_page(question.test, question, step["display_order"])
-    context = {"study": study, "step": step, "question": question, **page}
+    context = {"study": study, "step": step, "question": question, "preview": False, **page}
     return render(request, "annotator/qualify.html", context, status=status)
 
 
@@ -377,6 +377,7 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         "input": item.input,
         "progress": selectors.worker_progress(study, task.done),
         "heartbeat_seconds": settings.HUMEVAL_LEASE_HEARTBEAT_SECONDS,
+        "preview": False,
         **selectors.task_page(study, item, assignment.display_order),
     }
     return render(request, "annotator/task.html", context, status=status)

@@ -159,10 +159,10 @@ class Pairwise(Kind[PairwiseOptions, PairwiseAnswer]):
         return [JudgeBenchProperty(PREFERENCE, labels, description=question)]
 
     def context(self, opts: PairwiseOptions) -> dict[str, Any]:
-        out: dict[str, Any] = {"answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)]}
-        if criteria.uses_form(opts):
-            out["criteria_form"] = criteria.template_context(opts)
-        return out
+        return {
+            "answers": [Choice(a, RAW_ANSWERS[a]) for a in self.answers(opts)],
+            "criteria_form": criteria.template_context(opts) if criteria.uses_form(opts) else None,
+        }
 
     def parse_answer(
         self,

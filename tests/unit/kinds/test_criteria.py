@@ -404,7 +404,7 @@ def test_the_pairwise_kind_validates_and_keeps_only_the_options_given():
 
     plain = KIND.validate_options({}, 2)
     assert plain == {"allow_tie": True, "allow_both_good": False, "allow_both_bad": False}
-    assert "criteria_form" not in KIND.context(plain)
+    assert KIND.context(plain)["criteria_form"] is None
     o = KIND.validate_options({"criteria": TWO, "strength": True, "rationale": "required"}, 2)
     assert o["criteria"] == TWO and o["strength"] and o["rationale"] == "required"
     assert KIND.overall_criterion(o) == "helpful"
