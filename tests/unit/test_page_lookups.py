@@ -1,6 +1,7 @@
 """The task page names only what its context holds, for every kind: a name the template
 cannot resolve renders as nothing, but Django finds that out by raising and catching up to
-four exceptions, which cost more than the rest of a fragment (docs/benchmarks.md)."""
+four exceptions, which cost more than the rest of a fragment (docs/benchmarks.md). And the
+default instructions read the study's settings."""
 
 from __future__ import annotations
 
@@ -58,3 +59,13 @@ def test_every_kinds_task_page_resolves_every_name_it_uses(label, conversation, 
     assert refused.status_code == 400 and 'class="messages"' in refused.content.decode()
     assert misses == [], sorted(set(misses))
 
+
+@pytest.mark.parametrize("categories", [["accuracy", "fluency"], []], ids=["with", "without"])
+def test_the_error_span_instructions_say_whether_there_are_categories(categories, make_study):
+    line = {**STUDIES["error_spans"][0], "categories": categories}
+    study = make_study(bundle(_records(("s1", "s2"), False), {"name": "esa", **line}))
+    client = Client()
+    client.get(f"/w/{study.public_id}/", {"worker": "w1"})
+    page = client.get(f"/w/{study.public_id}/instructions/").content.decode()
+    assert "Then give the response an overall score" in page
+    assert ("with a category if one fits" in page) == bool(categories)
