@@ -157,7 +157,7 @@ def label_texts(annotation: Annotation) -> dict[str, Any]:
     as ``input_messages``) and ``outputs``, the item's outputs in system order as ``{system,
     text, messages}`` (``messages``: a conversation output's, else ``None``)."""
     item = annotation.item
-    conversation = (item.input.metadata or {}).get("conversation")
+    conversation = item.input.conversation
     return {
         "input": item.input.text,
         "input_messages": conversation or None,

@@ -33,8 +33,8 @@ class ConversationError(ValueError):
 
 
 class Conversation(list[dict[str, Any]]):
-    """A validated list of messages, marked for the templates: ``{% if x.is_conversation %}``
-    is true for it and false for a text (a ``str`` has no such attribute)."""
+    """A validated list of messages, marked for the templates: ``x|is_conversation`` (the
+    ``humeval`` filter reads the mark) is true for it and false for a text."""
 
     is_conversation = True
 

@@ -322,7 +322,7 @@ def study_prepare_checks(
             QualificationQuestion(
                 test=test,
                 prompt=i.input.text,
-                conversation=(i.input.metadata or {}).get("conversation") or [],
+                conversation=i.input.conversation or [],
                 outputs=[o.text for o in i.output_list()],
                 expected=i.expected,
                 order=n,
