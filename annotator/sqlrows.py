@@ -75,10 +75,9 @@ def db_value(model: type[Model], name: str, value: Any) -> Any:
     return model._meta.get_field(name).get_db_prep_value(value, connection)
 
 
-def insert(instance: Model) -> Model:
-    """INSERT one instance (every concrete field but an automatic primary key) and set its
-    primary key: what ``save()`` does for a new row, without the QuerySet machinery. No
-    ``pre_save``/``post_save`` signals are sent (nothing in the project listens to them)."""
+def insert_sql(instance: Model) -> tuple[str, list]:
+    """The INSERT of one instance (every concrete field but an automatic primary key) and
+    its parameters, without ``RETURNING``."""
     meta = instance._meta
     q = connection.ops.quote_name
     fields = [f for f in meta.concrete_fields if f is not meta.auto_field]
@@ -87,14 +86,29 @@ def insert(instance: Model) -> Model:
         f"INSERT INTO {q(meta.db_table)} ({', '.join(q(f.column) for f in fields)}) "  # noqa: S608
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
-    returning = meta.auto_field is not None and connection.features.can_return_columns_from_insert
-    if returning:
-        sql += f" RETURNING {q(meta.auto_field.column)}"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        if meta.auto_field is not None:
-            pk = cursor.fetchone()[0] if returning else cursor.lastrowid
-            setattr(instance, meta.auto_field.attname, pk)
+    return sql, values
+
+
+def inserted(instance: Model, pk: Any) -> Model:
+    """Mark ``instance`` as stored with primary key ``pk``, as ``save()`` does."""
+    setattr(instance, instance._meta.pk.attname, pk)
     instance._state.adding = False
     instance._state.db = connection.alias
     return instance
+
+
+def insert(instance: Model) -> Model:
+    """INSERT one instance (:func:`insert_sql`) and set its primary key: what ``save()``
+    does for a new row, without the QuerySet machinery. No ``pre_save``/``post_save``
+    signals are sent (nothing in the project listens to them)."""
+    meta = instance._meta
+    sql, values = insert_sql(instance)
+    returning = meta.auto_field is not None and connection.features.can_return_columns_from_insert
+    if returning:
+        sql += f" RETURNING {connection.ops.quote_name(meta.auto_field.column)}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        pk = instance.pk
+        if meta.auto_field is not None:
+            pk = cursor.fetchone()[0] if returning else cursor.lastrowid
+    return inserted(instance, pk)

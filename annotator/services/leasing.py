@@ -247,10 +247,19 @@ def _lock_participation(pk: int, loaded: Participation | None = None) -> Partici
     return part
 
 
-def _shown_items(where: str, params: list, *, order: str = "", assignment: bool = False) -> list:
+def _shown_items(
+    where: str,
+    params: list,
+    *,
+    order: str = "",
+    assignment: bool = False,
+    changed: tuple[str, list] | None = None,
+) -> list:
     """Items with what a worker is shown (the input and the outputs, in system order) in
     one statement (a row per output); with ``assignment``, the worker's assignments of
-    them (``where`` on ``asg``); ``order``: the items' order (``ORDER BY`` terms)."""
+    them (``where`` on ``asg``); ``order``: the items' order (``ORDER BY`` terms);
+    ``changed``: a statement changing items (``RETURNING *``, with its parameters) whose
+    rows are read as they are after it, in the same statement (PostgreSQL's ``WITH``)."""
     select = [_ITEM.sql, _INPUT.sql, _OUTPUT.sql]
     joins = (
         f" JOIN {_INPUT.table} ON inp.id = i.input_id"
@@ -261,6 +270,10 @@ def _shown_items(where: str, params: list, *, order: str = "", assignment: bool 
         select.insert(0, _ASSIGNMENT.sql)
         sql = f"SELECT {', '.join(select)} FROM {_ASSIGNMENT.table} JOIN {_ITEM.table}"  # noqa: S608
         sql += f" ON i.id = asg.item_id{joins} WHERE {where}{order}"
+    elif changed is not None:
+        sql = f"WITH t AS ({changed[0]}) SELECT {', '.join(select)} FROM t i{joins}"  # noqa: S608
+        sql += f" WHERE {where}{order}"
+        params = changed[1] + params
     else:
         sql = f"SELECT {', '.join(select)} FROM {_ITEM.table}{joins} WHERE {where}{order}"  # noqa: S608
     with connection.cursor() as cursor:
@@ -291,12 +304,19 @@ def _shown_item(pk: int) -> Item:
 
 
 def _lease_locked(
-    part: Participation, now: datetime, rng: random.Random, *, holds_none: bool
+    part: Participation,
+    now: datetime,
+    rng: random.Random,
+    *,
+    holds_none: bool,
+    done: int | None = None,
 ) -> Task | None:
     """The lease step of :func:`task_next`, with ``part`` locked by the caller;
-    ``holds_none``: the caller knows the worker holds no open lease."""
+    ``holds_none``: the caller knows the worker holds no open lease; ``done``: their count
+    of submitted items, when the caller read it under this lock."""
     study, worker = part.study, part.annotator
-    done = _count_submitted(study.pk, worker.pk)
+    if done is None:
+        done = _count_submitted(study.pk, worker.pk)
     if not holds_none:
         current = _shown_items(
             "asg.study_id = %s AND asg.annotator_id = %s AND asg.state = %s"
@@ -322,12 +342,11 @@ def _lease_locked(
         if golds:
             item = _shown_item(rng.choice(golds))
     if item is None:
-        taken = _take_item(study.pk, worker.pk)
-        while taken is not None and prefill_skip.skipped(study, taken):  # judge-clean items
-            taken = _take_item(study.pk, worker.pk)
-        if taken is None:
+        item = _take_item(study.pk, worker.pk)
+        while item is not None and prefill_skip.skipped(study, item.pk):  # judge-clean items
+            item = _take_item(study.pk, worker.pk)
+        if item is None:
             return None
-        item = _shown_item(taken)
     if part.last_was_gold != item.is_gold:
         Participation.objects.filter(pk=part.pk).update(last_was_gold=item.is_gold)
         part.last_was_gold = item.is_gold
@@ -379,52 +398,46 @@ def _token(token: str | uuid.UUID) -> uuid.UUID:
         raise AssignmentNotFound("This task does not exist or is not yours.") from None
 
 
+#: The worker's count of submitted items in the study (parameters: study, worker, state).
+_SUBMITTED = (
+    f"SELECT COUNT(*) FROM {connection.ops.quote_name(Assignment._meta.db_table)}"  # noqa: S608
+    " WHERE study_id = %s AND annotator_id = %s AND state = %s"
+)
+
+
 def _count_submitted(study_id: int, worker_id: int) -> int:
     """How many items the worker has submitted in the study (written out: it runs on every
     request of the worker cycle, and building it through the ORM costs more than running it)."""
-    table = connection.ops.quote_name(Assignment._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT COUNT(*) FROM {table} WHERE study_id = %s AND annotator_id = %s"  # noqa: S608
-            " AND state = %s",
-            [study_id, worker_id, AssignmentState.SUBMITTED.value],
-        )
+        cursor.execute(_SUBMITTED, [study_id, worker_id, AssignmentState.SUBMITTED.value])
         return cursor.fetchone()[0]
 
 
-def _take_item(study_id: int, worker_id: int) -> int | None:
+def _take_item(study_id: int, worker_id: int) -> Item | None:
     """Take a slot of the fullest open item the worker has not seen (fill-first, then by
-    id); its id, or ``None``. One statement: the item is chosen with ``FOR UPDATE SKIP
-    LOCKED`` (where the database has it) and its ``n_taken`` raised, so parallel workers
-    never take the last slot twice; the check constraint backs this up. (Written out: the
+    id); the item as shown (:func:`_shown_items`), or ``None``. The item is chosen with
+    ``FOR UPDATE SKIP LOCKED`` (where the database has it) and its ``n_taken`` raised in one
+    ``UPDATE``, so parallel workers never take the last slot twice; the check constraint
+    backs this up. On PostgreSQL the item is read in the same statement. (Written out: the
     ORM cannot update through a locking subquery, and this is the hottest query.)"""
     item, assignment = (connection.ops.quote_name(m._meta.db_table) for m in (Item, Assignment))
     lock = ""
     if connection.features.has_select_for_update_skip_locked:
         lock = " " + connection.ops.for_update_sql(skip_locked=True)
+    take = (
+        f"UPDATE {item} SET n_taken = n_taken + 1 WHERE id = ("  # noqa: S608
+        f"SELECT i.id FROM {item} i WHERE i.study_id = %s AND i.is_active AND NOT i.is_gold"
+        " AND i.n_taken < i.redundancy AND NOT EXISTS ("
+        f"SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)"
+        f" ORDER BY i.n_taken DESC, i.id LIMIT 1{lock})"
+    )
+    if connection.vendor == "postgresql":
+        found = _shown_items("TRUE", [], changed=(take + " RETURNING *", [study_id, worker_id]))
+        return found[0] if found else None
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {item} SET n_taken = n_taken + 1 WHERE id = ("  # noqa: S608
-            f"SELECT i.id FROM {item} i WHERE i.study_id = %s AND i.is_active AND NOT i.is_gold"
-            " AND i.n_taken < i.redundancy AND NOT EXISTS ("
-            f"SELECT 1 FROM {assignment} a WHERE a.item_id = i.id AND a.annotator_id = %s)"
-            f" ORDER BY i.n_taken DESC, i.id LIMIT 1{lock}) RETURNING id",
-            [study_id, worker_id],
-        )
+        cursor.execute(take + " RETURNING id", [study_id, worker_id])
         row = cursor.fetchone()
-    return row[0] if row else None
-
-
-def _count_done(item: Item) -> None:
-    """One more annotation on ``item``; its ``n_done`` afterwards is exact (read back in the
-    same statement), so whoever completes an item knows it without locking the row."""
-    table = connection.ops.quote_name(Item._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET n_done = n_done + 1 WHERE id = %s RETURNING n_done",  # noqa: S608
-            [item.pk],
-        )
-        (item.n_done,) = cursor.fetchone()
+    return _shown_item(row[0]) if row else None
 
 
 def _release(lease: Assignment, now: datetime, state: str) -> None:

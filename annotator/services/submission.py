@@ -31,7 +31,7 @@ from ..models import (
     Participation,
 )
 from ..signals import annotation_submitted
-from ..sqlrows import db_value, insert
+from ..sqlrows import db_value, insert, insert_sql, inserted
 from .leasing import (
     _ASSIGNMENT,
     _ITEM,
@@ -40,9 +40,9 @@ from .leasing import (
     _OUTPUT_ID,
     _PART,
     _RNG,
+    _SUBMITTED,
     Task,
     _check_may_work,
-    _count_done,
     _for_update,
     _free_slots,
     _lease_locked,
@@ -79,10 +79,10 @@ def task_answer(
     token = _token(token)
     with transaction.atomic():
         part = _lock_participation(participation.pk, loaded=participation)
-        _, created = _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
+        _, created, done = _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
         blocked = _may_not_work(part)
         # a stored answer was the worker's one open lease, so they hold none now
-        task = None if blocked else _lease_locked(part, now, rng, holds_none=created)
+        task = None if blocked else _lease_locked(part, now, rng, holds_none=created, done=done)
     if blocked:  # raised after the commit: the answer that got them blocked is kept
         raise WorkerBlocked(blocked)
     if task is None and _free_slots(participation, now):
@@ -126,7 +126,8 @@ def annotation_submit(
         if row is None:
             raise AssignmentNotFound("This task does not exist or is not yours.")
         part = _lock_participation(row[0])
-        return _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
+        annotation, created, _ = _submit_locked(part, token, dict(data or {}), time_spent_ms, now)
+        return annotation, created
 
 
 def _submit_locked(
@@ -135,10 +136,12 @@ def _submit_locked(
     data: Mapping[str, Any],
     time_spent_ms: int | None,
     now: datetime,
-) -> tuple[Annotation, bool]:
-    """The body of :func:`annotation_submit`, with ``part`` locked by the caller. The
-    assignment and its item are read in one statement, with the item's outputs only when
-    the kind's answer reads them (``Kind.answer_reads_outputs``)."""
+) -> tuple[Annotation, bool, int]:
+    """The body of :func:`annotation_submit`, with ``part`` locked by the caller; also how
+    many items the worker has submitted in the study, this answer included. The assignment,
+    its item and that count are read in one statement, with the item's outputs only when
+    the kind's answer reads them (``Kind.answer_reads_outputs``). (The count is exact: only
+    a request holding the participation's lock submits the worker's answers.)"""
     annotator, kind = part.annotator, part.study.kind_impl
     select, joins, order = f"{_ASSIGNMENT.sql}, {_ITEM.sql}", "", ""
     if kind.answer_reads_outputs:
@@ -148,17 +151,26 @@ def _submit_locked(
             f" LEFT JOIN {_OUTPUT.table} ON o.id = l.output_id"
         )
         order = " ORDER BY l.position"
+    select += f", ({_SUBMITTED})"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {select} FROM {_ASSIGNMENT.table}"  # noqa: S608
             f" JOIN {_ITEM.table} ON i.id = asg.item_id{joins}"
             f" WHERE asg.token = %s AND asg.annotator_id = %s AND asg.study_id = %s{order}"
             + _for_update("asg"),
-            [db_value(Assignment, "token", token), annotator.pk, part.study_id],
+            [
+                part.study_id,
+                annotator.pk,
+                AssignmentState.SUBMITTED.value,
+                db_value(Assignment, "token", token),
+                annotator.pk,
+                part.study_id,
+            ],
         )
         rows = cursor.fetchall()
     assignment = None
     if rows:
+        done = rows[0][-1]
         assignment = _ASSIGNMENT.load(rows[0])
         assignment.item = _ITEM.load(rows[0], len(_ASSIGNMENT))
         if kind.answer_reads_outputs:
@@ -169,7 +181,7 @@ def _submit_locked(
     if assignment is None:
         raise AssignmentNotFound("This task does not exist or is not yours.")
     if assignment.state == AssignmentState.SUBMITTED:
-        return assignment.annotation, False
+        return assignment.annotation, False, done
     _check_may_work(part)
     if assignment.state != AssignmentState.ISSUED or assignment.expires_at <= now:
         raise AssignmentExpired(
@@ -187,35 +199,61 @@ def _submit_locked(
     elapsed_ms = int((now - assignment.issued_at).total_seconds() * 1000)
     if time_spent_ms is not None:
         time_spent_ms = max(0, min(int(time_spent_ms), elapsed_ms))
-    annotation = insert(
-        Annotation(
-            study=study,
-            item=assignment.item,
-            annotator=annotator,
-            assignment=assignment,
-            raw_answer=summary["raw_answer"],
-            value=summary["value"],
-            scores=summary["scores"],
-            answer=answer,
-            time_spent_ms=time_spent_ms,
-            config_version=study.config_version,
-            guideline_revision=study.guideline_revision,
-            submitted_at=now,
-        )
+    annotation = Annotation(
+        study=study,
+        item=assignment.item,
+        annotator=annotator,
+        assignment=assignment,
+        raw_answer=summary["raw_answer"],
+        value=summary["value"],
+        scores=summary["scores"],
+        answer=answer,
+        time_spent_ms=time_spent_ms,
+        config_version=study.config_version,
+        guideline_revision=study.guideline_revision,
+        submitted_at=now,
     )
-    table = connection.ops.quote_name(Assignment._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET state = %s, closed_at = %s WHERE id = %s",  # noqa: S608
-            [AssignmentState.SUBMITTED.value, _when(now), assignment.pk],
-        )
-    assignment.state, assignment.closed_at = AssignmentState.SUBMITTED, now
+    _store(annotation, assignment, now)
     if assignment.item.is_gold:
         _score_gold(part, assignment.item, annotation, now)
-    else:
-        _count_done(assignment.item)
     transaction.on_commit(lambda: _announce(annotation), robust=False)
-    return annotation, True
+    return annotation, True, done + 1
+
+
+def _store(annotation: Annotation, lease: Assignment, now: datetime) -> None:
+    """Insert the answer's annotation, close its lease as submitted and count the answer on
+    its item (a gold item keeps no count): one statement on PostgreSQL (a data-modifying
+    ``WITH``), three elsewhere. The item's ``n_done`` afterwards is exact (read back in the
+    same statement), so whoever completes an item knows it without locking the row."""
+    item, q = lease.item, connection.ops.quote_name
+    tables = {m: q(m._meta.db_table) for m in (Assignment, Item)}
+    close = f"UPDATE {tables[Assignment]} SET state = %s, closed_at = %s WHERE id = %s"  # noqa: S608
+    close_params = [AssignmentState.SUBMITTED.value, _when(now), lease.pk]
+    count = f"UPDATE {tables[Item]} SET n_done = n_done + 1 WHERE id = %s RETURNING n_done"  # noqa: S608
+    n_done = None
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            sql, params = insert_sql(annotation)
+            key = q(Annotation._meta.pk.column)
+            sql = f"WITH a AS ({sql} RETURNING {key}), c AS ({close})"
+            params += close_params
+            if item.is_gold:
+                sql += f" SELECT a.{key}, NULL FROM a"  # noqa: S608
+            else:
+                sql += f", n AS ({count}) SELECT a.{key}, n.n_done FROM a, n"  # noqa: S608
+                params.append(item.pk)
+            cursor.execute(sql, params)
+            key_value, n_done = cursor.fetchone()
+            inserted(annotation, key_value)
+        else:
+            insert(annotation)
+            cursor.execute(close, close_params)
+            if not item.is_gold:
+                cursor.execute(count, [item.pk])
+                (n_done,) = cursor.fetchone()
+    lease.state, lease.closed_at = AssignmentState.SUBMITTED, now
+    if n_done is not None:
+        item.n_done = n_done
 
 
 def _score_gold(part: Participation, item: Item, annotation: Annotation, now: datetime) -> None:

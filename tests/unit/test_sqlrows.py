@@ -148,6 +148,30 @@ def check_insert_stores_what_save_stores() -> None:
         assert cursor.fetchone()[0] == lease.pk
 
 
+def check_an_answer_is_stored_as_the_orm_reads_it() -> None:
+    """The annotation, its closed lease and its item's count (one statement on PostgreSQL):
+    what the service returns is what the database holds; a gold item keeps no count."""
+    study = _study()  # one item, redundancy 2
+    for name, gold in (("w5", False), ("w6", True)):
+        part = services.participation_enter(study=study, platform="link", external_id=name)
+        lease = services.task_next(participation=part).assignment
+        if gold:
+            Item.objects.filter(pk=lease.item_id).update(is_gold=True, expected={"value": "A"})
+        label, created = services.annotation_submit(
+            annotator=part.annotator, token=lease.token, data={"answer": "left"}
+        )
+        assert created and label.assignment.state == "submitted"
+        _same(label, Annotation.objects.get(pk=label.pk))
+        _same(label.assignment, Assignment.objects.get(pk=lease.pk))
+        _same(label.item, Item.objects.get(pk=lease.item_id))
+        assert label.item.n_done == 1  # the first worker's answer only
+        again, created = services.annotation_submit(
+            annotator=part.annotator, token=lease.token, data={"answer": "right"}
+        )
+        assert not created and again.pk == label.pk
+    assert Participation.objects.get(pk=part.pk).gold_seen == 1
+
+
 def check_a_participation_of_another_study_is_not_found() -> None:
     study, other = _study(), _study()
     part = services.participation_enter(study=study, platform="link", external_id="w4")
@@ -159,6 +183,7 @@ CHECKS = [
     check_every_model_of_the_cycle_loads_as_the_orm_does,
     check_the_cycle_services_return_what_the_orm_reads,
     check_insert_stores_what_save_stores,
+    check_an_answer_is_stored_as_the_orm_reads_it,
     check_a_participation_of_another_study_is_not_found,
 ]
 
