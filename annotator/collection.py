@@ -9,19 +9,28 @@ ask ``collection_for(study)``.
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .models import Study
 
 
-class Collection(Protocol):
-    def more_work_expected(self, study: Study) -> bool:
-        """Whether a worker with nothing to do now should wait for more."""
+class Outlook(enum.Enum):
+    """What a worker with nothing to do now can expect of the study."""
 
-    def work_imminent(self, study: Study) -> bool:
-        """Whether new work is being made right now (e.g. a complete round awaiting its
-        decision): a worker whose answer found no next task waits a moment for it."""
+    #: no more work will come
+    NONE = "none"
+    #: more may come (a round still collecting, whose leases may come back)
+    LATER = "later"
+    #: new work is being made right now (a complete round awaiting its decision)
+    IMMINENT = "imminent"
+
+
+class Collection(Protocol):
+    def outlook(self, study: Study) -> Outlook:
+        """Whether a worker with nothing to do now should wait for more, and whether it is
+        being made right now (a worker whose answer found no next task waits a moment)."""
 
     def round_summary(self, study: Study) -> dict[str, Any] | None:
         """The study's rounds for the researcher's workspace (``rounds``, ``current``,
@@ -36,11 +45,8 @@ class Collection(Protocol):
 class AllAtOnce:
     """Every item exists from the start: no more work comes, there are no rounds."""
 
-    def more_work_expected(self, study: Study) -> bool:
-        return False
-
-    def work_imminent(self, study: Study) -> bool:
-        return False
+    def outlook(self, study: Study) -> Outlook:
+        return Outlook.NONE
 
     def round_summary(self, study: Study) -> dict[str, Any] | None:
         return None

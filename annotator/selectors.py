@@ -20,7 +20,7 @@ from formats import conversation, vocab
 
 from . import span_prefill
 from .choices import AssignmentState
-from .collection import collection_for
+from .collection import Outlook, collection_for
 from .errors import NoJudgeBenchForm
 from .models import (
     Annotation,
@@ -202,15 +202,10 @@ def study_progress(study: Study) -> dict[str, int]:
     }
 
 
-def more_work_expected(study: Study) -> bool:
-    """Whether a worker with nothing to do now should wait for more (see ``collection``)."""
-    return collection_for(study).more_work_expected(study)
-
-
-def work_imminent(study: Study) -> bool:
-    """Whether new work is being made right now (see ``collection``): a worker who has
-    none may get it within a moment."""
-    return collection_for(study).work_imminent(study)
+def work_outlook(study: Study) -> Outlook:
+    """What a worker with nothing to do now can expect: no more work, more later, or work
+    being made right now (see ``collection``)."""
+    return collection_for(study).outlook(study)
 
 
 def worker_progress(study: Study, done: int) -> dict[str, int | None]:
@@ -349,7 +344,7 @@ def _work_left(participation: Participation, now) -> bool:
         .exclude(assignments__annotator_id=participation.annotator_id)
         .exists()
     )
-    return free or more_work_expected(study)
+    return free or work_outlook(study) is not Outlook.NONE
 
 
 def example_item(study: Study) -> Item | None:

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from django.views.i18n import JavaScriptCatalog
 
 from . import entry, selectors, services, throttle
+from .collection import Outlook
 from .errors import (
     AssignmentExpired,
     InvalidAnswer,
@@ -388,9 +389,10 @@ def _wait_seconds(study: Study, looks: int) -> int:
     many seconds it looks again, or 0 when no more work is coming (the end page). The page
     waits, no web process does: soon at first, as the round's last answers come in, then
     less often, so a long wait costs no more looks than one every ``WAIT_SECONDS``."""
-    if not selectors.more_work_expected(study):
+    outlook = selectors.work_outlook(study)
+    if outlook is Outlook.NONE:
         return 0
-    first = IMMINENT_WAIT_SECONDS if selectors.work_imminent(study) else FIRST_WAIT_SECONDS
+    first = IMMINENT_WAIT_SECONDS if outlook is Outlook.IMMINENT else FIRST_WAIT_SECONDS
     return min(WAIT_SECONDS, first + looks)
 
 

@@ -3,6 +3,7 @@
 
 from django.db import transaction
 
+from annotator.collection import Outlook
 from annotator.models import Study
 
 from . import services
@@ -11,16 +12,18 @@ from .tasks import decide_round
 
 
 class AdaptiveCollection:
-    def more_work_expected(self, study: Study) -> bool:
-        """A round still collecting (leases may come back) or awaiting its decision means more
-        work is coming; once the protocol has opened no further round, none is."""
-        return Round.objects.filter(
-            study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
-        ).exists()
-
-    def work_imminent(self, study: Study) -> bool:
-        """A complete round awaiting its decision: the next round opens within a moment."""
-        return Round.objects.filter(study=study, state=Round.State.CLOSED).exists()
+    def outlook(self, study: Study) -> Outlook:
+        """A round still collecting (leases may come back) means more work is coming; a
+        complete round awaiting its decision, that the next opens within a moment; once the
+        protocol has opened no further round, none comes. One query."""
+        states = set(
+            Round.objects.filter(
+                study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
+            ).values_list("state", flat=True)
+        )
+        if Round.State.CLOSED in states:
+            return Outlook.IMMINENT
+        return Outlook.LATER if states else Outlook.NONE
 
     def round_summary(self, study: Study) -> dict | None:
         """Rounds and pairs of an adaptive study, for the researcher's workspace."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotator import selectors, services, workspace
-from annotator.collection import ALL_AT_ONCE, collection_for
+from annotator.collection import ALL_AT_ONCE, Outlook, collection_for
 from protocol.collection import AdaptiveCollection
 from protocol.models import Round
 from tests.conftest import pairwise_bundle
@@ -21,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_study_of_all_items_at_once_expects_no_more_work_and_has_no_rounds():
     study = services.study_import(pairwise_bundle(), filename="p.jsonl")
     assert collection_for(study) is ALL_AT_ONCE
-    assert selectors.more_work_expected(study) is False
-    assert selectors.work_imminent(study) is False
+    assert selectors.work_outlook(study) is Outlook.NONE
     assert workspace.rounds(study) is None
 
 
@@ -31,8 +30,7 @@ def test_an_adaptive_study_is_answered_by_the_protocol_round_by_round():
     study = services.study_import(adaptive_bundle(), filename="a.jsonl")
     assert isinstance(collection_for(study), AdaptiveCollection)
     # round 1 open: more work is coming, none is being made this moment
-    assert selectors.more_work_expected(study) is True
-    assert selectors.work_imminent(study) is False
+    assert selectors.work_outlook(study) is Outlook.LATER
     assert workspace.rounds(study) == {
         "rounds": 1,
         "current": 1,
@@ -43,13 +41,11 @@ def test_an_adaptive_study_is_answered_by_the_protocol_round_by_round():
     }
     # complete, awaiting its decision: the next round is imminent
     Round.objects.filter(study=study).update(state=Round.State.CLOSED)
-    assert selectors.more_work_expected(study) is True
-    assert selectors.work_imminent(study) is True
+    assert selectors.work_outlook(study) is Outlook.IMMINENT
     assert workspace.rounds(study)["current_state"] == Round.State.CLOSED.label
     # decided and no further round opened: no more work
     Round.objects.filter(study=study).update(state=Round.State.DECIDED)
-    assert selectors.more_work_expected(study) is False
-    assert selectors.work_imminent(study) is False
+    assert selectors.work_outlook(study) is Outlook.NONE
 
 
 def _imports(path: Path) -> list[str]:
