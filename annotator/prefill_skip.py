@@ -49,11 +49,13 @@ def skip_on(study: Study) -> bool:
     return opts.get("prefill_spans") == "on" and opts.get("prefill_skip_clean") is True
 
 
-def skipped(study: Study, item_pk: int) -> bool:
+def skipped(study: Study, item: Item) -> bool:
     """Decide the item the worker cycle just took (its ``n_taken`` raised, the row locked);
-    True when it was skipped (made inactive, its slot given back: take another)."""
+    True when it was skipped (made inactive, its slot given back: take another). A control
+    item is marked so in the database and on ``item``."""
     if not skip_on(study):
         return False
+    item_pk = item.pk
     given = Assignment.objects.filter(item=OuterRef("item_id"))
     link = (
         ItemOutput.objects.filter(item_id=item_pk, item__prefill_skip="", item__n_done=0)
@@ -71,6 +73,7 @@ def skipped(study: Study, item_pk: int) -> bool:
     share = float(opts.get("prefill_skip_control_share", 0.1))
     if in_control(study.pk, item_pk, share):
         Item.objects.filter(pk=item_pk).update(prefill_skip=CONTROL)
+        item.prefill_skip = CONTROL
         return False
     Item.objects.filter(pk=item_pk).update(
         prefill_skip=SKIPPED, is_active=False, n_taken=F("n_taken") - 1

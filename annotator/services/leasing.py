@@ -343,7 +343,7 @@ def _lease_locked(
             item = _shown_item(rng.choice(golds))
     if item is None:
         item = _take_item(study.pk, worker.pk)
-        while item is not None and prefill_skip.skipped(study, item.pk):  # judge-clean items
+        while item is not None and prefill_skip.skipped(study, item):  # judge-clean items
             item = _take_item(study.pk, worker.pk)
         if item is None:
             return None

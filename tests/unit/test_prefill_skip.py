@@ -110,6 +110,8 @@ def work_all(study, name, errors_in=()):
     got = []
     while (a := next_lease(participation=w)) is not None:
         item = a.item
+        # the lease carries the item as decided (a control is marked on it too)
+        assert item.prefill_skip == Item.objects.get(pk=item.pk).prefill_skip
         shown = span_prefill.shown(study, item, study.kind_options())["spans"]
         spans = [
             s | {"origin": "judge", "action": "accepted", "suggestion": k}
