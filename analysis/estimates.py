@@ -13,7 +13,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +36,10 @@ SeedLike = int | np.random.Generator | None
 
 BOOTSTRAP_CACHE_CELLS = 10_000_000
 """Bootstrap weight matrices of at most this many cells are memoised (integer seeds only)."""
+BLOCK_ROWS = 100
+"""Resamples drawn from one child generator of the seed; blocks may be drawn in parallel."""
+PARALLEL_CELLS = 200_000
+"""Memoised draws of at least this many cells use a thread per core."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -98,23 +104,46 @@ def as_generator(seed: SeedLike) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def _multinomial_chunks(
-    freq: np.ndarray, n_boot: int, rng: np.random.Generator
-) -> Iterable[np.ndarray]:
+def _block_generators(n_boot: int, seed: SeedLike) -> list[np.random.Generator]:
+    """One generator per block of :data:`BLOCK_ROWS` resamples, children of ``seed``."""
+    n_blocks = -(-n_boot // BLOCK_ROWS)
+    if isinstance(seed, np.random.Generator):
+        return seed.spawn(n_blocks)
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n_blocks)]
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _multinomial_chunks(freq: np.ndarray, n_boot: int, seed: SeedLike) -> Iterable[np.ndarray]:
     n = int(freq.sum())
     pvals = freq / n
     step = max(1, BOOTSTRAP_CACHE_CELLS // max(1, len(freq)))
-    for start in range(0, n_boot, step):
-        yield rng.multinomial(n, pvals, size=min(step, n_boot - start)).astype(np.float64)
+    for b, rng in enumerate(_block_generators(n_boot, seed)):
+        rows = min(BLOCK_ROWS, n_boot - b * BLOCK_ROWS)
+        for start in range(0, rows, step):  # a block's rows in turn: the same draws
+            yield rng.multinomial(n, pvals, size=min(step, rows - start)).astype(np.float64)
 
 
 @functools.lru_cache(maxsize=8)
 def _cached_weights(digest: bytes, freq_bytes: bytes, n_boot: int, seed: int) -> np.ndarray:
     freq = np.frombuffer(freq_bytes, dtype=np.int64)
-    rng, n = np.random.default_rng(seed), int(freq.sum())
+    n = int(freq.sum())
     pvals, w = freq / n, np.empty((n_boot, len(freq)))
-    for start in range(0, n_boot, 100):  # the same draws as one call, without an int64 copy
-        w[start : start + 100] = rng.multinomial(n, pvals, size=min(100, n_boot - start))
+
+    def fill(b: int, rng: np.random.Generator) -> None:  # numpy draws without the GIL
+        block = w[b * BLOCK_ROWS : (b + 1) * BLOCK_ROWS]
+        block[:] = rng.multinomial(n, pvals, size=len(block))
+
+    blocks = list(enumerate(_block_generators(n_boot, seed)))
+    threads = min(_cores(), len(blocks)) if w.size >= PARALLEL_CELLS else 1
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda job: fill(*job), blocks))
+    else:
+        for job in blocks:
+            fill(*job)
     w.flags.writeable = False
     return w
 
@@ -124,7 +153,7 @@ def _weight_chunks(freq: np.ndarray, n_boot: int, seed: SeedLike) -> Iterable[np
         fb = freq.tobytes()
         yield _cached_weights(hashlib.blake2b(fb).digest(), fb, int(n_boot), int(seed))
     else:
-        yield from _multinomial_chunks(freq, n_boot, as_generator(seed))
+        yield from _multinomial_chunks(freq, n_boot, seed)
 
 
 def clear_bootstrap_cache() -> None:
@@ -136,7 +165,9 @@ def bootstrap_counts(freq: np.ndarray, n_boot: int = 1000, seed: SeedLike = 0) -
     """``(n_boot, P)`` bootstrap multiplicities of ``P`` item patterns with counts ``freq``.
 
     Resampling ``n = freq.sum()`` items with replacement gives pattern counts
-    ``Multinomial(n, freq / n)``; row ``b`` holds the counts of resample ``b``. With an integer
+    ``Multinomial(n, freq / n)``; row ``b`` holds the counts of resample ``b``. Each block of
+    :data:`BLOCK_ROWS` rows comes from its own child of ``seed`` (``SeedSequence.spawn``), so the
+    draws are the same whether the blocks are drawn in turn or in parallel. With an integer
     seed the result is memoised (read-only), so statistics computed on the same patterns use the
     same resamples.
     """

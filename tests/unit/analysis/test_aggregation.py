@@ -191,16 +191,28 @@ def test_bootstrap_counts_are_resamples_of_n_items():
     assert w.mean(axis=0) == pytest.approx(freq, rel=0.1)
 
 
-def test_memoised_bootstrap_counts_are_one_multinomial_draw_shared_without_copies():
+def test_memoised_bootstrap_counts_are_seeded_blocks_shared_without_copies(monkeypatch):
     freq = np.random.default_rng(3).integers(1, 50, size=777)
     estimates.clear_bootstrap_cache()
     w = estimates.bootstrap_counts(freq, n_boot=250, seed=5)
-    # the seeded stream of one multinomial call (the report's pinned intervals rely on it)
+    # blocks of 100, 100 and 50 resamples, each one multinomial call of a child of the seed
     n = freq.sum()
-    assert (w == np.random.default_rng(5).multinomial(n, freq / n, size=250)).all()
+    children = np.random.SeedSequence(5).spawn(3)
+    blocks = [np.random.default_rng(c).multinomial(n, freq / n, size=s) for c, s in
+              zip(children, (100, 100, 50), strict=True)]  # fmt: skip
+    assert (w == np.vstack(blocks)).all()
     # the memoised matrix itself, read-only: a statistic's resamples cost no copy
     again = estimates.bootstrap_counts(freq, n_boot=250, seed=5)
     assert np.shares_memory(w, again) and not w.flags.writeable
+    # the same draws in parallel (a thread per block) and in turn
+    estimates.clear_bootstrap_cache()
+    monkeypatch.setattr(estimates, "PARALLEL_CELLS", 0)
+    monkeypatch.setattr(estimates, "_cores", lambda: 3)
+    assert (estimates.bootstrap_counts(freq, n_boot=250, seed=5) == w).all()
+    # and unmemoised, a block's rows drawn a few at a time, as for matrices too large to keep
+    monkeypatch.setattr(estimates, "BOOTSTRAP_CACHE_CELLS", 777 * 7)
+    values = np.random.default_rng(4).normal(size=(777, 2))
+    assert np.allclose(estimates.bootstrap_sums(values, freq, 250, seed=5), w @ values)
     estimates.clear_bootstrap_cache()
 
 
