@@ -412,8 +412,9 @@ def stratified_agreement(
     rows = []
     total_valid = int(pat.freq @ valid)
     strata = [("all", valid)] + [(nm, valid & (stratum == j)) for j, nm in enumerate(names)]
-    # every stratum is evaluated on the same resamples of all items
-    rng = as_generator(seed)
+    # every stratum is evaluated on the same resamples of all items: one integer seed for all
+    if not isinstance(seed, int | np.integer):
+        seed = int(as_generator(seed).integers(2**63))
     weights = None
     if 0 < n_boot and n_boot * len(pat.freq) <= BOOTSTRAP_CACHE_CELLS:
         weights = bootstrap_counts(pat.freq, n_boot, seed)
@@ -449,7 +450,7 @@ def stratified_agreement(
         else:
             full = np.zeros((len(pat.freq), start))
             full[idx] = vp
-            sums = bootstrap_sums(full, pat.freq, n_boot, rng)
+            sums = bootstrap_sums(full, pat.freq, n_boot, seed)
         for (metric, comp, *_), sl, red, why in zip(blocks, slices, reducers, reasons, strict=True):
             key = (metric, comp)
             if n_s == 0:

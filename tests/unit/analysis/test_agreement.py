@@ -565,6 +565,28 @@ def test_stratified_delta_interval_and_unique_strata():
     assert n.drop("all").sum() == n["all"] == 400
 
 
+def test_stratified_intervals_are_the_same_whether_the_resamples_are_kept_or_drawn(monkeypatch):
+    # a table too large to keep draws each stratum's sums in chunks: the same resamples of all
+    # items for every stratum, as when they are kept, with an integer seed or a generator
+    from analysis import estimates
+
+    human, machine = random_study(7, 300, sizes=(3, 4))
+    ann, jud = long_frame(human), judge_frame(machine)
+    kw = {"labels": [1, 2, 3, 4, 5], "level": "ordinal", "n_boot": 250}
+    kept = judges.stratified_agreement(ann, jud, seed=3, **kw)
+    estimates.clear_bootstrap_cache()
+    monkeypatch.setattr(judges, "BOOTSTRAP_CACHE_CELLS", 10)
+    monkeypatch.setattr(estimates, "BOOTSTRAP_CACHE_CELLS", 10)
+    drawn = judges.stratified_agreement(ann, jud, seed=3, **kw)
+    pd.testing.assert_frame_equal(drawn, kept)
+    again = judges.stratified_agreement(ann, jud, seed=np.random.default_rng(8), **kw)
+    monkeypatch.undo()
+    estimates.clear_bootstrap_cache()
+    pd.testing.assert_frame_equal(
+        again, judges.stratified_agreement(ann, jud, seed=np.random.default_rng(8), **kw)
+    )
+
+
 # ---------------------------------------------------- peers' statistics: p-values, baselines
 
 
