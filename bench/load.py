@@ -4,8 +4,11 @@ On loopback in a temporary directory (all stopped afterwards, also on a signal o
 a private PostgreSQL cluster and Redis, an adaptive pairwise study whose rounds close and
 open during the run, ``gunicorn config.wsgi`` (6 sync workers) and one Celery worker. Then
 ``--workers`` asyncio workers run the cycle (enter, ``GET /task/``, ``POST`` the answer,
-answered with the next task) for ``--seconds`` after ``--warmup``; a second phase times the
-trivial ``GET /api/studies/`` at the same concurrency, for the ratio. Afterwards the database
+answered with the next task) for ``--seconds`` after ``--warmup`` (extended until the
+study's first round is decided: that decision calibrates the study once), and the same number of
+clients time the trivial ``GET /api/studies/`` for ``--api-seconds``, for the ratio: in
+``--slices`` alternating slices, because the machine's speed drifts from minute to minute
+and both sides of the ratio must see the same drift. Afterwards the database
 is checked (every submit stored once, no item above its redundancy, the budget ledger holds,
 every round decided once, no HTTP error; exit 1 otherwise). ``--sqlite``: the embedded
 default (3 workers, eager Celery); ``--profile DIR``: cProfile and SQL per request kind.
@@ -740,6 +743,19 @@ def prepare_study(args: argparse.Namespace) -> Setup:
     return Setup(study.pk, str(study.public_id), token, capacity, pairs)
 
 
+def first_round_decided(study_id: int) -> bool:
+    """Whether the study has decided a round (the first decision calibrates the study's
+    decision level once, a few seconds of one core: part of the warm-up)."""
+    from django.db import connections
+
+    from protocol.models import Round
+
+    try:
+        return Round.objects.filter(study_id=study_id, state=Round.State.DECIDED).exists()
+    finally:
+        connections.close_all()
+
+
 def wait_rounds_settled(study_id: int, timeout: float) -> bool:
     """Wait until no round is complete but undecided (the Celery worker has caught up)."""
     from django.db import connections
@@ -936,11 +952,13 @@ def round_figures(study_id: int, since: float, until: float) -> dict[str, object
 # --- the load ---------------------------------------------------------------------------------
 @dataclass
 class LoadStats:
-    """What the clients saw. Only what starts in ``[start, deadline)`` is measured; the
-    warm-up before ``start`` still counts for the integrity checks."""
+    """What the clients saw. Only what happens in a measured window (``windows``, one per
+    slice; the last is ``[start, deadline)``) is measured; the warm-up before each window
+    still counts for the integrity checks."""
 
     start: float = 0.0
     deadline: float = 0.0
+    windows: list[tuple[float, float]] = field(default_factory=list)
     cycles: list[float] = field(default_factory=list)
     next_latency: list[float] = field(default_factory=list)
     nowork_latency: list[float] = field(default_factory=list)
@@ -963,24 +981,40 @@ class LoadStats:
         self.errors[what] += 1
 
     def measuring(self, t: float) -> bool:
-        return self.start <= t < self.deadline
+        return any(start <= t < end for start, end in self.windows)
+
+    def measured(self, t: float) -> float:
+        """Seconds of measured time before ``t`` (the windows laid end to end)."""
+        return sum(min(t, end) - start for start, end in self.windows if start <= t)
 
     def record(self, into: list[float], response: Response, sent: float) -> None:
         if self.measuring(sent):
             into.append(response.elapsed)
 
 
+@dataclass
+class Worker:
+    """A simulated worker's browser, kept from one slice of the load to the next."""
+
+    n: int
+    rng: random.Random
+    entered: bool = False
+    page: TaskPage | None = None  # the task on screen, from the last answer's response
+    look: str = ""  # where the next look for a task goes (the waiting page's refresh)
+    cookies: dict[str, str] = field(default_factory=dict)  # the session, across slices
+
+
 async def crowdworker(
-    n: int, port: int, study: str, stats: LoadStats, args: argparse.Namespace
+    worker: Worker, port: int, study: str, stats: LoadStats, args: argparse.Namespace
 ) -> None:
     """One simulated worker: enter, then next item / answer until the deadline; on the end
-    page (nothing to do while a round is decided) wait a little and enter again."""
+    page (nothing to do while a round is decided) wait a little and enter again. The task
+    on screen at the deadline is answered in the next slice."""
     client = HttpClient(HOST, port)
-    rng = random.Random(args.seed * 100003 + n)
+    client.cookies = worker.cookies
+    n, rng = worker.n, worker.rng
     base = f"/w/{study}/"
-    entered = False
-    page: TaskPage | None = None  # the task on screen, from the last answer's response
-    look = f"{base}task/"  # where the next look for a task goes (the waiting page's refresh)
+    entered, page, look = worker.entered, worker.page, worker.look or f"{base}task/"
 
     async def pause(seconds: float) -> None:
         await asyncio.sleep(max(0.0, min(seconds, stats.deadline - time.perf_counter())))
@@ -1077,6 +1111,7 @@ async def crowdworker(
     finally:
         stats.connects += client.connects
         client.close()
+        worker.entered, worker.page, worker.look = entered, page, look
 
 
 async def api_client(port: int, token: str, stats: LoadStats) -> None:
@@ -1114,14 +1149,27 @@ async def probe(stack: Stack, stats: LoadStats, interval: float = 0.05) -> None:
         if t >= next_sample:
             tracker.sample()
             next_sample = t + 1.0
-    stats.usage = tracker.finish()
+    usage = tracker.finish()
+    stats.usage = usage if stats.usage is None else stats.usage + usage
 
 
 async def run_phase(
-    stack: Stack, warmup: float, seconds: float, clients: Iterable, stats: LoadStats
+    stack: Stack,
+    warmup: float,
+    seconds: float,
+    clients: Iterable,
+    stats: LoadStats,
+    *,
+    measure: bool = True,
 ) -> None:
+    """One window of ``seconds`` after ``warmup``, measured unless ``measure`` is false;
+    the clients stop at its end."""
     stats.start = time.perf_counter() + warmup
     stats.deadline = stats.start + seconds
+    if not measure:
+        await asyncio.gather(*clients)
+        return
+    stats.windows.append((stats.start, stats.deadline))
     await asyncio.gather(probe(stack, stats), *clients)
 
 
@@ -1171,6 +1219,15 @@ class Usage:
     by_service: dict[str, float]
     client: float
     machine: float
+
+    def __add__(self, other: Usage) -> Usage:
+        services = self.by_service.keys() | other.by_service.keys()
+        return Usage(
+            self.wall + other.wall,
+            {k: self.by_service.get(k, 0.0) + other.by_service.get(k, 0.0) for k in services},
+            self.client + other.client,
+            self.machine + other.machine,
+        )
 
     def describe(self) -> str:
         def pct(seconds: float) -> str:
@@ -1332,8 +1389,9 @@ def cost(usage: Usage, n: int) -> str:
 
 
 def timeline(stats: LoadStats, bucket: float = 10.0) -> str:
-    counts = Counter(int((t - stats.start) // bucket) for t in stats.cycles if stats.measuring(t))
-    n = int((stats.deadline - stats.start) // bucket)
+    """Cycles per second in each ``bucket`` seconds of measured time."""
+    counts = Counter(int(stats.measured(t) // bucket) for t in stats.cycles if stats.measuring(t))
+    n = int(stats.measured(stats.deadline) // bucket)
     return " ".join(f"{counts.get(i, 0) / bucket:.0f}" for i in range(n))
 
 
@@ -1386,43 +1444,40 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
         flush=True,
     )
 
-    stats = LoadStats()
+    stats, api = LoadStats(), LoadStats()
+    workers = [Worker(n, random.Random(args.seed * 100003 + n)) for n in range(args.workers)]
     print(
         f"[load] {args.workers} workers: {args.warmup:g} s warm-up, then {args.seconds:g} s "
-        "measured ...",
+        f"measured against {args.api_seconds:g} s of the trivial endpoint, in "
+        f"{args.slices} alternating slices ...",
         flush=True,
     )
-    asyncio.run(
-        run_phase(
-            stack,
-            args.warmup,
-            args.seconds,
-            (
-                crowdworker(n, stack.web_port, setup.public_id, stats, args)
-                for n in range(args.workers)
-            ),
-            stats,
+
+    def crowd() -> Iterable:
+        return (crowdworker(w, stack.web_port, setup.public_id, stats, args) for w in workers)
+
+    began = time.perf_counter()
+    asyncio.run(run_phase(stack, 0.0, args.warmup, crowd(), stats, measure=False))
+    while not first_round_decided(setup.study_id) and time.perf_counter() - began < 180:
+        asyncio.run(run_phase(stack, 0.0, 2.0, crowd(), stats, measure=False))
+    warmed = time.perf_counter() - began
+    settled = True
+    for _ in range(args.slices):
+        asyncio.run(run_phase(stack, args.rewarm, args.seconds / args.slices, crowd(), stats))
+        settled &= wait_rounds_settled(setup.study_id, 120)
+        asyncio.run(
+            run_phase(
+                stack,
+                2.0,
+                args.api_seconds / args.slices,
+                (api_client(stack.web_port, setup.api_token, api) for _ in range(args.workers)),
+                api,
+            )
         )
-    )
     to_wall = time.time() - time.perf_counter()
-    settled = wait_rounds_settled(setup.study_id, 120)
-    api = LoadStats()
-    print(
-        f"[api] {args.workers} clients on GET /api/studies/ for {args.api_seconds:g} s ...",
-        flush=True,
-    )
-    asyncio.run(
-        run_phase(
-            stack,
-            2.0,
-            args.api_seconds,
-            (api_client(stack.web_port, setup.api_token, api) for _ in range(args.workers)),
-            api,
-        )
-    )
     stack.stop_process("gunicorn")
     stack.stop_process("celery")
-    rounds = round_figures(setup.study_id, stats.start + to_wall, stats.deadline + to_wall)
+    rounds = round_figures(setup.study_id, stats.windows[0][0] + to_wall, stats.deadline + to_wall)
     checks = verify(
         setup.study_id,
         stats.submitted,
@@ -1458,7 +1513,9 @@ def _run(args: argparse.Namespace, stack: Stack) -> int:
         f"redundancy {args.redundancy}, batch {args.batch_size}, budget {setup.capacity}, "
         "open links, gold rate 0, futility/ROPE off",
         f"workers          {args.workers} simulated crowdworkers, {args.seconds:g} s measured "
-        f"after {args.warmup:g} s warm-up, think time {args.think_ms:g} ms, re-entry after "
+        f"after {warmed:.0f} s warm-up (at least {args.warmup:g} s and until the first round "
+        f"is decided), in {args.slices} slices alternating with the trivial endpoint, "
+        f"think time {args.think_ms:g} ms, re-entry after "
         f"~{args.reenter:g} s on the waiting or end page",
         f"full cycles      {len(in_window)} in {args.seconds:g} s = {cycles_s:.1f} cycles/s "
         f"[target >= {TARGET_CYCLES:g}: {'MET' if cycles_s >= TARGET_CYCLES else 'MISSED'}]",
@@ -1563,9 +1620,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--workers", type=int, default=200, help="simulated crowdworkers")
     p.add_argument(
-        "--warmup", type=float, default=30.0, help="unmeasured start (every worker enters)"
+        "--warmup",
+        type=float,
+        default=30.0,
+        help="unmeasured start (every worker enters), extended until the study's first "
+        "round is decided (its one-off calibration)",
     )
-    p.add_argument("--api-seconds", type=float, default=20.0, help="trivial-endpoint phase")
+    p.add_argument(
+        "--api-seconds", type=float, default=20.0, help="trivial endpoint's measured time"
+    )
+    p.add_argument(
+        "--slices",
+        type=int,
+        default=4,
+        help="alternate the load and the trivial endpoint this many times, so that both "
+        "are measured under the same machine conditions",
+    )
+    p.add_argument(
+        "--rewarm", type=float, default=3.0, help="unmeasured restart of each later slice"
+    )
     p.add_argument("--sqlite", action="store_true", help="embedded SQLite, eager Celery")
     p.add_argument("--gunicorn-workers", type=int, help="default 6 (PostgreSQL), 3 (SQLite)")
     p.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")

@@ -30,6 +30,27 @@ def test_percentile_interpolates(load):
     assert load.percentile(list(range(101)), 95) == 95
 
 
+def test_slices_are_measured_end_to_end(load):
+    """Alternating slices: only what falls in a window counts, and the timeline lays the
+    windows end to end (the pauses between them are not measured time)."""
+    stats = load.LoadStats(windows=[(10.0, 20.0), (30.0, 40.0)])
+    stats.start, stats.deadline = stats.windows[-1]
+    assert [stats.measuring(t) for t in (9.9, 10.0, 19.9, 20.0, 25.0, 30.0, 40.0)] == [
+        False, True, True, False, False, True, False,
+    ]  # fmt: skip
+    assert [stats.measured(t) for t in (5.0, 15.0, 25.0, 35.0, 45.0)] == [0, 5, 10, 15, 20]
+    stats.cycles = [12.0] * 5 + [19.0] * 10 + [25.0] * 50 + [31.0] * 15 + [39.5] * 20
+    assert load.timeline(stats, bucket=5.0) == "1 2 3 4"  # cycles per second; 25.0 paused
+
+
+def test_usage_adds_up_per_service(load):
+    a = load.Usage(10.0, {"gunicorn": 12.0, "postgres": 3.0}, 1.5, 19.0)
+    b = load.Usage(5.0, {"gunicorn": 6.0, "celery": 0.5}, 0.5, 9.5)
+    total = a + b
+    assert (total.wall, total.client, total.machine) == (15.0, 2.0, 28.5)
+    assert total.by_service == {"gunicorn": 18.0, "postgres": 3.0, "celery": 0.5}
+
+
 def test_task_page_yields_tokens_and_shown_systems(load):
     html = (
         '<ul class="messages" role="alert"><li class="error">Too late.</li></ul>'
