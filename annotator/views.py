@@ -35,11 +35,11 @@ from .models import Participation, Study
 from .resilience import retry_on_lost_database
 
 COOKIE_SALT = "humeval.participation"
-#: The waiting page looks again after ``FIRST_WAIT_SECONDS`` (``IMMINENT_WAIT_SECONDS`` while
-#: a complete round is being decided: its next round opens within a moment), each later look
-#: a second later than the last, at most ``WAIT_SECONDS`` apart.
-FIRST_WAIT_SECONDS = 2
-IMMINENT_WAIT_SECONDS = 1
+#: The waiting page looks again after ``FIRST_WAIT_SECONDS``, each later look a second later
+#: than the last, at most ``WAIT_SECONDS`` apart. One second is as soon as a page without a
+#: script can look again (``<meta http-equiv="refresh">`` counts whole seconds): a round's
+#: last answers come in and its decision is made within about a second.
+FIRST_WAIT_SECONDS = 1
 WAIT_SECONDS = 5
 #: How long the end page shows a Prolific worker their code before taking them back.
 PROLIFIC_RETURN_SECONDS = 3
@@ -358,10 +358,12 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
             _answer_or_next(request, participation) if posted else (_next(participation), 200)
         )
         if task is None:
-            seconds = _wait_seconds(study, looks)
-            if posted and seconds == FIRST_WAIT_SECONDS:
-                # one more look: work made as this answer committed (embedded mode decides
-                # the round it completed right then) is this worker's next task
+            outlook = selectors.work_outlook(study)
+            seconds = _wait_seconds(outlook, looks)
+            if posted and outlook is Outlook.LATER and settings.CELERY_TASK_ALWAYS_EAGER:
+                # one more look: the embedded mode decides the round this answer completed
+                # as it committed, and that round's work is this worker's next task (a
+                # Celery worker decides it later: the waiting page looks again)
                 task = _next(participation)
     except WorkerBlocked:  # blocked, failed or not qualified: the end page says which
         return redirect("annotator:end", study_id=study.public_id)
@@ -384,16 +386,15 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
     return render(request, "annotator/task.html", context, status=status)
 
 
-def _wait_seconds(study: Study, looks: int) -> int:
+def _wait_seconds(outlook: Outlook, looks: int) -> int:
     """For a worker with no task whose waiting page has looked ``looks`` times: after how
     many seconds it looks again, or 0 when no more work is coming (the end page). The page
-    waits, no web process does: soon at first, as the round's last answers come in, then
-    less often, so a long wait costs no more looks than one every ``WAIT_SECONDS``."""
-    outlook = selectors.work_outlook(study)
+    waits, no web process does: soon at first, as the round's last answers come in and it is
+    decided, then less often, so a long wait costs no more looks than one every
+    ``WAIT_SECONDS``."""
     if outlook is Outlook.NONE:
         return 0
-    first = IMMINENT_WAIT_SECONDS if outlook is Outlook.IMMINENT else FIRST_WAIT_SECONDS
-    return min(WAIT_SECONDS, first + looks)
+    return min(WAIT_SECONDS, FIRST_WAIT_SECONDS + looks)
 
 
 def _looks(value: str | None) -> int:

@@ -1,7 +1,7 @@
 """No web process waits for a round's decision: with no Celery worker to decide it, the
 answer that completes the round is answered at once with the waiting page, which looks
-again soon (``views.IMMINENT_WAIT_SECONDS``) while the round is being decided, then a second
-later each time; once a worker decides the round, the next look gets round 2's task."""
+again after a second (``views.FIRST_WAIT_SECONDS``) while the round is being decided, then a
+second later each time; once a worker decides the round, the next look gets round 2's task."""
 
 import re
 import time
@@ -39,7 +39,7 @@ def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_
         look = client.get(f"/w/{study.public_id}/task/?look=1")  # the page looking again
     assert sleeping == []
     assert Round.objects.get(study=study, number=1).state == "closed"  # nobody decided it
-    soon = views.IMMINENT_WAIT_SECONDS
+    soon = views.FIRST_WAIT_SECONDS
     url = f"/w/{study.public_id}/task/"
     assert f'content="{soon}; url={url}?look=1"' in page.content.decode()
     assert f'content="{soon + 1}; url={url}?look=2"' in look.content.decode()
@@ -56,11 +56,12 @@ def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_worker_with_no_task_while_the_round_collects_waits_the_usual_time():
+def test_a_worker_with_no_task_while_the_round_collects_waits_the_usual_time(monkeypatch):
     """Round 1 open, its last item leased to another worker: nothing is being decided yet, so
-    the waiting page looks again after ``views.FIRST_WAIT_SECONDS``, then a second later each
-    time, never more than ``views.WAIT_SECONDS`` apart; a look count it did not write counts
-    as none."""
+    the answer looks for no task a second time (only the embedded mode decides a round as an
+    answer commits) and the waiting page looks again after ``views.FIRST_WAIT_SECONDS``,
+    then a second later each time, never more than ``views.WAIT_SECONDS`` apart; a look
+    count it did not write counts as none."""
     study = services.study_import(
         adaptive_bundle(n_inputs=200, systems=("s1", "s2")), filename="a.jsonl"
     )
@@ -72,17 +73,21 @@ def test_a_worker_with_no_task_while_the_round_collects_waits_the_usual_time():
         token = TOKEN.search(page.content.decode()).group(1)
     waiter.get(f"/w/{study.public_id}/", {"worker": "w2"})
     waiter_token = TOKEN.search(waiter.get(f"/w/{study.public_id}/task/").content.decode())
-    page = waiter.post(
-        f"/w/{study.public_id}/task/", {"token": waiter_token.group(1), "answer": "left"}
-    )
+    looks = []
+    with monkeypatch.context() as patch:
+        patch.setattr(views, "_next", lambda participation: looks.append(participation))
+        page = waiter.post(
+            f"/w/{study.public_id}/task/", {"token": waiter_token.group(1), "answer": "left"}
+        )
+    assert looks == []
     html = page.content.decode()
     assert Round.objects.get(study=study, number=1).state == "open"
     assert 'id="waiting"' in html
     url = f"/w/{study.public_id}/task/"
     assert f'content="{views.FIRST_WAIT_SECONDS}; url={url}?look=1"' in html
     for look, seconds, after in [
-        (1, 3, 2), (2, 4, 3), (3, 5, 4), (4, 5, 5), (5, 5, 6), (99, 5, 6),
-        ("", 2, 1), ("-1", 2, 1), ("x", 2, 1), ("²", 2, 1), ("1.5", 2, 1), ("9" * 5000, 2, 1),
+        (1, 2, 2), (2, 3, 3), (3, 4, 4), (4, 5, 5), (5, 5, 6), (99, 5, 6),
+        ("", 1, 1), ("-1", 1, 1), ("x", 1, 1), ("²", 1, 1), ("1.5", 1, 1), ("9" * 5000, 1, 1),
     ]:  # fmt: skip
         page = waiter.get(url, {"look": look})
         assert page.status_code == 200
