@@ -92,10 +92,12 @@ def round_open(study: Study, number: int) -> Round | None:
     if give.sum() == 0:
         return _exhaust(pairs, "budget" if affordable == 0 else "inputs")
     priority = dict(study.inputs.values_list("pk", "priority"))
-    outputs = {
-        (o.input_id, o.system_id): o
-        for o in Output.objects.filter(input__study=study).only("pk", "input_id", "system_id")
-    }
+    outputs = _OutputRefs(
+        ((i, s), pk)
+        for pk, i, s in Output.objects.filter(input__study=study).values_list(
+            "pk", "input_id", "system_id"
+        )
+    )
     new = shape.release(config, number, pairs, unused, give, affordable, priority, outputs)
     if isinstance(new, str):  # nothing could be made: what ran out
         return _exhaust(pairs, new)
@@ -106,6 +108,14 @@ def round_open(study: Study, number: int) -> Round | None:
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
     rnd.refresh_from_db()
     return rnd
+
+
+class _OutputRefs(dict):
+    """``(input id, system id)`` → the output, as a reference carrying its key only: a
+    round itemises a few of the study's outputs, so only those become model instances."""
+
+    def __getitem__(self, key: tuple[int, int]) -> Output:
+        return Output(pk=super().__getitem__(key))
 
 
 def _exhaust(pairs: list[SystemPair], why: str) -> None:

@@ -221,8 +221,8 @@ def items_create(
     items = Item.objects.bulk_create(
         (
             Item(
-                study=study,
-                input=inp,
+                study_id=study.pk,
+                input_id=inp.pk,
                 round_number=round_number,
                 redundancy=study.redundancy,
                 expected=expected.get(inp.pk) or {},
@@ -234,7 +234,7 @@ def items_create(
     )
     ItemOutput.objects.bulk_create(
         (
-            ItemOutput(item=item, output=out, position=n)
+            ItemOutput(item_id=item.pk, output_id=out.pk, position=n)
             for item, (_, outs) in zip(items, groups, strict=True)
             for n, out in enumerate(outs)
         ),
