@@ -5,6 +5,7 @@ Chosen by :func:`shape_of`; used by :mod:`protocol.services`."""
 from __future__ import annotations
 
 import functools
+import heapq
 import random
 from collections import defaultdict
 from itertools import combinations
@@ -283,10 +284,30 @@ def _scored_items(
     def missing(pair: SystemPair, i: int) -> list[int]:
         return [s for s in (pair.system_a_id, pair.system_b_id) if i not in have[s]]
 
+    # per pair, the inputs that cost it one item, in the study's order (entries that are
+    # no longer so are dropped when they come up): a pick is then no scan of every input
+    half = [
+        [(rank[i], i) for i in inputs if len(missing(pair, i)) == 1]
+        for pair, inputs in zip(pairs, remaining, strict=True)
+    ]
+    for heap in half:
+        heapq.heapify(heap)
+    of_system: dict[int, list[int]] = defaultdict(list)
+    for k, pair in enumerate(pairs):
+        of_system[pair.system_a_id].append(k)
+        of_system[pair.system_b_id].append(k)
+
     def pick(k: int) -> int | None:
         while start[k] < len(remaining[k]) and remaining[k][start[k]] not in left[k]:
             start[k] += 1
         budget = affordable - len(chosen)
+        if budget >= 2 and start[k] < len(remaining[k]):
+            first, heap = remaining[k][start[k]], half[k]
+            while heap and (heap[0][1] not in left[k] or len(missing(pairs[k], heap[0][1])) != 1):
+                heapq.heappop(heap)
+            if heap and rank[heap[0][1]][0] == rank[first][0]:
+                return heap[0][1]
+            return first
         top = None
         for i in remaining[k][start[k] :]:
             if i not in left[k]:
@@ -311,13 +332,17 @@ def _scored_items(
             if i is None:
                 want[k] = 0
                 continue
-            for system in missing(pair, i):
+            added = missing(pair, i)
+            for system in added:
                 have[system].add(i)
                 chosen.append((i, system))
             for j, other in enumerate(pairs):  # every pair this input completes gets it
                 if i in left[j] and not missing(other, i):
                     left[j].discard(i)
                     want[j] -= 1
+            for j in {j for system in added for j in of_system[system]}:
+                if i in left[j]:  # now one item short for pair j
+                    heapq.heappush(half[j], (rank[i], i))
             progress = True
     return chosen
 
