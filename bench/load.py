@@ -136,6 +136,9 @@ def items_per_input(kind: str, n_systems: int) -> int:
 
 #: Annotations in the first round of the pairwise default (28 pairs × 30 inputs × 3).
 ROUND_ANNOTATIONS = 2520
+#: Annotations the study of every kind can take (the pairwise default's 1,000 inputs × 28
+#: pairs × 3): a run at 200+ cycles/s never runs out of work.
+CAPACITY = 84000
 
 
 @dataclass(frozen=True)
@@ -1647,8 +1650,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--inputs",
         type=int,
-        help="inputs (default 1,000; 8,000 for ranking, one item per input): enough open "
-        "work for the whole measured phase",
+        help="inputs (default: enough for the pairwise default's 84,000 annotations, 1,000 "
+        "pairwise, 3,500 Likert and error spans, 28,000 ranking): open work for the whole run",
     )
     p.add_argument("--redundancy", type=int, default=3)
     p.add_argument(
@@ -1676,7 +1679,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if args.batch_size is None:
             args.batch_size = max(1, round(ROUND_ANNOTATIONS / per_round))
         if args.inputs is None:
-            args.inputs = 8000 if args.kind == "ranking" else 1000
+            args.inputs = -(-CAPACITY // per_round)
     if args.gunicorn_workers is None:
         args.gunicorn_workers = 3 if args.sqlite else 6
     return args

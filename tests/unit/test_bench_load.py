@@ -87,3 +87,14 @@ def test_bundle_is_a_valid_adaptive_study(load):
     assert spec.options["collection"] == "adaptive" and spec.options["open_links"]
     assert len(spec.systems) == 4 and len(spec.inputs) == 5
     assert load.study_capacity(4, 5, 3) == 6 * 5 * 3
+
+
+def test_every_kind_has_work_for_the_whole_run(load):
+    """A run at 200+ cycles/s takes some 25,000 annotations: every kind's default study
+    holds the pairwise default's 84,000 (Likert and ranking held 24,000 and ran out)."""
+    for kind in load.KINDS:
+        args = load.parse_args(["--kind", kind])
+        capacity = load.study_capacity(args.systems, args.inputs, args.redundancy, kind)
+        assert load.CAPACITY <= capacity < load.CAPACITY + load.items_per_input(kind, 8) * 3
+    assert load.parse_args(["--kind", "likert"]).inputs == 3500
+    assert load.parse_args(["--kind", "ranking", "--inputs", "50"]).inputs == 50
