@@ -134,6 +134,15 @@ def items_per_input(kind: str, n_systems: int) -> int:
     return 1 if kind == "ranking" else n_systems
 
 
+def batch_annotations(kind: str, n_systems: int, redundancy: int) -> float:
+    """Annotations a round gains per input it gives every pair (its ``batch_size``): the
+    input's items for a pairwise or Likert study; a ranking item of 3 outputs serves 3 of
+    the pairs, so a third of a pairwise study's."""
+    if kind == "ranking":
+        return len(list(combinations(range(n_systems), 2))) / 3 * redundancy
+    return items_per_input(kind, n_systems) * redundancy
+
+
 #: Annotations in the first round of the pairwise default (28 pairs × 30 inputs × 3).
 ROUND_ANNOTATIONS = 2520
 #: Annotations the study of every kind can take (the pairwise default's 1,000 inputs × 28
@@ -1675,11 +1684,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = p.parse_args(argv)
     if args.kind != "all":
-        per_round = items_per_input(args.kind, args.systems) * args.redundancy
         if args.batch_size is None:
-            args.batch_size = max(1, round(ROUND_ANNOTATIONS / per_round))
+            per_batch = batch_annotations(args.kind, args.systems, args.redundancy)
+            args.batch_size = max(1, round(ROUND_ANNOTATIONS / per_batch))
         if args.inputs is None:
-            args.inputs = -(-CAPACITY // per_round)
+            per_input = items_per_input(args.kind, args.systems) * args.redundancy
+            args.inputs = -(-CAPACITY // per_input)
     if args.gunicorn_workers is None:
         args.gunicorn_workers = 3 if args.sqlite else 6
     return args

@@ -97,4 +97,7 @@ def test_every_kind_has_work_for_the_whole_run(load):
         capacity = load.study_capacity(args.systems, args.inputs, args.redundancy, kind)
         assert load.CAPACITY <= capacity < load.CAPACITY + load.items_per_input(kind, 8) * 3
     assert load.parse_args(["--kind", "likert"]).inputs == 3500
+    # rounds of about 2,520 annotations: 28 pairs × 30 × 3; 8 outputs × 105 × 3; a ranking
+    # item serves 3 of the 28 pairs, 28 / 3 × 90 × 3
+    assert [load.parse_args(["--kind", k]).batch_size for k in load.KINDS] == [30, 105, 90, 105]
     assert load.parse_args(["--kind", "ranking", "--inputs", "50"]).inputs == 50
