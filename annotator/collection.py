@@ -21,14 +21,16 @@ class Outlook(enum.Enum):
 
     #: no more work will come
     NONE = "none"
-    #: more may come (a round still collecting, whose leases may come back, or a complete
-    #: round awaiting its decision)
+    #: more may come (a round still collecting, whose leases may come back)
     LATER = "later"
+    #: new work is being made right now (a complete round awaiting its decision)
+    IMMINENT = "imminent"
 
 
 class Collection(Protocol):
     def outlook(self, study: Study) -> Outlook:
-        """Whether a worker with nothing to do now should wait for more."""
+        """Whether a worker with nothing to do now should wait for more, and whether it is
+        being made right now (the waiting page then looks again soon)."""
 
     def round_summary(self, study: Study) -> dict[str, Any] | None:
         """The study's rounds for the researcher's workspace (``rounds``, ``current``,

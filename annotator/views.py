@@ -35,10 +35,11 @@ from .models import Participation, Study
 from .resilience import retry_on_lost_database
 
 COOKIE_SALT = "humeval.participation"
-#: The waiting page looks again after ``FIRST_WAIT_SECONDS``, each later look a second later
-#: than the last, at most ``WAIT_SECONDS`` apart. One second is as soon as a page without a
-#: script can look again (``<meta http-equiv="refresh">`` counts whole seconds): a round's
-#: last answers come in and its decision is made within about a second.
+#: The waiting page looks again after ``FIRST_WAIT_SECONDS``, and so while a round is being
+#: decided; otherwise each later look a second later than the last, at most ``WAIT_SECONDS``
+#: apart. One second is as soon as a page without a script can look again (``<meta
+#: http-equiv="refresh">`` counts whole seconds): a round's last answers come in and its
+#: decision is made within about a second.
 FIRST_WAIT_SECONDS = 1
 WAIT_SECONDS = 5
 #: How long the end page shows a Prolific worker their code before taking them back.
@@ -360,7 +361,7 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         if task is None:
             outlook = selectors.work_outlook(study)
             seconds = _wait_seconds(outlook, looks)
-            if posted and outlook is Outlook.LATER and settings.CELERY_TASK_ALWAYS_EAGER:
+            if posted and outlook is not Outlook.NONE and settings.CELERY_TASK_ALWAYS_EAGER:
                 # one more look: the embedded mode decides the round this answer completed
                 # as it committed, and that round's work is this worker's next task (a
                 # Celery worker decides it later: the waiting page looks again)
@@ -389,11 +390,13 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
 def _wait_seconds(outlook: Outlook, looks: int) -> int:
     """For a worker with no task whose waiting page has looked ``looks`` times: after how
     many seconds it looks again, or 0 when no more work is coming (the end page). The page
-    waits, no web process does: soon at first, as the round's last answers come in and it is
-    decided, then less often, so a long wait costs no more looks than one every
-    ``WAIT_SECONDS``."""
+    waits, no web process does: soon at first and while a complete round is being decided
+    (its next round opens within a moment), otherwise less often each time, so waiting for
+    other workers' last answers costs no more looks than one every ``WAIT_SECONDS``."""
     if outlook is Outlook.NONE:
         return 0
+    if outlook is Outlook.IMMINENT:
+        return FIRST_WAIT_SECONDS
     return min(WAIT_SECONDS, FIRST_WAIT_SECONDS + looks)
 
 

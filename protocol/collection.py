@@ -13,11 +13,17 @@ from .tasks import decide_round
 
 class AdaptiveCollection:
     def outlook(self, study: Study) -> Outlook:
-        """A round still collecting (leases may come back) or complete and awaiting its
-        decision means more work is coming; once the protocol has opened no further round,
-        none comes. One query."""
-        live = Round.objects.filter(study=study, state__in=[Round.State.OPEN, Round.State.CLOSED])
-        return Outlook.LATER if live.exists() else Outlook.NONE
+        """A round still collecting (leases may come back) means more work is coming; a
+        complete round awaiting its decision, that the next opens within a moment; once the
+        protocol has opened no further round, none comes. One query."""
+        states = set(
+            Round.objects.filter(
+                study=study, state__in=[Round.State.OPEN, Round.State.CLOSED]
+            ).values_list("state", flat=True)
+        )
+        if Round.State.CLOSED in states:
+            return Outlook.IMMINENT
+        return Outlook.LATER if states else Outlook.NONE
 
     def round_summary(self, study: Study) -> dict | None:
         """Rounds and pairs of an adaptive study, for the researcher's workspace."""

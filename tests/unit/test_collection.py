@@ -29,7 +29,7 @@ def test_a_study_of_all_items_at_once_expects_no_more_work_and_has_no_rounds():
 def test_an_adaptive_study_is_answered_by_the_protocol_round_by_round():
     study = services.study_import(adaptive_bundle(), filename="a.jsonl")
     assert isinstance(collection_for(study), AdaptiveCollection)
-    # round 1 open: more work is coming
+    # round 1 open: more work is coming, none is being made this moment
     assert selectors.work_outlook(study) is Outlook.LATER
     assert workspace.rounds(study) == {
         "rounds": 1,
@@ -39,9 +39,9 @@ def test_an_adaptive_study_is_answered_by_the_protocol_round_by_round():
         "open_pairs": 6,
         "settled_pairs": 0,
     }
-    # complete, awaiting its decision: the next round is coming
+    # complete, awaiting its decision: the next round is imminent
     Round.objects.filter(study=study).update(state=Round.State.CLOSED)
-    assert selectors.work_outlook(study) is Outlook.LATER
+    assert selectors.work_outlook(study) is Outlook.IMMINENT
     assert workspace.rounds(study)["current_state"] == Round.State.CLOSED.label
     # decided and no further round opened: no more work
     Round.objects.filter(study=study).update(state=Round.State.DECIDED)
