@@ -316,7 +316,8 @@ class Item(models.Model):
     """What a worker sees: an input with the outputs its kind shows (``ItemOutput``, in
     system order: two for pairwise, one for Likert)."""
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    # no index of its own: it leads ``item_round_idx`` (see ``Assignment``)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items", db_index=False)
     input = models.ForeignKey(Input, on_delete=models.CASCADE, related_name="items")
     outputs = models.ManyToManyField(Output, through="ItemOutput", related_name="items")
     round_number = models.PositiveIntegerField(null=True, blank=True)
@@ -355,7 +356,11 @@ class Item(models.Model):
                 F("id"),
                 condition=Q(is_active=True, is_gold=False, n_taken__lt=F("redundancy")),
                 name="item_fill_idx",
-            )
+            ),
+            # A round's items newest first: whether a round is complete
+            # (``protocol.services.round_close_if_complete``, run each time an item is) is
+            # answered by the first entries, not by reading every item of the study.
+            models.Index(F("study"), F("round_number"), F("id"), name="item_round_idx"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -133,15 +133,18 @@ def round_close_if_complete(study_id: int, number: int) -> bool:
     UPDATE, so only one caller ever sees the transition. Returns whether it closed now
     (the caller then has the decision run after commit). Written out: a third of all
     answers (each that completes an item) runs it, and building it through the ORM cost
-    more than running it."""
+    more than running it. The round's items are read newest first (``item_round_idx``):
+    items are leased fullest and oldest first, so while the round collects its newest item
+    is unfinished."""
     q = connection.ops.quote_name
     rounds_table, items = q(Round._meta.db_table), q(Item._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {rounds_table} SET state = %s, closed_at = %s"  # noqa: S608
-            " WHERE study_id = %s AND number = %s AND state = %s AND NOT EXISTS ("
-            f"SELECT 1 FROM {items} i WHERE i.study_id = %s AND i.round_number = %s"
-            " AND i.is_active AND NOT i.is_gold AND i.n_done < i.redundancy)",
+            " WHERE study_id = %s AND number = %s AND state = %s AND ("
+            f"SELECT i.id FROM {items} i WHERE i.study_id = %s AND i.round_number = %s"
+            " AND i.is_active AND NOT i.is_gold AND i.n_done < i.redundancy"
+            " ORDER BY i.id DESC LIMIT 1) IS NULL",
             [
                 Round.State.CLOSED.value,
                 connection.ops.adapt_datetimefield_value(timezone.now()),
