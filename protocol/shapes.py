@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import heapq
 import random
-from collections import defaultdict
+from collections import defaultdict, deque
 from itertools import combinations
 
 import numpy as np
@@ -190,7 +190,7 @@ def _ranking_items(
     for input_id, items in shown.items():
         for systems, _, _ in items:
             together[input_id] |= {frozenset(c) for c in combinations(systems, 2)}
-    queue = [sorted(inputs, key=rank.__getitem__) for inputs in unused]
+    queue = [deque(inputs) for inputs in _in_study_order(unused, rank)]
     want = [int(n) for n in give]
     place = {s: n for n, s in enumerate(order)}
     chosen: list[tuple[int, list[int]]] = []
@@ -201,11 +201,11 @@ def _ranking_items(
         k = max(asking, key=lambda j: (want[j], -j))
         a, b = pairs[k].system_a_id, pairs[k].system_b_id
         while queue[k] and frozenset((a, b)) in together[queue[k][0]]:
-            queue[k].pop(0)  # given to this pair by another pair's item meanwhile
+            queue[k].popleft()  # given to this pair by another pair's item meanwhile
         if not queue[k]:
             want[k] = 0
             continue
-        i = queue[k].pop(0)
+        i = queue[k].popleft()
         members = [a, b]
         while len(members) < m:
             best, best_key = None, None
@@ -248,6 +248,13 @@ def _study_order(
     return {i: (_priority_key(priority[i]), n) for n, i in enumerate(ids)}
 
 
+def _in_study_order(unused: list[list[int]], rank: dict[int, tuple[float, int]]) -> list[list[int]]:
+    """Each pair's inputs in the study's order (``rank``): the study's inputs sorted once,
+    each pair's taken from them (a sort per pair took 0.3 s at 28 pairs of 27,000)."""
+    order = sorted(rank, key=rank.__getitem__)
+    return [[i for i in order if i in mine] for mine in map(set, unused)]
+
+
 def _priority_key(priority: float | None) -> float:
     """Sort key of an input's priority: highest first, inputs without one last."""
     return -(priority if priority is not None else -np.inf)
@@ -275,7 +282,7 @@ def _scored_items(
     for pair in pairs:
         have.setdefault(pair.system_a_id, set())
         have.setdefault(pair.system_b_id, set())
-    remaining = [sorted(inputs, key=rank.__getitem__) for inputs in unused]
+    remaining = _in_study_order(unused, rank)
     left = [set(inputs) for inputs in unused]
     start = [0] * len(pairs)  # remaining[k][:start[k]] are all given already
     want = [int(n) for n in give]

@@ -88,3 +88,16 @@ def test_the_round_is_the_plain_greedys(seed):
     affordable = rng.choice([0, 1, 2, 3, 7, 25, 10**6])
     args = (pairs, unused, give, itemised, rank, affordable)
     assert _scored_items(*args) == reference(*args)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_each_pairs_inputs_are_put_in_the_study_order(seed):
+    """``shapes._in_study_order`` (one sort of the study's inputs, shared by the Likert and
+    ranking rounds) gives each pair's inputs as sorting them by their place would."""
+    from protocol.shapes import _in_study_order
+
+    rng = random.Random(seed)
+    inputs = rng.sample(range(10_000), 300)
+    rank = {i: (rng.choice([-2.0, 0.0, float("inf")]), n) for n, i in enumerate(inputs)}
+    unused = [rng.sample(inputs, rng.randint(0, 300)) for _ in range(6)]
+    assert _in_study_order(unused, rank) == [sorted(u, key=rank.__getitem__) for u in unused]
