@@ -29,15 +29,37 @@ PREFERENCE_INDEX = {1.0: 0, 0.5: 1, 0.0: 2}
 CODE_INDEX = {1: 0, 0: 1, -1: 2}
 
 
+class StudyOutputs:
+    """The study's outputs by system and input, read once (a round's decision and the next
+    round's opening ask it for pools and outputs several times)."""
+
+    def __init__(self, study: Study) -> None:
+        gold = Item.objects.filter(study=study, is_gold=True).values_list("input_id", flat=True)
+        self.gold = set(gold)
+        self.of_system: defaultdict[int, dict[int, int]] = defaultdict(dict)
+        rows = Output.objects.filter(input__study=study).values_list("pk", "input_id", "system_id")
+        for pk, input_id, system_id in rows:
+            self.of_system[system_id][input_id] = pk
+
+    def pools(self, pairs: Sequence[SystemPair]) -> list[set[int]]:
+        """Each pair's pool: the inputs with outputs from both its systems, gold inputs
+        excluded."""
+        return [
+            (self.of_system[p.system_a_id].keys() & self.of_system[p.system_b_id].keys())
+            - self.gold
+            for p in pairs
+        ]
+
+    def __getitem__(self, key: tuple[int, int]) -> Output:
+        """The output of ``(input, system)``, as a reference carrying its key only: a round
+        itemises a few of the study's outputs, so only those become model instances."""
+        input_id, system_id = key
+        return Output(pk=self.of_system[system_id][input_id])
+
+
 def pair_pools(study: Study, pairs: Sequence[SystemPair]) -> list[set[int]]:
-    """Each pair's pool: the inputs with outputs from both its systems, gold inputs excluded
-    (one statement for all the pairs)."""
-    gold = Item.objects.filter(study=study, is_gold=True).values("input_id")
-    with_system: defaultdict[int, set[int]] = defaultdict(set)
-    rows = Output.objects.filter(input__study=study).exclude(input_id__in=gold)
-    for input_id, system_id in rows.values_list("input_id", "system_id"):
-        with_system[system_id].add(input_id)
-    return [with_system[p.system_a_id] & with_system[p.system_b_id] for p in pairs]
+    """Each pair's pool (:meth:`StudyOutputs.pools`)."""
+    return StudyOutputs(study).pools(pairs)
 
 
 def items_by_pair(study: Study) -> dict[tuple[int, int], list[tuple[int, int]]]:

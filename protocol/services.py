@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotator.errors import ConfigRefused
-from annotator.models import Item, Output, Study
+from annotator.models import Item, Study
 from annotator.services import items_create, items_resize
 from annotator.signals import collection_changed
 
@@ -56,7 +56,9 @@ def _budget_left(study: Study, config: ProtocolConfig) -> int:
     return BIG if study.budget is None else max(study.budget - config.committed, 0)
 
 
-def round_open(study: Study, number: int) -> Round | None:
+def round_open(
+    study: Study, number: int, outputs: selectors.StudyOutputs | None = None
+) -> Round | None:
     """Release the items of round ``number``: for each open pair, as many of its unused
     inputs as the allocation gives it (highest priority first where inputs have one,
     else in a seeded random order), each item with the study's redundancy. The budget
@@ -66,7 +68,7 @@ def round_open(study: Study, number: int) -> Round | None:
     How items are made is the study's item shape (:func:`protocol.shapes.shape_of`):
     pairwise studies release one item per pair and input; scored studies (Likert, error
     spans) one item per output instead, ranking studies items of m outputs chosen for the
-    open pairs."""
+    open pairs. ``outputs``: the study's, when the caller has read them."""
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(
@@ -78,7 +80,9 @@ def round_open(study: Study, number: int) -> Round | None:
         return None
     redundancy = study.redundancy
     shape = shape_of(study)
-    pools = selectors.pair_pools(study, pairs)
+    if outputs is None:
+        outputs = selectors.StudyOutputs(study)
+    pools = outputs.pools(pairs)
     unused = [sorted(pool - shape.given(pair)) for pair, pool in zip(pairs, pools, strict=True)]
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
@@ -92,12 +96,6 @@ def round_open(study: Study, number: int) -> Round | None:
     if give.sum() == 0:
         return _exhaust(pairs, "budget" if affordable == 0 else "inputs")
     priority = dict(study.inputs.values_list("pk", "priority"))
-    outputs = _OutputRefs(
-        ((i, s), pk)
-        for pk, i, s in Output.objects.filter(input__study=study).values_list(
-            "pk", "input_id", "system_id"
-        )
-    )
     new = shape.release(config, number, pairs, unused, give, affordable, priority, outputs)
     if isinstance(new, str):  # nothing could be made: what ran out
         return _exhaust(pairs, new)
@@ -108,14 +106,6 @@ def round_open(study: Study, number: int) -> Round | None:
     Round.objects.filter(pk=rnd.pk).update(items=len(new), committed=charge)
     rnd.refresh_from_db()
     return rnd
-
-
-class _OutputRefs(dict):
-    """``(input id, system id)`` → the output, as a reference carrying its key only: a
-    round itemises a few of the study's outputs, so only those become model instances."""
-
-    def __getitem__(self, key: tuple[int, int]) -> Output:
-        return Output(pk=super().__getitem__(key))
 
 
 def _exhaust(pairs: list[SystemPair], why: str) -> None:
@@ -177,15 +167,16 @@ def round_decide(study_id: int, number: int) -> bool:
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(SystemPair.objects.filter(study=study, state=SystemPair.State.OPEN))
+    outputs = selectors.StudyOutputs(study)
     if pairs:
-        _decide_pairs(study, config, settings, rnd, pairs)
+        _decide_pairs(study, config, settings, rnd, pairs, outputs)
     Round.objects.filter(pk=rnd.pk).update(state=Round.State.DECIDED, decided_at=timezone.now())
-    round_open(study, number + 1)
+    round_open(study, number + 1, outputs)
     transaction.on_commit(lambda: collection_changed.send_robust(sender=Study, study_id=study_id))
     return True
 
 
-def _decide_pairs(study, config, settings, rnd, pairs) -> None:
+def _decide_pairs(study, config, settings, rnd, pairs, outputs) -> None:
     """Algorithm 1 on every open pair, then retire pairs as ``rounds.decide_round`` says.
 
     Units: a pairwise study counts every human label, so ``used``/``pool`` are in
@@ -212,7 +203,7 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     if config.metric_judge:
         confusion = np.array([e["confusion"] for e in evidence])
         metric = np.array([e["metric"] for e in evidence])
-    pools = selectors.pair_pools(study, pairs)
+    pools = outputs.pools(pairs)
     inputs = np.array([len(pool) for pool in pools])
     used, pool = shape.used_and_pool(humans, pairs, inputs, r)
     rng = np.random.default_rng([config.seed, study.pk, rnd.number])
@@ -243,7 +234,9 @@ def _decide_pairs(study, config, settings, rnd, pairs) -> None:
     correlation = None
     if shape.shared and settings.pooling and not settings.paper:
         # one annotation serves several pairs: pool with the correlation of their labels
-        correlation = _correlation(study, pairs, pools, closed_pairs, humans.rows, humans.ratings)
+        correlation = _correlation(
+            study, pairs, pools, closed_pairs, humans.rows, humans.ratings, outputs
+        )
     result = rounds.decide_round(
         post,
         used,
@@ -355,6 +348,7 @@ def _correlation(
     closed: list[SystemPair],
     rows: pd.DataFrame | None,
     ratings: selectors.ScoredRatings | None,
+    outputs: selectors.StudyOutputs,
 ) -> np.ndarray:
     """The correlation of the pairs' effect estimates (open pairs, then ``closed``) when
     one annotation serves several pairs (:func:`protocol.correlation.correlation_from_rows`):
@@ -378,7 +372,7 @@ def _correlation(
             "other_system"
         ].isin([pair.system_a_id, pair.system_b_id])
         keep &= ~(mine & (prefs["round"] > pair.decided_in_round)).to_numpy()
-    pools = [*pools, *selectors.pair_pools(study, closed)]
+    pools = [*pools, *outputs.pools(closed)]
     return correlation_from_rows(
         prefs[keep], [(p.system_a_id, p.system_b_id) for p in every], pools
     )

@@ -8,6 +8,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 import pytest
+from django.db import models
 
 from annotator import services
 from annotator.errors import ImportRejected
@@ -255,3 +256,28 @@ def test_simulated_crowd_runs_an_adaptive_ranking_study_to_its_end(capsys):
     assert Annotation.objects.filter(study=study).count() == config.committed <= 80
     answers = Annotation.objects.filter(study=study).values_list("answer", flat=True)
     assert all(len([p for tier in a["ranking"] for p in tier]) == 3 for a in answers)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("bundle", ["ranking", "likert", "pairwise"])
+def test_a_round_is_decided_and_the_next_opened_reading_the_outputs_once(bundle):
+    """The decision's pools, the correlation's and the next round's outputs all come from
+    one read of the study's outputs (it is every output of the study)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from protocol.services import round_close_if_complete, round_decide
+    from tests.protocol_sim import adaptive_bundle
+
+    make_bundle = {"ranking": ranking_bundle, "likert": likert_bundle}.get(bundle)
+    data = make_bundle() if make_bundle else adaptive_bundle()
+    study = services.study_import(data, filename="a.jsonl")
+    Item.objects.filter(study=study, round_number=1).update(
+        n_taken=models.F("redundancy"), n_done=models.F("redundancy")
+    )
+    assert round_close_if_complete(study.pk, 1)
+    with CaptureQueriesContext(connection) as queries:
+        assert round_decide(study.pk, 1)
+    assert Round.objects.filter(study=study, number=2).exists()
+    reads = [q["sql"] for q in queries if 'FROM "annotator_output"' in q["sql"]]
+    assert len(reads) == 1, reads
