@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from numbers import Rational
 from typing import Any
 
 import numpy as np
@@ -191,15 +192,19 @@ def scored_criteria(study: Study, criterion: str = "") -> list[Scale]:
     return chosen
 
 
-def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Fraction | None:
+def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Rational | None:
     """One annotator's rating of one output: the mean of their ratings on ``criteria``, each
     mapped linearly onto the scale of the first (the identity when the scales are equal), or
-    ``None`` when they rated none of them."""
+    ``None`` when they rated none of them. Exact: a whole number on the first scale alone
+    stays an ``int``, anything else is a ``Fraction``."""
     ref = criteria[0]
-    values = []
+    values: list[Rational] = []
     for c in criteria:
         value = scores.get(c.name)
         if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if c is ref:
+            values.append(value if isinstance(value, int) else Fraction(value))
             continue
         values.append(
             ref.scale_min
@@ -207,7 +212,9 @@ def annotator_rating(scores: dict[str, Any], criteria: list[Scale]) -> Fraction 
             * (ref.scale_max - ref.scale_min)
             / (c.scale_max - c.scale_min)
         )
-    return sum(values, Fraction(0)) / len(values) if values else None
+    if len(values) == 1:
+        return values[0]
+    return Fraction(sum(values)) / len(values) if values else None
 
 
 def scored_ratings(study: Study, config: ProtocolConfig | None = None) -> ScoredRatings:
@@ -235,14 +242,22 @@ def scored_ratings(study: Study, config: ProtocolConfig | None = None) -> Scored
     for input_id, system_id, scores in per_label.values():
         rating = annotator_rating(scores, criteria)
         if rating is not None:
-            total = totals.setdefault((input_id, system_id), [Fraction(0), 0])
+            total = totals.setdefault((input_id, system_id), [0, 0])
             total[0] += rating
             total[1] += 1
     return ScoredRatings(
         itemised=scored_itemised(study),
-        scores={key: total / n for key, (total, n) in totals.items()},
+        scores={key: Fraction(total) / n for key, (total, n) in totals.items()},
         dead_zone=config.scored_dead_zone if config else 0.0,
     )
+
+
+def _difference(x: Fraction, y: Fraction) -> float:
+    """``float(x - y)``: the exact difference rounded once (an integer division, which
+    Python rounds correctly), without building the difference as a ``Fraction``."""
+    p, q = x.numerator, x.denominator
+    r, s = y.numerator, y.denominator
+    return (p * s - r * q) / (q * s)
 
 
 def scored_labels(pair: SystemPair, ratings: ScoredRatings) -> dict[int, list[int]]:
@@ -257,7 +272,7 @@ def scored_labels(pair: SystemPair, ratings: ScoredRatings) -> dict[int, list[in
     )
     if not inputs:
         return {}
-    diff = np.array([float(ratings.scores[i, a] - ratings.scores[i, b]) for i in inputs])
+    diff = np.array([_difference(ratings.scores[i, a], ratings.scores[i, b]) for i in inputs])
     codes = preferences_from_scores(diff, np.zeros_like(diff), ratings.dead_zone)
     return {i: [CODE_INDEX[int(c)]] for i, c in zip(inputs, codes, strict=True)}
 
