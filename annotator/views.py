@@ -35,11 +35,11 @@ from .models import Participation, Study
 from .resilience import retry_on_lost_database
 
 COOKIE_SALT = "humeval.participation"
-#: The waiting page looks again after ``FIRST_WAIT_SECONDS``, and so while a round is being
-#: decided; otherwise each later look a second later than the last, at most ``WAIT_SECONDS``
-#: apart. One second is as soon as a page without a script can look again (``<meta
-#: http-equiv="refresh">`` counts whole seconds): a round's last answers come in and its
-#: decision is made within about a second.
+#: The waiting page looks again after ``FIRST_WAIT_SECONDS``, and so for its first
+#: ``WAIT_SECONDS`` looks while a round is being decided; otherwise each later look a second
+#: later than the last, at most ``WAIT_SECONDS`` apart. One second is as soon as a page
+#: without a script can look again (``<meta http-equiv="refresh">`` counts whole seconds): a
+#: round's last answers come in and its decision is made within about a second.
 FIRST_WAIT_SECONDS = 1
 WAIT_SECONDS = 5
 #: How long the end page shows a Prolific worker their code before taking them back.
@@ -392,10 +392,11 @@ def _wait_seconds(outlook: Outlook, looks: int) -> int:
     many seconds it looks again, or 0 when no more work is coming (the end page). The page
     waits, no web process does: soon at first and while a complete round is being decided
     (its next round opens within a moment), otherwise less often each time, so waiting for
-    other workers' last answers costs no more looks than one every ``WAIT_SECONDS``."""
+    other workers' last answers, or a decision that is late (no Celery worker), costs no
+    more looks than one every ``WAIT_SECONDS``."""
     if outlook is Outlook.NONE:
         return 0
-    if outlook is Outlook.IMMINENT:
+    if outlook is Outlook.IMMINENT and looks < WAIT_SECONDS:
         return FIRST_WAIT_SECONDS
     return min(WAIT_SECONDS, FIRST_WAIT_SECONDS + looks)
 

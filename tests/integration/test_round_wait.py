@@ -1,7 +1,8 @@
 """No web process waits for a round's decision: with no Celery worker to decide it, the
 answer that completes the round is answered at once with the waiting page, which looks
 again after a second (``views.FIRST_WAIT_SECONDS``) and keeps looking every second while the
-round is being decided; once a worker decides the round, the next look gets round 2's task."""
+round is being decided (every 5 s once the decision is late); once a worker decides the
+round, the next look gets round 2's task."""
 
 import re
 import time
@@ -36,14 +37,16 @@ def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_
     with monkeypatch.context() as patch:  # a web process that waited would sleep
         patch.setattr(time, "sleep", sleeping.append)
         page = client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
-        looks = [client.get(f"/w/{study.public_id}/task/?look={n}") for n in (1, 2, 4)]
+        looks = [client.get(f"/w/{study.public_id}/task/?look={n}") for n in (1, 2, 4, 5, 9)]
     assert sleeping == []
     assert Round.objects.get(study=study, number=1).state == "closed"  # nobody decided it
     soon = views.FIRST_WAIT_SECONDS
     url = f"/w/{study.public_id}/task/"
     assert f'content="{soon}; url={url}?look=1"' in page.content.decode()
-    for n, look in zip((1, 2, 4), looks, strict=True):  # no backing off: work comes soon
+    for n, look in zip((1, 2, 4), looks[:3], strict=True):  # no backing off: work comes soon
         assert f'content="{soon}; url={url}?look={n + 1}"' in look.content.decode()
+    for look in looks[3:]:  # a decision that is late (no Celery worker): every 5 seconds
+        assert f'content="{views.WAIT_SECONDS}; url={url}?look=6"' in look.content.decode()
 
     worker = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "celery.log")
     worker.start()  # decides the round left undecided (recovered when it starts)
