@@ -167,8 +167,9 @@ def round_decide(study_id: int, number: int) -> bool:
     config = ProtocolConfig.objects.select_for_update().get(study=study)
     settings = protocol_settings(study, config)
     pairs = list(SystemPair.objects.filter(study=study, state=SystemPair.State.OPEN))
-    outputs = selectors.StudyOutputs(study)
+    outputs = None  # with no open pair the next round opens nothing: no need to read them
     if pairs:
+        outputs = selectors.StudyOutputs(study)
         _decide_pairs(study, config, settings, rnd, pairs, outputs)
     Round.objects.filter(pk=rnd.pk).update(state=Round.State.DECIDED, decided_at=timezone.now())
     round_open(study, number + 1, outputs)
