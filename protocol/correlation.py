@@ -168,13 +168,17 @@ def correlation_from_rows(
     systems = sorted({s for pair in pairs for s in pair}, key=str)
     sid = {s: i for i, s in enumerate(systems)}
     pair_systems = np.array([[sid[a], sid[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2)
-    inputs = sorted({i for pool in pools for i in pool} | set(rows["input"]), key=str)
+    distinct = {id(members): members for members in pools}.values()
+    inputs = sorted(set().union(*distinct) | set(rows["input"]), key=str)
     uid = {i: u for u, i in enumerate(inputs)}
     seen = np.zeros((len(pairs), len(inputs)), dtype=bool)
     labels = np.zeros(seen.shape)
     pool = np.zeros(seen.shape, dtype=bool)
+    columns: dict[int, list[int]] = {}  # a pool several pairs share is indexed once
     for j, members in enumerate(pools):
-        pool[j, [uid[i] for i in members]] = True
+        if id(members) not in columns:
+            columns[id(members)] = [uid[i] for i in members]
+        pool[j, columns[id(members)]] = True
     pref = rows["preference"].astype(float)
     flip = rows["system"].map(str) > rows["other_system"].map(str)
     frame = pd.DataFrame({

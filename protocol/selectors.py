@@ -36,20 +36,35 @@ class StudyOutputs:
 
     def __init__(self, study: Study) -> None:
         gold = Item.objects.filter(study=study, is_gold=True).values_list("input_id", flat=True)
-        self.gold = set(gold)
+        self.gold = frozenset(gold)
         self.of_system: defaultdict[int, dict[int, int]] = defaultdict(dict)
         rows = Output.objects.filter(input__study=study).values_list("pk", "input_id", "system_id")
         for pk, input_id, system_id in rows:
             self.of_system[system_id][input_id] = pk
+        self._inputs: dict[int, frozenset[int]] = {}
+        self._distinct: dict[frozenset[int], frozenset[int]] = {}
+        self._pools: dict[tuple[int, int], frozenset[int]] = {}
 
-    def pools(self, pairs: Sequence[SystemPair]) -> list[set[int]]:
+    def pools(self, pairs: Sequence[SystemPair]) -> list[frozenset[int]]:
         """Each pair's pool: the inputs with outputs from both its systems, gold inputs
-        excluded."""
-        return [
-            (self.of_system[p.system_a_id].keys() & self.of_system[p.system_b_id].keys())
-            - self.gold
-            for p in pairs
-        ]
+        excluded. Each is made once; pairs whose systems cover the same inputs (as in most
+        studies) share one."""
+        return [self._pool(p.system_a_id, p.system_b_id) for p in pairs]
+
+    def _pool(self, a: int, b: int) -> frozenset[int]:
+        key = (a, b) if a <= b else (b, a)
+        if key not in self._pools:
+            first, second = self._covered(a), self._covered(b)
+            self._pools[key] = first if first is second else first & second
+        return self._pools[key]
+
+    def _covered(self, system: int) -> frozenset[int]:
+        """The non-gold inputs the system has outputs for: the same object for systems that
+        cover the same inputs."""
+        if system not in self._inputs:
+            mine = frozenset(self.of_system[system].keys() - self.gold)
+            self._inputs[system] = self._distinct.setdefault(mine, mine)
+        return self._inputs[system]
 
     def __getitem__(self, key: tuple[int, int]) -> Output:
         """The output of ``(input, system)``, as a reference carrying its key only: a round
@@ -58,7 +73,7 @@ class StudyOutputs:
         return Output(pk=self.of_system[system_id][input_id])
 
 
-def pair_pools(study: Study, pairs: Sequence[SystemPair]) -> list[set[int]]:
+def pair_pools(study: Study, pairs: Sequence[SystemPair]) -> list[frozenset[int]]:
     """Each pair's pool (:meth:`StudyOutputs.pools`)."""
     return StudyOutputs(study).pools(pairs)
 
