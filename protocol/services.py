@@ -83,7 +83,7 @@ def round_open(
     if outputs is None:
         outputs = selectors.StudyOutputs(study)
     pools = outputs.pools(pairs)
-    unused = [sorted(pool - shape.given(pair)) for pair, pool in zip(pairs, pools, strict=True)]
+    unused = [pool - shape.given(pair) for pair, pool in zip(pairs, pools, strict=True)]
     weights = np.array([pair.evidence.get("weight", 1.0) for pair in pairs], dtype=float)
     affordable = _budget_left(study, config) // redundancy  # items the budget still pays for
     give = rounds.round_allocation(
