@@ -124,6 +124,15 @@ def test_correlation_from_label_rows_matches_the_arrays_it_stands_for() -> None:
     want = shared_input_correlation(seen, np.ones_like(seen), ps, rho)
     np.testing.assert_allclose(got, want, atol=1e-12)
     assert got[0, 1] < 0 < got[0, 2]  # (A, B) with (C, A): A on opposite sides
+    # a pool shared by several pairs (one object, as StudyOutputs gives them) is read as
+    # its copies are, beside pools of their own
+    narrow = {f"i{i}" for i in range(0, 50, 2)}
+    wide = {f"i{i}" for i in range(50)}
+    mixed = [narrow, wide, wide, narrow, wide, {f"i{i}" for i in range(40)}]
+    shared = correlation_from_rows(pd.DataFrame(rows), pairs, mixed)
+    copies = correlation_from_rows(pd.DataFrame(rows), pairs, [set(p) for p in mixed])
+    np.testing.assert_array_equal(shared, copies)
+    assert not np.allclose(shared, correlation_from_rows(pd.DataFrame(rows), pairs, [wide] * 6))
 
 
 # --- the ranking replay ---------------------------------------------------------------------
