@@ -354,12 +354,19 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         return _too_many(request)
     looks = 0 if posted else _looks(request.GET.get("look"))
     seconds = 0
+    # the waiting page's look first asks whether a round is being decided: until the
+    # decision opens the next round there is nothing to lease, so it tries no lease
+    outlook = selectors.work_outlook(study) if looks else None
     try:
-        task, status = (
-            _answer_or_next(request, participation) if posted else (_next(participation), 200)
-        )
+        if outlook is Outlook.IMMINENT:
+            task, status = None, 200
+        elif posted:
+            task, status = _answer_or_next(request, participation)
+        else:
+            task, status = _next(participation), 200
         if task is None:
-            outlook = selectors.work_outlook(study)
+            if outlook is None:
+                outlook = selectors.work_outlook(study)
             seconds = _wait_seconds(outlook, looks)
             if posted and outlook is not Outlook.NONE and settings.CELERY_TASK_ALWAYS_EAGER:
                 # one more look: the embedded mode decides the round this answer completed

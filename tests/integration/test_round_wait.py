@@ -1,8 +1,8 @@
 """No web process waits for a round's decision: with no Celery worker to decide it, the
 answer that completes the round is answered at once with the waiting page, which looks
 again after a second (``views.FIRST_WAIT_SECONDS``) and keeps looking every second while the
-round is being decided (every 5 s once the decision is late); once a worker decides the
-round, the next look gets round 2's task."""
+round is being decided (every 5 s once the decision is late), reading only the round's
+state; once a worker decides the round, the next look gets round 2's task."""
 
 import re
 import time
@@ -33,12 +33,17 @@ def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_
     for _ in range(4):
         page = client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
         token = TOKEN.search(page.content.decode()).group(1)
-    sleeping = []
+    sleeping, leased = [], []
     with monkeypatch.context() as patch:  # a web process that waited would sleep
         patch.setattr(time, "sleep", sleeping.append)
         page = client.post(f"/w/{study.public_id}/task/", {"token": token, "answer": "left"})
+        lease = views._next
+        patch.setattr(
+            views, "_next", lambda participation: leased.append(1) or lease(participation)
+        )
         looks = [client.get(f"/w/{study.public_id}/task/?look={n}") for n in (1, 2, 4, 5, 9)]
     assert sleeping == []
+    assert leased == []  # while the round is being decided a look tries no lease
     assert Round.objects.get(study=study, number=1).state == "closed"  # nobody decided it
     soon = views.FIRST_WAIT_SECONDS
     url = f"/w/{study.public_id}/task/"
@@ -54,7 +59,7 @@ def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_
         wait_for(lambda: Round.objects.filter(study=study, number=2).exists(), timeout=60)
     finally:
         worker.stop()
-    page = client.get(f"/w/{study.public_id}/task/").content.decode()
+    page = client.get(f"/w/{study.public_id}/task/?look=6").content.decode()  # the next look
     lease = Assignment.objects.get(token=TOKEN.search(page).group(1))
     assert lease.item.round_number == 2
 
