@@ -359,13 +359,14 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
     outlook = selectors.work_outlook(study) if looks else None
     try:
         if outlook is Outlook.IMMINENT:
+            services.check_may_work(participation)  # a blocked worker still gets the end page
             task, status = None, 200
         elif posted:
             task, status = _answer_or_next(request, participation)
         else:
             task, status = _next(participation), 200
         if task is None:
-            if outlook is None:
+            if outlook is not Outlook.IMMINENT:  # the lease tried may have closed the round
                 outlook = selectors.work_outlook(study)
             seconds = _wait_seconds(outlook, looks)
             if posted and outlook is not Outlook.NONE and settings.CELERY_TASK_ALWAYS_EAGER:

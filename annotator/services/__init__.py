@@ -21,6 +21,7 @@ from .leasing import (
     assignment_reclaim_idle,
     assignment_release_expired,
     assignment_renew,
+    check_may_work,
     task_next,
 )
 from .participation import (
@@ -62,6 +63,7 @@ __all__ = [
     "assignment_reclaim_idle",
     "assignment_release_expired",
     "assignment_renew",
+    "check_may_work",
     "items_create",
     "items_create_static",
     "items_resize",

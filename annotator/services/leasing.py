@@ -194,7 +194,7 @@ def task_next(
     def lease() -> Task | None:
         with transaction.atomic():
             part = _lock_participation(participation.pk)
-            _check_may_work(part)
+            check_may_work(part)
             return _lease_locked(part, now, rng, holds_none=False)
 
     task = lease()
@@ -386,7 +386,8 @@ def _may_not_work(participation: Participation) -> str:
     return ""
 
 
-def _check_may_work(participation: Participation) -> None:
+def check_may_work(participation: Participation) -> None:
+    """Raise :class:`~annotator.errors.WorkerBlocked` when the worker may not work now."""
     if reason := _may_not_work(participation):
         raise WorkerBlocked(reason)
 

@@ -42,7 +42,6 @@ from .leasing import (
     _RNG,
     _SUBMITTED,
     Task,
-    _check_may_work,
     _for_update,
     _free_slots,
     _lease_locked,
@@ -51,6 +50,7 @@ from .leasing import (
     _release,
     _token,
     _when,
+    check_may_work,
     task_next,
 )
 
@@ -182,7 +182,7 @@ def _submit_locked(
         raise AssignmentNotFound("This task does not exist or is not yours.")
     if assignment.state == AssignmentState.SUBMITTED:
         return assignment.annotation, False, done
-    _check_may_work(part)
+    check_may_work(part)
     if assignment.state != AssignmentState.ISSUED or assignment.expires_at <= now:
         raise AssignmentExpired(
             "The time for this task ran out and it was given to someone else; "

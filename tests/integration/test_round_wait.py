@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 
 from annotator import services, views
-from annotator.models import Assignment
+from annotator.models import Annotator, Assignment
 from protocol.models import Round
 from tests.protocol_sim import adaptive_bundle
 from tests.services import CeleryWorker, wait_for
@@ -52,6 +52,12 @@ def test_the_completing_answer_gets_the_waiting_page_at_once_and_it_looks_again_
         assert f'content="{soon}; url={url}?look={n + 1}"' in look.content.decode()
     for look in looks[3:]:  # a decision that is late (no Celery worker): every 5 seconds
         assert f'content="{views.WAIT_SECONDS}; url={url}?look=6"' in look.content.decode()
+    # a worker blocked meanwhile is still sent to the end page by such a look
+    blocked = Client()
+    blocked.get(f"/w/{study.public_id}/", {"worker": "w2"})
+    Annotator.objects.filter(external_id="w2").update(is_blocked=True)
+    page_blocked = blocked.get(url, {"look": 1})
+    assert page_blocked.status_code == 302 and page_blocked["Location"].endswith("/end/")
 
     worker = CeleryWorker(connection.settings_dict["NAME"], tmp_path / "celery.log")
     worker.start()  # decides the round left undecided (recovered when it starts)
@@ -102,3 +108,13 @@ def test_a_worker_with_no_task_while_the_round_collects_waits_the_usual_time(mon
         assert page.status_code == 200
         assert f'content="{seconds}; url={url}?look={after}"' in page.content.decode(), look
     assert Round.objects.get(study=study, number=1).state == "open"
+
+    # the round completes while a look tries its lease (another worker's last answer): the
+    # page reads the outlook again and looks as soon as a decided round's work may come
+    def lease_meeting_the_last_answer(participation):
+        Round.objects.filter(study=study, number=1).update(state="closed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(views, "_next", lease_meeting_the_last_answer)
+        page = waiter.get(url, {"look": 3})
+    assert f'content="{views.FIRST_WAIT_SECONDS}; url={url}?look=4"' in page.content.decode()
