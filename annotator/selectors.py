@@ -221,6 +221,22 @@ def worker_progress(study: Study, done: int) -> dict[str, int | None]:
     }
 
 
+def items_done(participation: Participation) -> int:
+    """How many items the worker has submitted in the study."""
+    return Assignment.objects.filter(
+        study_id=participation.study_id,
+        annotator_id=participation.annotator_id,
+        state=AssignmentState.SUBMITTED,
+    ).count()
+
+
+def quota_reached(participation: Participation) -> bool:
+    """Whether the worker has done the study's ``items_per_worker`` items (without that
+    number, never: they may go on while there is work)."""
+    cap = participation.study.items_per_worker
+    return cap is not None and items_done(participation) >= cap
+
+
 def participation_outcome(participation: Participation, *, now=None) -> dict[str, Any]:
     """Where a worker stands when they open the end page, and which code is due.
 
@@ -233,11 +249,7 @@ def participation_outcome(participation: Participation, *, now=None) -> dict[str
     ``left`` (items still to do, when a number is set), ``code`` and ``code_due``, and a
     sentence to show them."""
     study, status = participation.study, participation.status
-    done = Assignment.objects.filter(
-        study_id=participation.study_id,
-        annotator_id=participation.annotator_id,
-        state=AssignmentState.SUBMITTED,
-    ).count()
+    done = items_done(participation)
     required = study.items_per_worker
     left = None if required is None else max(required - done, 0)
     codes = {

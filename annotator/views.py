@@ -368,6 +368,8 @@ def task(request: HttpRequest, study: Study, participation: Participation) -> Ht
         if task is None:
             if outlook is not Outlook.IMMINENT:  # the lease tried may have closed the round
                 outlook = selectors.work_outlook(study)
+            if outlook is not Outlook.NONE and selectors.quota_reached(participation):
+                outlook = Outlook.NONE  # their items are done: the end page gives the code
             seconds = _wait_seconds(outlook, looks)
             if posted and outlook is not Outlook.NONE and settings.CELERY_TASK_ALWAYS_EAGER:
                 # one more look: the embedded mode decides the round this answer completed

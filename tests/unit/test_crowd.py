@@ -18,8 +18,11 @@ from annotator.errors import WorkerBlocked
 from annotator.invites import invite_token
 from annotator.models import Annotation, Assignment, Item, Participation, QualificationAttempt
 from annotator.views import COOKIE_SALT
+from protocol.models import Round
 from tests.conftest import LLMBAR, boss_client, bundle, pairwise_bundle
 from tests.leasing import next_lease
+from tests.protocol_sim import adaptive_bundle
+from tests.unit.test_cycle_statements import form
 
 
 @pytest.fixture(autouse=True)
@@ -242,6 +245,37 @@ def test_code_only_after_items_per_worker_and_early_end_page(make_study):
     do_items(client, study, 1)
     assert returned(client.get(f"/w/{study.public_id}/end/")).endswith("cc=DONE3")
     assert Participation.objects.get().code_given == "DONE3"
+
+
+@pytest.mark.parametrize("kind", ["pairwise", "likert", "ranking", "error_spans"])
+def test_in_an_adaptive_study_the_last_of_a_workers_items_leads_to_the_code(make_study, kind):
+    """A worker who did the study's ``items_per_worker`` items while rounds go on is sent
+    to the end page with the code, not told that more tasks are coming (nor is a look of
+    their waiting page while a round is being decided); a worker short of them waits."""
+    options = {"likert": {"kind": "likert"}, "error_spans": {"kind": "error_spans",
+               "categories": ["Accuracy"]}, "ranking": {"kind": "ranking", "per_item": 3,
+               "allow_tie": False}}.get(kind, {})  # fmt: skip
+    study = make_study(
+        adaptive_bundle(n_inputs=60, batch_size=20, **options),
+        items_per_worker=2, completion_code="DONE2", redundancy=1,
+    )  # fmt: skip
+    client, rng = Client(), random.Random(0)
+    client.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=quota")
+    token = token_on(client.get(f"/w/{study.public_id}/task/").content.decode())
+    first = client.post(f"/w/{study.public_id}/task/", form(study, token, rng))
+    assert first.status_code == 200 and token_on(first.content.decode()) != token
+    last = client.post(
+        f"/w/{study.public_id}/task/", form(study, token_on(first.content.decode()), rng)
+    )
+    assert last.status_code == 302 and last.url == f"/w/{study.public_id}/end/"
+    assert returned(client.get(last.url)).endswith("cc=DONE2")
+    Round.objects.filter(study=study).update(state="closed")  # a round being decided
+    look = client.get(f"/w/{study.public_id}/task/", {"look": 1})
+    assert look.status_code == 302 and look.url == f"/w/{study.public_id}/end/"
+    # a worker with items to go, finding none while the round is decided, waits
+    other = Client()
+    other.get(f"/w/{study.public_id}/prolific/?PROLIFIC_PID=short")
+    assert 'id="waiting"' in other.get(f"/w/{study.public_id}/task/", {"look": 1}).content.decode()
 
 
 def test_stopping_early_gives_no_code_and_returns_the_lease(make_study):
