@@ -236,12 +236,14 @@ def cycle(args, call, timed, rows, task_kind: str, base: str, trivial) -> None:
     (``api``, the reference: measured alternately, so both see the same machine and the
     same warm process). Then the end of the round: the workers
     answer on until none has a task (``post-end``: an answer answered with the waiting
-    page), and each looks again ``args.looks`` times (``wait-look``: the waiting page while
-    the complete round awaits its decision, which no Celery worker makes here)."""
+    page), and each looks again ``args.looks`` times where the page's refresh says
+    (``wait-look``: the waiting page while the complete round awaits its decision, which no
+    Celery worker makes here)."""
     import random
 
     jars = [dict() for _ in range(args.workers)]
     pages: list[load.TaskPage | None] = [None] * args.workers
+    looks = [f"{base}task/"] * args.workers  # where each waiting page looks again
     rng = random.Random(1)
     for n, jar in enumerate(jars):
         status, head, _ = timed(rows, "entry", True, "GET", f"{base}?worker=cost-{n}", cookies=jar)
@@ -288,10 +290,12 @@ def cycle(args, call, timed, rows, task_kind: str, base: str, trivial) -> None:
                 if answered <= total:
                     raise SystemExit(f"the round ended after {answered} answers")
                 rows["post-end"] += end_rows["post"]
+                looks[n] = load.refresh(html, 1.0, looks[n])[1]
     for _ in range(0 if args.sqlite else args.looks):
-        for jar in jars:
-            status, _, body = timed(rows, "wait-look", True, "GET", f"{base}task/", cookies=jar)
+        for n, jar in enumerate(jars):  # as a browser: where the waiting page's refresh says
+            status, _, body = timed(rows, "wait-look", True, "GET", looks[n], cookies=jar)
             assert status == 200 and load.WAITING in body.decode(), (status, body[:300])
+            looks[n] = load.refresh(body.decode(), 1.0, looks[n])[1]
 
 
 def report(args, by_kind: dict[str, dict[str, list[Row]]]) -> None:
