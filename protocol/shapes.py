@@ -192,8 +192,8 @@ def _ranking_items(
 
     def shown_on(i: int) -> set[frozenset[int]]:
         if i not in together:
-            items = shown.get(i, ())
-            together[i] = {frozenset(c) for m, _, _ in items for c in combinations(m, 2)}
+            on_input = [systems for systems, _, _ in shown.get(i, ())]
+            together[i] = {frozenset(c) for systems in on_input for c in combinations(systems, 2)}
         return together[i]
 
     # each pair's inputs in the study's order, read only as far as the pair gets
