@@ -92,8 +92,8 @@ def test_the_round_is_the_plain_greedys(seed):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_each_pairs_inputs_are_put_in_the_study_order(seed):
-    """``shapes._in_study_order`` (one sort of the study's inputs, shared by the Likert and
-    ranking rounds) gives each pair's inputs as sorting them by their place would."""
+    """``shapes._in_study_order`` (one sort of the study's inputs, which the ranking round
+    reads lazily) gives each pair's inputs as sorting them by their place would."""
     from protocol.shapes import _in_study_order
 
     rng = random.Random(seed)
