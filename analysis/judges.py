@@ -39,6 +39,7 @@ from analysis.agreement import (
 from analysis.correlation import Method, correlation_estimates, pair_table
 from analysis.counts import LabelCounts, as_label_counts, factorize_text, label_codes
 from analysis.estimates import (
+    BLOCK_ROWS,
     BOOTSTRAP_CACHE_CELLS,
     Estimate,
     SeedLike,
@@ -446,7 +447,7 @@ def stratified_agreement(
         if n_s == 0 or n_boot <= 0:
             sums = np.zeros((0, start))
         elif weights is not None:  # the stratum's columns of the shared resample counts
-            sums = (weights if len(idx) == len(pat.freq) else weights[:, idx]) @ vp
+            sums = _stratum_sums(weights, idx, vp)
         else:
             full = np.zeros((len(pat.freq), start))
             full[idx] = vp
@@ -472,6 +473,15 @@ def stratified_agreement(
             rows.append(_strat_row(name, sname, n_s, total_valid, metric, stats, reps, confidence))
     columns = [f"{c}{s}" for c in ("hh", "hm", "h1m", "delta") for s in ("", "_low", "_high")]
     return nullable_floats(pd.DataFrame(rows), columns)
+
+
+def _stratum_sums(weights: np.ndarray, idx: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """``weights[:, idx] @ terms``, the stratum's columns of the resample counts taken a
+    block of resamples at a time (a copy of all of them would be most of the counts)."""
+    if len(idx) == weights.shape[1]:
+        return weights @ terms
+    step = BLOCK_ROWS
+    return np.vstack([weights[r : r + step, idx] @ terms for r in range(0, len(weights), step)])
 
 
 def _strat_row(

@@ -285,10 +285,20 @@ def agreement_blocks(
 
 
 def _declared(ann: pd.DataFrame, prop: Property) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The labels in the property's declared set, and those outside it (missing: neither)."""
-    ann = ann.loc[ann["label"].notna()]
-    known = ann["label"].isin(prop.labels).to_numpy()
-    return ann.loc[known], ann.loc[~known]
+    """The labels in the property's declared set, and those outside it (missing: neither).
+    The frame itself when every label is declared (no copy of a large study's labels)."""
+    present = ann["label"].notna().to_numpy()
+    known = present & ann["label"].isin(prop.labels).to_numpy()
+    unknown = present & ~known
+    return _rows(ann, known), _rows(ann, unknown)
+
+
+def _rows(frame: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
+    """``frame.loc[mask]``, without a copy where the mask keeps every row or none (a copy
+    of text kept by pyarrow combines its chunks in Arrow's pool, which keeps the memory)."""
+    if mask.all():
+        return frame
+    return frame.iloc[:0] if not mask.any() else frame.loc[mask]
 
 
 def _property_section(

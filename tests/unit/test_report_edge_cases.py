@@ -125,3 +125,22 @@ def test_judges_rated_reads_distinct_names_not_every_row(monkeypatch):
     assert _judges_rated(judges) == ["7", "a", "b"]
     assert _judges_rated(judges.astype({"judge": str}).iloc[[1, 3]]) == []
     assert _judges_rated(None) == []
+
+
+def test_declared_labels_keep_the_frame_when_every_label_is_declared():
+    """A study whose labels are all in the declared set is not copied (a copy of 1 M labels
+    with text kept by pyarrow took 18 MiB of Arrow's pool, which keeps it: issue 30); one
+    outside the set, or missing, is still told apart."""
+    import pandas as pd
+
+    from analysis.report import Property, _declared
+
+    prop = Property("overall", "ordinal", (1, 2, 3))
+    ann = pd.DataFrame({"item": ["a", "b", "c", "d"], "label": [1, 2, 3, 2]})
+    known, unknown = _declared(ann, prop)
+    assert known is ann and unknown.empty and list(unknown.columns) == ["item", "label"]
+    mixed = pd.DataFrame({"item": ["a", "b", "c", "d"], "label": [1, 7, None, 3]})
+    known, unknown = _declared(mixed, prop)
+    assert list(known["item"]) == ["a", "d"] and list(unknown["item"]) == ["b"]
+    known, unknown = _declared(mixed.iloc[[1]], prop)
+    assert known.empty and list(unknown["label"]) == [7]
