@@ -66,11 +66,10 @@ class StudyOutputs:
             self._inputs[system] = self._distinct.setdefault(mine, mine)
         return self._inputs[system]
 
-    def __getitem__(self, key: tuple[int, int]) -> Output:
-        """The output of ``(input, system)``, as a reference carrying its key only: a round
-        itemises a few of the study's outputs, so only those become model instances."""
+    def __getitem__(self, key: tuple[int, int]) -> int:
+        """The id of the output of ``(input, system)``."""
         input_id, system_id = key
-        return Output(pk=self.of_system[system_id][input_id])
+        return self.of_system[system_id][input_id]
 
 
 def pair_pools(study: Study, pairs: Sequence[SystemPair]) -> list[frozenset[int]]:

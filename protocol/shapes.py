@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from annotator.models import Input, Output, Study
+from annotator.models import Study
 
 from . import selectors
 from .models import ProtocolConfig, SystemPair
@@ -24,8 +24,8 @@ def _outputs_per_item(study: Study) -> int:
     return study.bound_kind().outputs_per_item(study.systems.count())
 
 
-#: A round's new items: ``(input, its outputs in system order)`` each.
-NewItems = list[tuple[Input, list[Output]]]
+#: A round's new items: ``(input id, its output ids in system order)`` each.
+NewItems = list[tuple[int, list[int]]]
 
 
 class _PairShape:
@@ -60,7 +60,7 @@ class _PairShape:
             rng.shuffle(inputs)
             inputs.sort(key=lambda i: _priority_key(priority[i]))
             new += [
-                (Input(pk=i), [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
+                (i, [outputs[(i, pair.system_a_id)], outputs[(i, pair.system_b_id)]])
                 for i in inputs[: int(n)]
             ]
         return new
@@ -106,7 +106,7 @@ class _ScoredShape(_PairShape):
         chosen = _scored_items(pairs, unused, give, self.itemised, rank, affordable)
         if not chosen:  # one item left in the budget and every input needs two
             return "budget"
-        return [(Input(pk=i), [outputs[(i, system)]]) for i, system in chosen]
+        return [(i, [outputs[(i, system)]]) for i, system in chosen]
 
     def humans(self, config: ProtocolConfig):
         return selectors.ScoredLabels(self.study, config)
@@ -143,7 +143,7 @@ class _SeveralShape(_PairShape):
         chosen = _ranking_items(pairs, unused, give, self.shown, rank, affordable, m, order)
         if not chosen:  # no input left on which an open pair's systems can be ranked
             return "budget" if affordable == 0 else "inputs"
-        return [(Input(pk=i), [outputs[(i, s)] for s in systems]) for i, systems in chosen]
+        return [(i, [outputs[(i, s)] for s in systems]) for i, systems in chosen]
 
     def used_and_pool(self, humans, pairs, inputs, redundancy):
         # every item showing both systems gives the pair one label per annotation

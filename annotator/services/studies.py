@@ -196,7 +196,7 @@ def items_create_static(
     expected = expected or {}
     kind = study.bound_kind()
     rank = {name: i for i, name in enumerate(system_order)}
-    groups: list[tuple[Input, list[Output]]] = []
+    groups: list[tuple[int, list[int]]] = []
     for inp in inputs:
         outs = sorted(outputs.get(inp.pk, {}).values(), key=lambda o: rank[o.system.name])
         groups_of = kind.item_groups(len(outs), _RNG)
@@ -204,39 +204,40 @@ def items_create_static(
             outs = list(outputs[inp.pk].values())  # the order the gold answer refers to
             groups_of = kind.gold_groups(len(outs))
         for group in groups_of:
-            groups.append((inp, [outs[i] for i in group]))
+            groups.append((inp.pk, [outs[i].pk for i in group]))
     return items_create(study, groups, expected=expected, gold=gold)
 
 
 def items_create(
     study: Study,
-    groups: Sequence[tuple[Input, Sequence[Output]]],
+    groups: Sequence[tuple[int, Sequence[int]]],
     *,
     round_number: int | None = None,
     expected: Mapping[int, dict] | None = None,
     gold: set[int] | frozenset[int] = frozenset(),
 ) -> list[Item]:
-    """One item per (input, outputs in system order), with its ``ItemOutput`` rows."""
+    """One item per ``(input id, output ids in system order)``, with its ``ItemOutput``
+    rows."""
     expected = expected or {}
     items = Item.objects.bulk_create(
         (
             Item(
                 study_id=study.pk,
-                input_id=inp.pk,
+                input_id=input_id,
                 round_number=round_number,
                 redundancy=study.redundancy,
-                expected=expected.get(inp.pk) or {},
-                is_gold=inp.pk in gold,
+                expected=expected.get(input_id) or {},
+                is_gold=input_id in gold,
             )
-            for inp, _ in groups
+            for input_id, _ in groups
         ),
         batch_size=BULK,
     )
     ItemOutput.objects.bulk_create(
         (
-            ItemOutput(item_id=item.pk, output_id=out.pk, position=n)
-            for item, (_, outs) in zip(items, groups, strict=True)
-            for n, out in enumerate(outs)
+            ItemOutput(item_id=item.pk, output_id=output_id, position=n)
+            for item, (_, output_ids) in zip(items, groups, strict=True)
+            for n, output_id in enumerate(output_ids)
         ),
         batch_size=BULK,
     )
