@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
+from django.db.models import Case, Count, F, JSONField, Prefetch, Q, QuerySet, Sum, When
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -612,6 +612,11 @@ def _answers(study: Study, include_flagged: bool, include_gold: bool):
         rows = rows.filter(is_flagged=False)
     if not include_gold:
         rows = rows.filter(item__is_gold=False)
+    # the scores only of the labels without an answer (imported): a decision reads every
+    # label of the study, and each JSON column read costs a parse per label
+    rows = rows.annotate(
+        summary=Case(When(answer={}, then="scores"), default=None, output_field=JSONField())
+    )
     rows = rows.order_by("id").values_list(
         "pk",
         "item_id",
@@ -619,7 +624,7 @@ def _answers(study: Study, include_flagged: bool, include_gold: bool):
         "annotator_id",
         "answer",
         "value",
-        "scores",
+        "summary",
         "is_flagged",
         "item__is_gold",
         "item__n_done",

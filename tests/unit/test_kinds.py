@@ -196,6 +196,26 @@ def test_score_rows_are_each_outputs_numeric_ratings(make_study):
     )
     assert got == [("s1", "fluency", 2.0), ("s2", "fluency", 5.0)]
     assert selectors.label_rows(study).empty  # Likert compares scores, never pairs itself
+    # a label stored with its value and scores but no answer (before answers were kept) is
+    # read from them; its scores are read only for such labels
+    annotation.__class__.objects.filter(pk=annotation.pk).update(answer={})
+    rows = selectors.score_rows(study)
+    assert sorted(zip(rows["criterion"], rows["score"], strict=True)) == [
+        ("fluency", 2.0),
+        ("fluency", 5.0),
+    ]
+
+
+def test_label_rows_read_a_label_without_an_answer_from_its_value(make_study):
+    from annotator import selectors
+
+    study = make_study(redundancy=2)
+    _, first = _label(study, "w1", first_better=True)
+    _, second = _label(study, "w2", first_better=False)
+    study.annotations.filter(pk=first.pk).update(answer={}, value="A")
+    study.annotations.filter(pk=second.pk).update(answer={}, value="B", scores={"x": 1})
+    rows = selectors.label_rows(study).sort_values("annotation")
+    assert list(rows["preference"]) == [1.0, 0.0]
 
 
 def test_a_refused_answer_stores_nothing(make_study):
