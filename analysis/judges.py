@@ -479,7 +479,7 @@ def _stratum_sums(weights: np.ndarray, idx: np.ndarray, terms: np.ndarray) -> np
     """``weights[:, idx] @ terms``, the stratum's columns of the resample counts taken a
     block of resamples at a time (a copy of all of them would be most of the counts)."""
     if len(idx) == weights.shape[1]:
-        return weights @ terms
+        return np.asarray(weights @ terms)
     step = BLOCK_ROWS
     return np.vstack([weights[r : r + step, idx] @ terms for r in range(0, len(weights), step)])
 
