@@ -612,8 +612,8 @@ def _answers(study: Study, include_flagged: bool, include_gold: bool):
         rows = rows.filter(is_flagged=False)
     if not include_gold:
         rows = rows.filter(item__is_gold=False)
-    # the scores only of the labels without an answer (imported): a decision reads every
-    # label of the study, and each JSON column read costs a parse per label
+    # the scores only of the labels stored without an answer: a decision reads every label
+    # of the study, and each JSON column read costs a parse per label
     rows = rows.annotate(
         summary=Case(When(answer={}, then="scores"), default=None, output_field=JSONField())
     )
