@@ -221,13 +221,24 @@ def worker_progress(study: Study, done: int) -> dict[str, int | None]:
     }
 
 
+#: The worker's count of submitted items in the study (parameters: study, worker, state).
+SUBMITTED_COUNT = (
+    f"SELECT COUNT(*) FROM {connection.ops.quote_name(Assignment._meta.db_table)}"  # noqa: S608
+    " WHERE study_id = %s AND annotator_id = %s AND state = %s"
+)
+
+
+def submitted_count(study_id: int, worker_id: int) -> int:
+    """How many items the worker has submitted in the study (written out: it runs on every
+    request of the worker cycle, and building it through the ORM costs more than running it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(SUBMITTED_COUNT, [study_id, worker_id, AssignmentState.SUBMITTED.value])
+        return cursor.fetchone()[0]
+
+
 def items_done(participation: Participation) -> int:
     """How many items the worker has submitted in the study."""
-    return Assignment.objects.filter(
-        study_id=participation.study_id,
-        annotator_id=participation.annotator_id,
-        state=AssignmentState.SUBMITTED,
-    ).count()
+    return submitted_count(participation.study_id, participation.annotator_id)
 
 
 def quota_reached(participation: Participation) -> bool:

@@ -36,6 +36,7 @@ from ..models import (
     Participation,
     Study,
 )
+from ..selectors import submitted_count
 from ..sqlrows import Columns, insert
 
 
@@ -65,7 +66,7 @@ def assignment_reclaim_idle(*, participation: Participation, now: datetime | Non
     now = now or timezone.now()
     study, worker_id = participation.study, participation.annotator_id
     cap = study.items_per_worker
-    if not study.is_active or (cap is not None and _count_submitted(study.pk, worker_id) >= cap):
+    if not study.is_active or (cap is not None and submitted_count(study.pk, worker_id) >= cap):
         return 0  # they could not take it: nothing is reclaimed for them
     idle_since = now - timedelta(seconds=settings.HUMEVAL_LEASE_IDLE_SECONDS)
     seen = Assignment.objects.filter(item=OuterRef("item_id"), annotator=worker_id)
@@ -316,7 +317,7 @@ def _lease_locked(
     of submitted items, when the caller read it under this lock."""
     study, worker = part.study, part.annotator
     if done is None:
-        done = _count_submitted(study.pk, worker.pk)
+        done = submitted_count(study.pk, worker.pk)
     if not holds_none:
         current = _shown_items(
             "asg.study_id = %s AND asg.annotator_id = %s AND asg.state = %s"
@@ -397,21 +398,6 @@ def _token(token: str | uuid.UUID) -> uuid.UUID:
         return uuid.UUID(str(token))
     except ValueError:
         raise AssignmentNotFound("This task does not exist or is not yours.") from None
-
-
-#: The worker's count of submitted items in the study (parameters: study, worker, state).
-_SUBMITTED = (
-    f"SELECT COUNT(*) FROM {connection.ops.quote_name(Assignment._meta.db_table)}"  # noqa: S608
-    " WHERE study_id = %s AND annotator_id = %s AND state = %s"
-)
-
-
-def _count_submitted(study_id: int, worker_id: int) -> int:
-    """How many items the worker has submitted in the study (written out: it runs on every
-    request of the worker cycle, and building it through the ORM costs more than running it)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_SUBMITTED, [study_id, worker_id, AssignmentState.SUBMITTED.value])
-        return cursor.fetchone()[0]
 
 
 def _take_item(study_id: int, worker_id: int) -> Item | None:

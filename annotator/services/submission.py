@@ -30,6 +30,7 @@ from ..models import (
     Item,
     Participation,
 )
+from ..selectors import SUBMITTED_COUNT
 from ..signals import annotation_submitted
 from ..sqlrows import db_value, insert, insert_sql, inserted
 from .leasing import (
@@ -40,7 +41,6 @@ from .leasing import (
     _OUTPUT_ID,
     _PART,
     _RNG,
-    _SUBMITTED,
     Task,
     _for_update,
     _free_slots,
@@ -151,7 +151,7 @@ def _submit_locked(
             f" LEFT JOIN {_OUTPUT.table} ON o.id = l.output_id"
         )
         order = " ORDER BY l.position"
-    select += f", ({_SUBMITTED})"
+    select += f", ({SUBMITTED_COUNT})"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {select} FROM {_ASSIGNMENT.table}"  # noqa: S608
